@@ -1,0 +1,15 @@
+//! fsmatrix: run PostgreSQL benchmarks across filesystems, options and hosts,
+//! and keep checksummed, re-runnable result bundles.
+//!
+//! The flow (see README): parse + validate ([`config`]) → [`plan`] (pure) →
+//! [`run`] (one worker per host over [`remote`]) → [`results`] bundle →
+//! verify / report.  [`lab`] builds throwaway local hosts for demos and tests.
+
+pub mod cli;
+pub mod config;
+pub mod lab;
+pub mod load;
+pub mod plan;
+pub mod remote;
+pub mod results;
+pub mod run;

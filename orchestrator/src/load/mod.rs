@@ -1,0 +1,1 @@
+//! pgbench command lines and output parsing.

@@ -1,0 +1,1 @@
+//! Matrix × inventory → plan of cells (pure).

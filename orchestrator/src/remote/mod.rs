@@ -1,0 +1,1 @@
+//! The Remote trait and its SSH implementation.

@@ -1,0 +1,1 @@
+//! Result bundles: manifest, journal, verify, report.

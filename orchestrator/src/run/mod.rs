@@ -1,0 +1,1 @@
+//! Scheduler and host workers.
