@@ -1,1 +1,3 @@
 //! Scheduler and host workers.
+pub mod events;
+pub mod progress;

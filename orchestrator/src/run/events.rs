@@ -1,0 +1,76 @@
+//! What host workers report while a sweep runs.  Workers emit [`RunEvent`]s;
+//! the progress display and the log consume them (nextest's runner/reporter
+//! split): nothing else touches the terminal.
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// One thing that happened on one host.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum RunEvent {
+    /// The worker for `host` starts; `eta` comes from the plan's durations.
+    HostStarted {
+        host: String,
+        cells: usize,
+        #[serde(with = "secs")]
+        eta: Duration,
+    },
+    /// A step starts (e.g. `make-fs ext4`, `run tpcb c=4 r=2`).
+    Step {
+        host: String,
+        step: String,
+    },
+    /// A cell ended, in any way.
+    CellEnded {
+        host: String,
+        cell: String,
+        outcome: Outcome,
+        /// Time the plan expected this cell to take: lets the display
+        /// recompute the time left from the plan, not from the wall clock.
+        #[serde(with = "secs")]
+        planned: Duration,
+    },
+    /// Something the user should see (a refused device, a retry).
+    Note {
+        host: String,
+        message: String,
+    },
+    /// The worker is done with `host` (cells left were not run).
+    HostFinished {
+        host: String,
+        done: usize,
+        failed: usize,
+        not_run: usize,
+    },
+}
+
+impl RunEvent {
+    pub fn host(&self) -> &str {
+        match self {
+            RunEvent::HostStarted { host, .. }
+            | RunEvent::Step { host, .. }
+            | RunEvent::CellEnded { host, .. }
+            | RunEvent::Note { host, .. }
+            | RunEvent::HostFinished { host, .. } => host,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Done,
+    Failed,
+    NotRun,
+}
+
+mod secs {
+    use std::time::Duration;
+
+    use serde::Serializer;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+}

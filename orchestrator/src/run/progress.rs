@@ -1,0 +1,213 @@
+//! Progress display: one bar per host (cell i of N, current step, time left
+//! from the plan) and a total, on a terminal; one plain line per event
+//! otherwise (CI logs, pipes), because indicatif prints nothing there.
+use std::collections::HashMap;
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::events::{Outcome, RunEvent};
+
+pub trait Reporter: Send {
+    fn report(&mut self, event: &RunEvent);
+    fn finish(&mut self) {}
+}
+
+/// Picks bars on a terminal, lines elsewhere.
+pub fn reporter(total_cells: usize) -> Box<dyn Reporter> {
+    if std::io::stderr().is_terminal() {
+        Box::new(Bars::new(total_cells))
+    } else {
+        Box::new(Lines::new(std::io::stderr()))
+    }
+}
+
+/// One line per event, for logs.
+pub struct Lines<W: Write + Send> {
+    out: W,
+}
+
+impl<W: Write + Send> Lines<W> {
+    pub fn new(out: W) -> Self {
+        Lines { out }
+    }
+}
+
+impl<W: Write + Send> Reporter for Lines<W> {
+    fn report(&mut self, event: &RunEvent) {
+        let line = match event {
+            RunEvent::HostStarted { host, cells, eta } => {
+                format!("{host}: start, {cells} cells, planned {}", hms(*eta))
+            }
+            RunEvent::Step { host, step } => format!("{host}: {step}"),
+            RunEvent::CellEnded {
+                host, cell, outcome, ..
+            } => format!("{host}: cell {cell} {}", outcome_word(*outcome)),
+            RunEvent::Note { host, message } => format!("{host}: {message}"),
+            RunEvent::HostFinished {
+                host,
+                done,
+                failed,
+                not_run,
+            } => format!("{host}: finished: {done} done, {failed} failed, {not_run} not run"),
+        };
+        // A log sink that fails (closed pipe) must not stop a sweep.
+        let _ = writeln!(self.out, "{line}");
+    }
+}
+
+fn outcome_word(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Done => "done",
+        Outcome::Failed => "FAILED",
+        Outcome::NotRun => "not run",
+    }
+}
+
+/// `1h02m03s`-style durations for humans.
+pub fn hms(d: Duration) -> String {
+    let s = d.as_secs();
+    match (s / 3600, (s % 3600) / 60, s % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, s) => format!("{m}m{s:02}s"),
+        (h, m, s) => format!("{h}h{m:02}m{s:02}s"),
+    }
+}
+
+struct HostBar {
+    bar: ProgressBar,
+    left: Duration,
+}
+
+/// indicatif bars: one per host and a total.
+pub struct Bars {
+    multi: MultiProgress,
+    total: ProgressBar,
+    hosts: HashMap<String, HostBar>,
+}
+
+impl Bars {
+    pub fn new(total_cells: usize) -> Self {
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+        let total = multi.add(ProgressBar::new(total_cells as u64));
+        total.set_style(
+            ProgressStyle::with_template("{prefix:>10} [{bar:30}] {pos}/{len} cells {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        total.set_prefix("total");
+        Bars {
+            multi,
+            total,
+            hosts: HashMap::new(),
+        }
+    }
+
+    fn bar(&mut self, host: &str) -> &mut HostBar {
+        let multi = &self.multi;
+        let total = &self.total;
+        self.hosts.entry(host.to_string()).or_insert_with(|| {
+            let bar = multi.insert_before(total, ProgressBar::new(0));
+            bar.set_style(
+                ProgressStyle::with_template("{prefix:>10} [{bar:30}] {pos}/{len} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+            );
+            bar.set_prefix(host.to_string());
+            HostBar {
+                bar,
+                left: Duration::ZERO,
+            }
+        })
+    }
+}
+
+impl Reporter for Bars {
+    fn report(&mut self, event: &RunEvent) {
+        match event {
+            RunEvent::HostStarted { host, cells, eta } => {
+                let hb = self.bar(host);
+                hb.bar.set_length(*cells as u64);
+                hb.left = *eta;
+                hb.bar.set_message(format!("~{} left", hms(*eta)));
+            }
+            RunEvent::Step { host, step } => {
+                let hb = self.bar(host);
+                let left = hms(hb.left);
+                hb.bar.set_message(format!("{step} (~{left} left)"));
+            }
+            RunEvent::CellEnded {
+                host,
+                outcome,
+                planned,
+                ..
+            } => {
+                let hb = self.bar(host);
+                hb.bar.inc(1);
+                hb.left = hb.left.saturating_sub(*planned);
+                if *outcome == Outcome::Failed {
+                    let line = format!("{host}: a cell failed (see the bundle)");
+                    self.multi.suspend(|| eprintln!("{line}"));
+                }
+                self.total.inc(1);
+            }
+            RunEvent::Note { host, message } => {
+                let line = format!("{host}: {message}");
+                self.multi.suspend(|| eprintln!("{line}"));
+            }
+            RunEvent::HostFinished {
+                host,
+                done,
+                failed,
+                not_run,
+            } => {
+                let (done, failed, not_run) = (*done, *failed, *not_run);
+                let hb = self.bar(host);
+                hb.bar.finish_with_message(format!(
+                    "{done} done, {failed} failed, {not_run} not run"
+                ));
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        self.total.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_lines_say_host_and_what_happened() {
+        let mut buf = Vec::new();
+        {
+            let mut r = Lines::new(&mut buf);
+            r.report(&RunEvent::HostStarted {
+                host: "lab1".into(),
+                cells: 4,
+                eta: Duration::from_secs(3723),
+            });
+            r.report(&RunEvent::CellEnded {
+                host: "lab1".into(),
+                cell: "ab12".into(),
+                outcome: Outcome::Failed,
+                planned: Duration::from_secs(10),
+            });
+        }
+        let text = String::from_utf8(buf).unwrap();
+        assert_eq!(
+            text,
+            "lab1: start, 4 cells, planned 1h02m03s\nlab1: cell ab12 FAILED\n"
+        );
+    }
+
+    #[test]
+    fn hms_forms() {
+        assert_eq!(hms(Duration::from_secs(5)), "5s");
+        assert_eq!(hms(Duration::from_secs(65)), "1m05s");
+        assert_eq!(hms(Duration::from_secs(7265)), "2h01m05s");
+    }
+}
