@@ -170,18 +170,10 @@ pub fn pgbench_run_args(
 /// Statements in FILE may use `\c` to switch databases; notices and errors
 /// go to stderr.
 pub fn psql_script_args(file: &str, results_out: &str, conn: &ConnArgs) -> Vec<String> {
-    let mut out: Vec<String> = [
-        "-X",
-        "-q",
-        "-v",
-        "ON_ERROR_STOP=1",
-        "-e",
-        "-o",
-        results_out,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut out: Vec<String> = ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-e", "-o", results_out]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     conn.push(&mut out);
     out.push("-d".into());
     out.push(conn.dbname.clone());
@@ -311,6 +303,9 @@ mod tests {
         let c = a.iter().position(|s| s == "\\timing on").unwrap();
         let f = a.iter().position(|s| s == "/w/load.sql").unwrap();
         assert!(c < f);
-        assert_eq!(a[..7], ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-e", "-o", "/dev/null"]);
+        assert_eq!(
+            a[..7],
+            ["-X", "-q", "-v", "ON_ERROR_STOP=1", "-e", "-o", "/dev/null"]
+        );
     }
 }

@@ -51,13 +51,19 @@ impl std::fmt::Display for InvalidReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             InvalidReason::ExitStatusUnknown => {
-                write!(f, "pgbench exit status unknown (killed or timed out); expected 0")
+                write!(
+                    f,
+                    "pgbench exit status unknown (killed or timed out); expected 0"
+                )
             }
             InvalidReason::ExitStatus { status } => {
                 write!(f, "pgbench exited with status {status}; expected 0")
             }
             InvalidReason::RunAborted => {
-                write!(f, "pgbench reported the run as aborted (results incomplete)")
+                write!(
+                    f,
+                    "pgbench reported the run as aborted (results incomplete)"
+                )
             }
             InvalidReason::ClientsAborted { count } => {
                 write!(f, "{count} pgbench client(s) aborted on an error")
@@ -183,7 +189,10 @@ pub struct InitOutcome {
 impl InitOutcome {
     /// Seconds of a phase by its printed name, e.g. `"client-side generate"`.
     pub fn phase(&self, name: &str) -> Option<f64> {
-        self.phases.iter().find(|p| p.name == name).map(|p| p.seconds)
+        self.phases
+            .iter()
+            .find(|p| p.name == name)
+            .map(|p| p.seconds)
     }
 }
 
@@ -237,9 +246,7 @@ fn count_pct(s: &str) -> Option<CountPct> {
 /// `X ms…` after a `=` or `:` separator.
 fn ms_after_sep(rest: &str) -> Option<f64> {
     let rest = rest.trim_start();
-    let rest = rest
-        .strip_prefix('=')
-        .or_else(|| rest.strip_prefix(':'))?;
+    let rest = rest.strip_prefix('=').or_else(|| rest.strip_prefix(':'))?;
     finite(rest.split_whitespace().next()?)
 }
 
@@ -530,15 +537,22 @@ mod tests {
     #[test]
     fn progress_line_forms() {
         let p = parse_progress(" 1.0 s, 7.0 tps, lat 435.396 ms stddev 120.347").unwrap();
-        assert_eq!((p.t_s, p.tps, p.lat_ms, p.stddev_ms), (1.0, 7.0, Some(435.396), Some(120.347)));
+        assert_eq!(
+            (p.t_s, p.tps, p.lat_ms, p.stddev_ms),
+            (1.0, 7.0, Some(435.396), Some(120.347))
+        );
         assert_eq!(p.failed, None);
         let p = parse_progress(
             " 2.0 s, 223.0 tps, lat 0.513 ms stddev 0.591, 0 failed, lag 0.148 ms, 4 skipped",
         )
         .unwrap();
-        assert_eq!((p.failed, p.lag_ms, p.skipped), (Some(0), Some(0.148), Some(4)));
-        let p = parse_progress(" 1796022534.269 s, 4071.7 tps, lat 0.489 ms stddev 0.766, 0 failed")
-            .unwrap();
+        assert_eq!(
+            (p.failed, p.lag_ms, p.skipped),
+            (Some(0), Some(0.148), Some(4))
+        );
+        let p =
+            parse_progress(" 1796022534.269 s, 4071.7 tps, lat 0.489 ms stddev 0.766, 0 failed")
+                .unwrap();
         assert_eq!(p.clock, ProgressClock::Epoch);
         assert!(parse_progress(" 1.0 s").is_none());
         assert!(parse_progress("garbage").is_none());
@@ -555,7 +569,10 @@ mod tests {
 
     #[test]
     fn init_phases_any_subset() {
-        let o = parse_init("", "done in 0.25 s (drop tables 0.01 s, server-side generate 0.16 s).\n");
+        let o = parse_init(
+            "",
+            "done in 0.25 s (drop tables 0.01 s, server-side generate 0.16 s).\n",
+        );
         assert!(o.completed);
         assert_eq!(o.total_s, Some(0.25));
         assert_eq!(o.phase("server-side generate"), Some(0.16));

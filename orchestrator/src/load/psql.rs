@@ -36,7 +36,9 @@ pub struct TimedStatement {
 pub enum PsqlInvalidReason {
     ExitStatusUnknown,
     /// 1: psql error (e.g. file not found); 2: connection lost; 3: a statement failed.
-    ExitStatus { status: i32 },
+    ExitStatus {
+        status: i32,
+    },
     /// Exit 0 but no `Time:` line: timing was not on, or the file was empty.
     NoTimings,
 }
@@ -45,16 +47,25 @@ impl std::fmt::Display for PsqlInvalidReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             PsqlInvalidReason::ExitStatusUnknown => {
-                write!(f, "psql exit status unknown (killed or timed out); expected 0")
+                write!(
+                    f,
+                    "psql exit status unknown (killed or timed out); expected 0"
+                )
             }
             PsqlInvalidReason::ExitStatus { status: 3 } => {
-                write!(f, "psql stopped at a failing statement (status 3); expected 0")
+                write!(
+                    f,
+                    "psql stopped at a failing statement (status 3); expected 0"
+                )
             }
             PsqlInvalidReason::ExitStatus { status } => {
                 write!(f, "psql exited with status {status}; expected 0")
             }
             PsqlInvalidReason::NoTimings => {
-                write!(f, "psql printed no \"Time:\" line; expected one per statement")
+                write!(
+                    f,
+                    "psql printed no \"Time:\" line; expected one per statement"
+                )
             }
         }
     }
