@@ -387,6 +387,14 @@ fn run_fixtures_parse_to_pinned_values() {
         assert_eq!(s.tps_lines.len(), c.tps_lines, "{f}: tps lines");
         assert_eq!(o.progress.len(), c.progress, "{f}: progress samples");
         assert_eq!(o.aborted_clients, c.aborted_clients, "{f}: aborted clients");
+        // result.json: serialises, and keeps the tps as printed
+        let json = serde_json::to_string(&o).expect("outcome serialises");
+        if let Some(t) = &s.tps {
+            assert!(
+                json.contains(&format!("\"text\":\"{}\"", t.text)),
+                "{f}: {json}"
+            );
+        }
     }
 }
 
