@@ -152,6 +152,7 @@ signature() {
 		SIG_DETAIL="blkid -p: $(printf '%s' "$_sg_out" | tr '\n' ' ')"
 		;;
 	esac
+	return 0
 }
 
 # guard DEV CONSENT ALLOWED_WORDS: refuse (exit 3) unless DEV is safe to

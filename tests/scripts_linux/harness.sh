@@ -128,9 +128,16 @@ scenario_cell() {
 	else
 		step make_fs 0 make-fs dev="$LOOP" allowed="$LOOP" fs="$FS"
 	fi
-	step preflight_own 0 preflight dev="$LOOP" allowed="$LOOP"
-	[ "$(value signature)" = fsmx ] || fail "make-fs left no fsmx signature: $(value signature_detail)"
-	ok own_signature_passes_guard
+	if [ "$FS" = zfs ]; then
+		# An imported pool is in use: the guard must refuse it.
+		step preflight_own 3 preflight dev="$LOOP" allowed="$LOOP"
+		[ "$(blkid -p -o value -s LABEL "$LOOP")" = "$POOL" ] || fail "pool label is not $POOL"
+		ok imported_pool_refused
+	else
+		step preflight_own 0 preflight dev="$LOOP" allowed="$LOOP"
+		[ "$(value signature)" = fsmx ] || fail "make-fs left no fsmx signature: $(value signature_detail)"
+		ok own_signature_passes_guard
+	fi
 	# shellcheck disable=SC2086 # mount_opt words have no spaces
 	step mount 0 mount dev="$LOOP" fs="$FS" mnt="$TMP/mnt" pool="$POOL" $_mopts
 	_eff=$(value effective_mount_opts)
@@ -218,7 +225,8 @@ scenario_guard() {
 	ok foreign_refused_unchanged
 	# Mounted (here, by the user, under a foreign label).
 	mkdir -p "$TMP/usermnt"
-	mount "$LOOP" "$TMP/usermnt"
+	# Read-only: a read-write mount itself updates the superblock.
+	mount -o ro,noload "$LOOP" "$TMP/usermnt"
 	_before=$(first_mib_sha)
 	step mounted 3 preflight dev="$LOOP" allowed="$LOOP" consent=yes
 	step mounted_mkfs 3 make-fs dev="$LOOP" allowed="$LOOP" fs=xfs consent=yes
@@ -230,7 +238,7 @@ scenario_guard() {
 	ok mounted_refused_unchanged
 	# Mounted in ANOTHER mount namespace (as a lab host's mount would be).
 	# shellcheck disable=SC2016 # $1 $2 belong to the inner sh
-	unshare --mount --propagation private sh -c 'mount "$1" "$2" && exec sleep 30' sh "$LOOP" "$TMP/usermnt" &
+	unshare --mount --propagation private sh -c 'mount -o ro,noload "$1" "$2" && exec sleep 30' sh "$LOOP" "$TMP/usermnt" &
 	_other=$!
 	_i=0
 	until grep -q " $TMP/usermnt " "/proc/$_other/mountinfo" 2>/dev/null; do
