@@ -49,7 +49,7 @@ sh_quote() {
 # quote_all WORDS...: the words quoted and joined by spaces.
 quote_all() {
 	_q_out=
-	for _q_w in "$@"; do
+	for _q_w in ${1+"$@"}; do
 		_q_out="$_q_out${_q_out:+ }$(sh_quote "$_q_w")"
 	done
 	printf '%s' "$_q_out"
@@ -57,7 +57,7 @@ quote_all() {
 
 # check_args ARGS...: every word is name=value with a known name.
 check_args() {
-	for _ca in "$@"; do
+	for _ca in ${1+"$@"}; do
 		case $_ca in
 		*=*) ;;
 		*) usage_die "argument '$_ca' is not name=value (names: $FSMX_ARG_NAMES)" ;;
@@ -75,7 +75,7 @@ opt() {
 	_o_name=$1
 	_o_val=$2
 	shift 2
-	for _o_a in "$@"; do
+	for _o_a in ${1+"$@"}; do
 		case $_o_a in
 		"$_o_name"=*) _o_val=${_o_a#*=} ;;
 		esac
@@ -84,13 +84,13 @@ opt() {
 }
 
 # need NAME ARGS...: the last value given for NAME; a usage error when absent
-# or empty.  Use as `x=$(need x "$@")`: set -e carries the exit 2 out.
+# or empty.  Use as `x=$(need x ${1+"$@"})`: set -e carries the exit 2 out.
 need() {
 	_n_name=$1
 	shift
 	_n_val=
 	_n_found=no
-	for _n_a in "$@"; do
+	for _n_a in ${1+"$@"}; do
 		case $_n_a in
 		"$_n_name"=*)
 			_n_val=${_n_a#*=}
@@ -108,7 +108,7 @@ need() {
 has_arg() {
 	_h_name=$1
 	shift
-	for _h_a in "$@"; do
+	for _h_a in ${1+"$@"}; do
 		case $_h_a in
 		"$_h_name"=*) return 0 ;;
 		esac
@@ -138,19 +138,19 @@ check_abs() {
 # run CMD ARGS...: log the command, run it with its stdout sent to stderr
 # (stdout is for data), die naming it when it fails.
 run() {
-	log "+ $(quote_all "$@")"
-	if "$@" >&2; then
+	log "+ $(quote_all ${1+"$@"})"
+	if ${1+"$@"} >&2; then
 		return 0
 	else
 		_r_rc=$?
-		die "$(quote_all "$@") exited $_r_rc"
+		die "$(quote_all ${1+"$@"}) exited $_r_rc"
 	fi
 }
 
 # try CMD ARGS...: like run, but return the exit status instead of dying.
 try() {
-	log "+ $(quote_all "$@")"
-	"$@" >&2
+	log "+ $(quote_all ${1+"$@"})"
+	${1+"$@"} >&2
 }
 
 # now_ms: milliseconds since the epoch where `date +%N` works, else seconds*1000.
@@ -168,11 +168,11 @@ now_ms() {
 as_pg_user() {
 	_ap_user=$1
 	shift
-	log "+ [as $_ap_user] $(quote_all "$@")"
+	log "+ [as $_ap_user] $(quote_all ${1+"$@"})"
 	if command -v runuser >/dev/null 2>&1; then
-		(cd / && runuser -u "$_ap_user" -- "$@") >&2
+		(cd / && runuser -u "$_ap_user" -- ${1+"$@"}) >&2
 	else
-		(cd / && su -m "$_ap_user" -c "$(quote_all "$@")") >&2
+		(cd / && su -m "$_ap_user" -c "$(quote_all ${1+"$@"})") >&2
 	fi
 }
 
@@ -201,12 +201,12 @@ run_step() {
 	shift
 	run mkdir -p "$_rs_out"
 	rm -f "$_rs_out/stdout" "$_rs_out/stderr" "$_rs_out/status" "$_rs_out/status.tmp"
-	quote_all "$@" >"$_rs_out/cmd"
+	quote_all ${1+"$@"} >"$_rs_out/cmd"
 	printf '\n' >>"$_rs_out/cmd"
-	log "+ $(quote_all "$@") >$_rs_out/stdout 2>$_rs_out/stderr"
+	log "+ $(quote_all ${1+"$@"}) >$_rs_out/stdout 2>$_rs_out/stderr"
 	_rs_t0=$(now_ms)
 	_rs_e0=$(date +%s)
-	if "$@" >"$_rs_out/stdout" 2>"$_rs_out/stderr" </dev/null; then
+	if ${1+"$@"} >"$_rs_out/stdout" 2>"$_rs_out/stderr" </dev/null; then
 		_rs_rc=0
 	else
 		_rs_rc=$?
@@ -247,7 +247,7 @@ write_pg_conf() {
 		printf "listen_addresses = '127.0.0.1'\n"
 		printf 'port = %s\n' "$_wc_port"
 		printf 'unix_socket_directories = %s\n' "$(pg_conf_value "$_wc_sock")"
-		for _wc_a in "$@"; do
+		for _wc_a in ${1+"$@"}; do
 			case $_wc_a in
 			pg_set=*=*)
 				_wc_kv=${_wc_a#pg_set=}
@@ -266,8 +266,8 @@ write_pg_conf() {
 
 # verb_cat ARGS...: print a file under work= (for fetching outputs).
 verb_cat() {
-	_vc_work=$(need work "$@")
-	_vc_path=$(need path "$@")
+	_vc_work=$(need work ${1+"$@"})
+	_vc_path=$(need path ${1+"$@"})
 	check_abs work "$_vc_work"
 	check_abs path "$_vc_path"
 	case $_vc_path in

@@ -214,12 +214,12 @@ guard() {
 
 # guard_args ARGS...: run the guard from verb arguments; sets G_DEV, G_REAL.
 guard_args() {
-	G_DEV=$(need dev "$@")
+	G_DEV=$(need dev ${1+"$@"})
 	check_abs dev "$G_DEV"
-	_ga_consent=$(opt consent no "$@")
+	_ga_consent=$(opt consent no ${1+"$@"})
 	case $_ga_consent in yes | no) ;; *) usage_die "consent=$_ga_consent is not yes or no" ;; esac
 	_ga_allowed=
-	for _ga in "$@"; do
+	for _ga in ${1+"$@"}; do
 		case $_ga in allowed=*) _ga_allowed="$_ga_allowed ${_ga#allowed=}" ;; esac
 	done
 	guard "$G_DEV" "$_ga_consent" "$_ga_allowed"
@@ -280,7 +280,7 @@ verb_facts() {
 	kv mem_bytes "$(($(awk '$1 == "MemTotal:" { print $2 }' /proc/meminfo) * 1024))"
 	kv page_size "$(getconf PAGESIZE)"
 	_f_i=0
-	for _f_a in "$@"; do
+	for _f_a in ${1+"$@"}; do
 		case $_f_a in dev=*) ;; *) continue ;; esac
 		_f_dev=${_f_a#dev=}
 		kv "device.$_f_i.path" "$_f_dev"
@@ -297,7 +297,7 @@ verb_facts() {
 		fi
 		_f_i=$((_f_i + 1))
 	done
-	_f_bin=$(opt pg_bin "" "$@")
+	_f_bin=$(opt pg_bin "" ${1+"$@"})
 	if [ -n "$_f_bin" ]; then
 		for _f_t in postgres pgbench psql; do
 			if [ -x "$_f_bin/$_f_t" ]; then
@@ -335,7 +335,7 @@ verb_facts() {
 }
 
 verb_preflight() {
-	guard_args "$@"
+	guard_args ${1+"$@"}
 	signature "$G_REAL"
 	kv guard ok
 	kv dev "$G_DEV"
@@ -346,12 +346,12 @@ verb_preflight() {
 }
 
 verb_make_fs() {
-	_mf_fs=$(need fs "$@")
+	_mf_fs=$(need fs ${1+"$@"})
 	check_fs "$_mf_fs"
 	if [ "$_mf_fs" = zfs ]; then
-		_mf_pool=$(need pool "$@")
+		_mf_pool=$(need pool ${1+"$@"})
 		check_pool "$_mf_pool"
-		_mf_mnt=$(need mnt "$@")
+		_mf_mnt=$(need mnt ${1+"$@"})
 		check_abs mnt "$_mf_mnt"
 		command -v zpool >/dev/null 2>&1 || die "zpool not found: install OpenZFS or zfs-fuse"
 	else
@@ -359,37 +359,37 @@ verb_make_fs() {
 		command -v "$_mf_mkfs" >/dev/null 2>&1 || die "$_mf_mkfs not found"
 	fi
 	# The guard comes before ANY write to the device.
-	guard_args "$@"
+	guard_args ${1+"$@"}
 	_mf_dev=$G_REAL
 	wipe "$_mf_dev"
 	_mf_zprops=
-	for _mf_a in "$@"; do
+	for _mf_a in ${1+"$@"}; do
 		shift
 		case $_mf_a in
-		mkfs_opt=*) [ "$_mf_fs" != zfs ] && set -- "$@" "${_mf_a#mkfs_opt=}" ;;
-		zfs_prop=*=*) [ "$_mf_fs" = zfs ] && set -- "$@" -O "${_mf_a#zfs_prop=}" && _mf_zprops=yes ;;
+		mkfs_opt=*) [ "$_mf_fs" != zfs ] && set -- ${1+"$@"} "${_mf_a#mkfs_opt=}" ;;
+		zfs_prop=*=*) [ "$_mf_fs" = zfs ] && set -- ${1+"$@"} -O "${_mf_a#zfs_prop=}" && _mf_zprops=yes ;;
 		zfs_prop=*) usage_die "zfs_prop=${_mf_a#zfs_prop=} is not property=value" ;;
 		esac
 	done
 	_mf_t0=$(now_ms)
 	case $_mf_fs in
 	ext3 | ext4)
-		set -- "$_mf_mkfs" -F -q -L "$FSMX_LABEL" -E lazy_itable_init=0,lazy_journal_init=0 "$@" "$_mf_dev"
+		set -- "$_mf_mkfs" -F -q -L "$FSMX_LABEL" -E lazy_itable_init=0,lazy_journal_init=0 ${1+"$@"} "$_mf_dev"
 		;;
 	xfs | btrfs)
-		set -- "$_mf_mkfs" -f -q -L "$FSMX_LABEL" "$@" "$_mf_dev"
+		set -- "$_mf_mkfs" -f -q -L "$FSMX_LABEL" ${1+"$@"} "$_mf_dev"
 		;;
 	zfs)
 		run mkdir -p "$_mf_mnt"
-		set -- zpool create -f -m "$_mf_mnt" "$@" "$_mf_pool" "$_mf_dev"
+		set -- zpool create -f -m "$_mf_mnt" ${1+"$@"} "$_mf_pool" "$_mf_dev"
 		;;
 	esac
-	run "$@"
+	run ${1+"$@"}
 	_mf_t1=$(now_ms)
 	kv fs "$_mf_fs"
 	if [ "$_mf_fs" = zfs ]; then kv label "$_mf_pool"; else kv label "$FSMX_LABEL"; fi
 	kv mkfs_ms "$((_mf_t1 - _mf_t0))"
-	kv mkfs_cmd "$(quote_all "$@")"
+	kv mkfs_cmd "$(quote_all ${1+"$@"})"
 }
 
 # print_zfs_props POOL: every effective property of the pool's root dataset.
@@ -404,12 +404,12 @@ print_zfs_props() {
 }
 
 verb_mount() {
-	_m_fs=$(need fs "$@")
+	_m_fs=$(need fs ${1+"$@"})
 	check_fs "$_m_fs"
-	_m_mnt=$(need mnt "$@")
+	_m_mnt=$(need mnt ${1+"$@"})
 	check_abs mnt "$_m_mnt"
 	_m_opts=
-	for _m_a in "$@"; do
+	for _m_a in ${1+"$@"}; do
 		case $_m_a in
 		mount_opt=*)
 			case ${_m_a#mount_opt=} in
@@ -422,7 +422,7 @@ verb_mount() {
 	run mkdir -p "$_m_mnt"
 	_m_mnt=$(resolve "$_m_mnt")
 	if [ "$_m_fs" = zfs ]; then
-		_m_src=$(need pool "$@")
+		_m_src=$(need pool ${1+"$@"})
 		check_pool "$_m_src"
 		_m_line=$(mount_line "$_m_mnt")
 		if [ -n "$_m_opts" ] && [ -n "$_m_line" ]; then
@@ -441,7 +441,7 @@ verb_mount() {
 			fi
 		fi
 	else
-		_m_src=$(resolve "$(need dev "$@")")
+		_m_src=$(resolve "$(need dev ${1+"$@"})")
 		_m_line=$(mount_line "$_m_mnt")
 		case $_m_line in
 		"$_m_src "*) log "already mounted: $_m_line" ;;
@@ -452,15 +452,15 @@ verb_mount() {
 			else
 				set -- mount -t "$_m_fs" "$_m_src" "$_m_mnt"
 			fi
-			if try "$@"; then
+			if try ${1+"$@"}; then
 				_m_rc=0
 			else
 				_m_rc=$?
 			fi
 			if [ "$_m_rc" -ne 0 ]; then
-				[ -n "$_m_opts" ] || die "$(quote_all "$@") exited $_m_rc"
+				[ -n "$_m_opts" ] || die "$(quote_all ${1+"$@"}) exited $_m_rc"
 				if ! try mount -t "$_m_fs" "$_m_src" "$_m_mnt"; then
-					die "$(quote_all "$@") exited $_m_rc, and fails without options too"
+					die "$(quote_all ${1+"$@"}) exited $_m_rc, and fails without options too"
 				fi
 				run umount "$_m_mnt"
 				_m_refused=
@@ -500,14 +500,14 @@ verb_mount() {
 
 # pg_common ARGS...: sets PG_BIN PG_USER MNT PGDATA CELL SOCK.
 pg_common() {
-	PG_BIN=$(need pg_bin "$@")
+	PG_BIN=$(need pg_bin ${1+"$@"})
 	check_abs pg_bin "$PG_BIN"
-	PG_USER=$(opt pg_user postgres "$@")
+	PG_USER=$(opt pg_user postgres ${1+"$@"})
 	case $PG_USER in '' | *[!a-z0-9_-]*) usage_die "pg_user=$PG_USER is not [a-z0-9_-]+" ;; esac
-	MNT=$(need mnt "$@")
+	MNT=$(need mnt ${1+"$@"})
 	check_abs mnt "$MNT"
 	PGDATA=${MNT%/}/pgdata
-	CELL=$(opt cell "" "$@")
+	CELL=$(opt cell "" ${1+"$@"})
 	if [ -n "$CELL" ]; then
 		check_abs cell "$CELL"
 		SOCK=${CELL%/}/sock
@@ -521,9 +521,9 @@ pg_running() {
 }
 
 verb_pg_init() {
-	pg_common "$@"
+	pg_common ${1+"$@"}
 	[ -n "$CELL" ] || usage_die "missing argument cell="
-	_pi_port=$(need port "$@")
+	_pi_port=$(need port ${1+"$@"})
 	check_uint port "$_pi_port"
 	_pi_mline=$(mount_line "$(resolve "$MNT")")
 	[ -n "$_pi_mline" ] || die "$MNT is not mounted: run mount first (pgdata must live on the filesystem under test)"
@@ -541,7 +541,7 @@ verb_pg_init() {
 		fi
 	fi
 	_pi_t1=$(now_ms)
-	write_pg_conf "$PGDATA/fsmatrix.conf" "$_pi_port" "$SOCK" "$@"
+	write_pg_conf "$PGDATA/fsmatrix.conf" "$_pi_port" "$SOCK" ${1+"$@"}
 	run chown "$PG_USER" "$PGDATA/fsmatrix.conf"
 	if ! grep -q "^include 'fsmatrix.conf'" "$PGDATA/postgresql.conf"; then
 		printf "\n# fsmatrix: the cell's settings, last so they win\ninclude 'fsmatrix.conf'\n" >>"$PGDATA/postgresql.conf"
@@ -553,7 +553,7 @@ verb_pg_init() {
 }
 
 verb_pg_start() {
-	pg_common "$@"
+	pg_common ${1+"$@"}
 	[ -n "$CELL" ] || usage_die "missing argument cell="
 	[ -f "$PGDATA/PG_VERSION" ] || die "no cluster in $PGDATA: run pg-init first"
 	_ps_log=${CELL%/}/postgres.log
@@ -590,31 +590,31 @@ pg_stop_cluster() {
 }
 
 verb_pg_stop() {
-	pg_common "$@"
+	pg_common ${1+"$@"}
 	pg_stop_cluster
 }
 
 # client_common ARGS...: sets PG_BIN PG_USER SOCK PORT OUT DB for pgbench/psql.
 client_common() {
-	PG_BIN=$(need pg_bin "$@")
+	PG_BIN=$(need pg_bin ${1+"$@"})
 	check_abs pg_bin "$PG_BIN"
-	PG_USER=$(opt pg_user postgres "$@")
+	PG_USER=$(opt pg_user postgres ${1+"$@"})
 	case $PG_USER in '' | *[!a-z0-9_-]*) usage_die "pg_user=$PG_USER is not [a-z0-9_-]+" ;; esac
-	CELL=$(need cell "$@")
+	CELL=$(need cell ${1+"$@"})
 	check_abs cell "$CELL"
 	SOCK=${CELL%/}/sock
-	PORT=$(need port "$@")
+	PORT=$(need port ${1+"$@"})
 	check_uint port "$PORT"
-	OUT=$(need out "$@")
+	OUT=$(need out ${1+"$@"})
 	check_abs out "$OUT"
-	DB=$(opt db fsmatrix "$@")
+	DB=$(opt db fsmatrix ${1+"$@"})
 	case $DB in '' | *[!a-z0-9_]*) usage_die "db=$DB is not [a-z0-9_]+" ;; esac
 }
 
 verb_load() {
-	client_common "$@"
-	_l_scale=$(opt scale "" "$@")
-	_l_sql=$(opt sql "" "$@")
+	client_common ${1+"$@"}
+	_l_scale=$(opt scale "" ${1+"$@"})
+	_l_sql=$(opt sql "" ${1+"$@"})
 	if [ -n "$_l_scale" ] && [ -n "$_l_sql" ]; then usage_die "give scale= or sql=, not both"; fi
 	if [ -z "$_l_scale" ] && [ -z "$_l_sql" ]; then usage_die "missing argument scale= or sql="; fi
 	_l_exists=$("$PG_BIN/psql" -X -A -t -h "$SOCK" -p "$PORT" -U "$PG_USER" -d postgres \
@@ -624,13 +624,13 @@ verb_load() {
 	fi
 	if [ -n "$_l_scale" ]; then
 		check_uint scale "$_l_scale"
-		for _l_a in "$@"; do
+		for _l_a in ${1+"$@"}; do
 			shift
 			case $_l_a in
-			init_opt=* | pgbench_opt=*) set -- "$@" "${_l_a#*=}" ;;
+			init_opt=* | pgbench_opt=*) set -- ${1+"$@"} "${_l_a#*=}" ;;
 			esac
 		done
-		run_step "$OUT" "$PG_BIN/pgbench" -i -s "$_l_scale" "$@" -h "$SOCK" -p "$PORT" -U "$PG_USER" "$DB"
+		run_step "$OUT" "$PG_BIN/pgbench" -i -s "$_l_scale" ${1+"$@"} -h "$SOCK" -p "$PORT" -U "$PG_USER" "$DB"
 	else
 		check_abs sql "$_l_sql"
 		[ -r "$_l_sql" ] || die "sql=$_l_sql: no such readable file"
@@ -644,35 +644,35 @@ verb_load() {
 }
 
 verb_run() {
-	client_common "$@"
-	_r_builtin=$(opt builtin "" "$@")
-	_r_script=$(opt script "" "$@")
-	_r_clients=$(need clients "$@")
+	client_common ${1+"$@"}
+	_r_builtin=$(opt builtin "" ${1+"$@"})
+	_r_script=$(opt script "" ${1+"$@"})
+	_r_clients=$(need clients ${1+"$@"})
 	check_uint clients "$_r_clients"
-	_r_jobs=$(opt jobs "$_r_clients" "$@")
+	_r_jobs=$(opt jobs "$_r_clients" ${1+"$@"})
 	check_uint jobs "$_r_jobs"
-	_r_dur=$(opt duration "" "$@")
-	_r_tx=$(opt transactions "" "$@")
-	_r_progress=$(opt progress 0 "$@")
+	_r_dur=$(opt duration "" ${1+"$@"})
+	_r_tx=$(opt transactions "" ${1+"$@"})
+	_r_progress=$(opt progress 0 ${1+"$@"})
 	if [ -n "$_r_builtin" ] && [ -n "$_r_script" ]; then usage_die "give builtin= or script=, not both"; fi
 	if [ -n "$_r_dur" ] && [ -n "$_r_tx" ]; then usage_die "give duration= or transactions=, not both"; fi
-	for _r_a in "$@"; do
+	for _r_a in ${1+"$@"}; do
 		shift
 		case $_r_a in
-		pgbench_opt=*) set -- "$@" "${_r_a#*=}" ;;
+		pgbench_opt=*) set -- ${1+"$@"} "${_r_a#*=}" ;;
 		esac
 	done
 	if [ "$_r_progress" = 1 ]; then
-		set -- -P 1 "$@"
+		set -- -P 1 ${1+"$@"}
 	elif [ "$_r_progress" != 0 ]; then
 		usage_die "progress=$_r_progress is not 0 or 1"
 	fi
 	if [ -n "$_r_dur" ]; then
 		check_uint duration "$_r_dur"
-		set -- -T "$_r_dur" "$@"
+		set -- -T "$_r_dur" ${1+"$@"}
 	elif [ -n "$_r_tx" ]; then
 		check_uint transactions "$_r_tx"
-		set -- -t "$_r_tx" "$@"
+		set -- -t "$_r_tx" ${1+"$@"}
 	else
 		usage_die "missing argument duration= or transactions="
 	fi
@@ -681,21 +681,21 @@ verb_run() {
 		tpcb-like | simple-update | select-only) ;;
 		*) usage_die "builtin=$_r_builtin is not tpcb-like, simple-update or select-only" ;;
 		esac
-		set -- -b "$_r_builtin" "$@"
+		set -- -b "$_r_builtin" ${1+"$@"}
 	elif [ -n "$_r_script" ]; then
 		check_abs script "$_r_script"
 		[ -r "$_r_script" ] || die "script=$_r_script: no such readable file"
-		set -- -f "$_r_script" "$@"
+		set -- -f "$_r_script" ${1+"$@"}
 	else
 		usage_die "missing argument builtin= or script="
 	fi
-	run_step "$OUT" "$PG_BIN/pgbench" "$@" -c "$_r_clients" -j "$_r_jobs" -h "$SOCK" -p "$PORT" -U "$PG_USER" "$DB"
+	run_step "$OUT" "$PG_BIN/pgbench" ${1+"$@"} -c "$_r_clients" -j "$_r_jobs" -h "$SOCK" -p "$PORT" -U "$PG_USER" "$DB"
 }
 
 verb_sizes() {
-	_s_mnt=$(need mnt "$@")
+	_s_mnt=$(need mnt ${1+"$@"})
 	check_abs mnt "$_s_mnt"
-	_s_fs=$(need fs "$@")
+	_s_fs=$(need fs ${1+"$@"})
 	check_fs "$_s_fs"
 	_s_pgdata=${_s_mnt%/}/pgdata
 	[ -d "$_s_pgdata" ] || die "no data directory $_s_pgdata"
@@ -709,7 +709,7 @@ verb_sizes() {
 	kv df_used_bytes "${_s_df%% *}"
 	kv df_avail_bytes "${_s_df#* }"
 	if [ "$_s_fs" = zfs ]; then
-		_s_pool=$(need pool "$@")
+		_s_pool=$(need pool ${1+"$@"})
 		check_pool "$_s_pool"
 		for _s_p in compressratio used logicalused referenced logicalreferenced; do
 			if _s_v=$(timeout 60 zfs get -H -p -o value "$_s_p" "$_s_pool" 2>/dev/null); then
@@ -721,7 +721,7 @@ verb_sizes() {
 }
 
 verb_drop_caches() {
-	_dc_fs=$(opt fs "" "$@")
+	_dc_fs=$(opt fs "" ${1+"$@"})
 	sync
 	if printf '3\n' >/proc/sys/vm/drop_caches 2>/dev/null; then
 		kv drop_caches_method linux-drop_caches
@@ -729,9 +729,9 @@ verb_drop_caches() {
 		kv drop_caches_method "none: /proc/sys/vm/drop_caches not writable"
 	fi
 	if [ "$_dc_fs" = zfs ]; then
-		_dc_pool=$(need pool "$@")
+		_dc_pool=$(need pool ${1+"$@"})
 		check_pool "$_dc_pool"
-		_dc_dev=$(resolve "$(need dev "$@")")
+		_dc_dev=$(resolve "$(need dev ${1+"$@"})")
 		if try zpool export "$_dc_pool"; then
 			# Import from a folder holding only our device: another pool of the
 			# same name elsewhere on this kernel must never be picked up.
@@ -754,17 +754,17 @@ verb_drop_caches() {
 }
 
 verb_teardown() {
-	_t_dev=$(need dev "$@")
+	_t_dev=$(need dev ${1+"$@"})
 	check_abs dev "$_t_dev"
 	_t_real=$(resolve "$_t_dev")
-	_t_mnt=$(opt mnt "" "$@")
-	_t_pool=$(opt pool "" "$@")
-	_t_bin=$(opt pg_bin "" "$@")
+	_t_mnt=$(opt mnt "" ${1+"$@"})
+	_t_pool=$(opt pool "" ${1+"$@"})
+	_t_bin=$(opt pg_bin "" ${1+"$@"})
 	_t_fail=
 	# 1. PostgreSQL (only when its data dir is reachable: mounted or not).
 	if [ -n "$_t_mnt" ] && [ -n "$_t_bin" ] && [ -f "${_t_mnt%/}/pgdata/postmaster.pid" ]; then
 		PG_BIN=$_t_bin
-		PG_USER=$(opt pg_user postgres "$@")
+		PG_USER=$(opt pg_user postgres ${1+"$@"})
 		PGDATA=${_t_mnt%/}/pgdata
 		if pg_running; then
 			if (pg_stop_cluster >/dev/null); then kv postgres stopped; else
@@ -826,7 +826,7 @@ verb_teardown() {
 	# 4. The device: wiped only if safe (guard checks in a subshell, so a
 	#    refusal is reported, not fatal) and blank or ours.
 	_t_allowed=
-	for _t_a in "$@"; do
+	for _t_a in ${1+"$@"}; do
 		case $_t_a in allowed=*) _t_allowed="$_t_allowed ${_t_a#allowed=}" ;; esac
 	done
 	if _t_why=$( (guard "$_t_dev" teardown "$_t_allowed") 2>&1); then
@@ -863,21 +863,21 @@ main() {
 	fi
 	FSMX_VERB=$1
 	shift
-	check_args "$@"
+	check_args ${1+"$@"}
 	case $FSMX_VERB in
-	facts) verb_facts "$@" ;;
-	preflight) verb_preflight "$@" ;;
-	make-fs) verb_make_fs "$@" ;;
-	mount) verb_mount "$@" ;;
-	pg-init) verb_pg_init "$@" ;;
-	pg-start) verb_pg_start "$@" ;;
-	pg-stop) verb_pg_stop "$@" ;;
-	load) verb_load "$@" ;;
-	run) verb_run "$@" ;;
-	sizes) verb_sizes "$@" ;;
-	drop-caches) verb_drop_caches "$@" ;;
-	teardown) verb_teardown "$@" ;;
-	cat) verb_cat "$@" ;;
+	facts) verb_facts ${1+"$@"} ;;
+	preflight) verb_preflight ${1+"$@"} ;;
+	make-fs) verb_make_fs ${1+"$@"} ;;
+	mount) verb_mount ${1+"$@"} ;;
+	pg-init) verb_pg_init ${1+"$@"} ;;
+	pg-start) verb_pg_start ${1+"$@"} ;;
+	pg-stop) verb_pg_stop ${1+"$@"} ;;
+	load) verb_load ${1+"$@"} ;;
+	run) verb_run ${1+"$@"} ;;
+	sizes) verb_sizes ${1+"$@"} ;;
+	drop-caches) verb_drop_caches ${1+"$@"} ;;
+	teardown) verb_teardown ${1+"$@"} ;;
+	cat) verb_cat ${1+"$@"} ;;
 	-h | --help | help)
 		usage
 		exit 0
@@ -889,4 +889,4 @@ main() {
 	esac
 }
 
-main "$@"
+main ${1+"$@"}
