@@ -89,7 +89,10 @@ fn assert_cell(o: &Outcome, fs: &str, opts: &[&str]) {
     assert_eq!(o.get("run.status"), "0");
     let tps: f64 = o.get("run.tps").parse().expect("tps is a number");
     assert!(tps > 0.0, "tps {tps}");
-    let du: u64 = o.get("sizes.du_bytes").parse().expect("du_bytes is a number");
+    let du: u64 = o
+        .get("sizes.du_bytes")
+        .parse()
+        .expect("du_bytes is a number");
     let apparent: u64 = o
         .get("sizes.du_apparent_bytes")
         .parse()
