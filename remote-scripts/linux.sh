@@ -1,0 +1,892 @@
+#!/bin/sh
+# shellcheck shell=dash source-path=SCRIPTDIR
+# linux.sh: fsmatrix's verbs on a Linux host (ext3, ext4, xfs, btrfs, ZFS:
+# OpenZFS or zfs-fuse).  Usage: /bin/sh <dir>/linux.sh VERB name=value ...
+# The contract (arguments, stdout keys, exit codes) is in README.md.
+set -eu
+
+FSMX_DIR=$(dirname "$0")
+# shellcheck source=common.sh
+. "$FSMX_DIR/common.sh"
+
+LC_ALL=C
+export LC_ALL
+PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
+export PATH
+
+# ---------------------------------------------------------------- devices
+
+# resolve PATH: symlinks resolved (by-id names, /dev/mapper).
+resolve() {
+	readlink -f "$1" 2>/dev/null || printf '%s' "$1"
+}
+
+# blk_name DEV: the kernel name (loop3, vdb, sda1).
+blk_name() {
+	basename "$(resolve "$1")"
+}
+
+# partitions NAME: the kernel names of NAME's partitions, one a line.
+partitions() {
+	for _p in /sys/class/block/"$1"/"$1"*; do
+		[ -e "$_p/partition" ] && basename "$_p"
+	done
+	return 0
+}
+
+# disks_under NAME: the whole disks NAME lives on, one a line: the parent of a
+# partition, the slaves of dm/md devices (recursively), else NAME itself.
+disks_under() {
+	_du_sys=/sys/class/block/$1
+	if [ ! -e "$_du_sys" ]; then
+		return 0
+	fi
+	_du_found=no
+	for _du_s in "$_du_sys"/slaves/*; do
+		[ -e "$_du_s" ] || continue
+		_du_found=yes
+		disks_under "$(basename "$_du_s")"
+	done
+	if [ "$_du_found" = yes ]; then
+		return 0
+	fi
+	if [ -e "$_du_sys/partition" ]; then
+		basename "$(dirname "$(readlink -f "$_du_sys")")"
+	else
+		printf '%s\n' "$1"
+	fi
+}
+
+dev_size_bytes() {
+	_ds_name=$(blk_name "$1")
+	if [ -r "/sys/class/block/$_ds_name/size" ]; then
+		printf '%s' "$(($(cat "/sys/class/block/$_ds_name/size") * 512))"
+	else
+		blockdev --getsize64 "$1"
+	fi
+}
+
+# in_words WORD LIST: WORD is one of the newline/space separated LIST.
+in_words() {
+	for _iw in $2; do
+		[ "$_iw" = "$1" ] && return 0
+	done
+	return 1
+}
+
+# mounted_where NAMES MAJMINS: the first mount (in ANY mount namespace: a
+# lab host's or a container's mounts are invisible in /proc/mounts) whose
+# source is one of NAMES or whose device number is one of MAJMINS, printed as
+# "<source> on <mountpoint> (mount namespace of pid <p>)"; nothing if none.
+# One stat and one awk, whatever the number of processes.
+mounted_where() {
+	# One pid per mount namespace (the namespace's inode is the key).
+	_mw_files=$(stat -L -c '%i %n' /proc/self/ns/mnt /proc/[0-9]*/ns/mnt 2>/dev/null |
+		awk '!seen[$1]++ { f = $2; sub(/ns\/mnt$/, "mountinfo", f); print f }')
+	# shellcheck disable=SC2086 # one path a word: /proc/<pid>/mountinfo
+	awk -v names="$1" -v majmins="$2" '
+		BEGIN { n = split(names, a, /[ \n]+/); for (i = 1; i <= n; i++) if (a[i] != "") want[a[i]] = 1
+		        m = split(majmins, b, /[ \n]+/); for (i = 1; i <= m; i++) if (b[i] != "") mm[b[i]] = 1 }
+		# mountinfo: id parent maj:min root mountpoint opts [tags] - fstype source superopts
+		{ for (i = 7; i <= NF; i++) if ($i == "-") break
+		  src = $(i + 2); s = src; sub(/.*\//, "", s)
+		  if ((src ~ /^\/dev\// && (s in want)) || ($3 in mm)) {
+			pid = FILENAME; sub(/^\/proc\//, "", pid); sub(/\/mountinfo$/, "", pid)
+			print src " on " $5 " (mount namespace of pid " pid ")"; exit } }
+	' $_mw_files 2>/dev/null || true
+}
+
+# zpool_vdev_of NAMES: the imported pool one of NAMES is a vdev of, if any.
+zpool_vdev_of() {
+	command -v zpool >/dev/null 2>&1 || return 0
+	_zv_status=$(timeout 20 zpool status 2>/dev/null) || return 0
+	printf '%s\n' "$_zv_status" | awk -v names="$1" '
+		BEGIN { n = split(names, a, /[ \n]+/); for (i = 1; i <= n; i++) if (a[i] != "") want[a[i]] = 1 }
+		$1 == "pool:" { pool = $2 }
+		{ s = $1; sub(/.*\//, "", s); if (s in want) { print pool; exit } }'
+}
+
+# signature DEV: sets SIG (none|fsmx|foreign) and SIG_DETAIL.  Read-only.
+signature() {
+	SIG=none
+	SIG_DETAIL=
+	_sg_name=$(blk_name "$1")
+	_sg_parts=$(partitions "$_sg_name")
+	if [ -n "$_sg_parts" ]; then
+		SIG=foreign
+		SIG_DETAIL="partitions: $(printf '%s' "$_sg_parts" | tr '\n' ' ')"
+		return 0
+	fi
+	if _sg_out=$(blkid -p -o export "$1" 2>&1); then
+		_sg_rc=0
+	else
+		_sg_rc=$?
+	fi
+	case $_sg_rc in
+	0)
+		_sg_type=$(printf '%s\n' "$_sg_out" | sed -n 's/^TYPE=//p')
+		_sg_label=$(printf '%s\n' "$_sg_out" | sed -n 's/^LABEL=//p')
+		_sg_pt=$(printf '%s\n' "$_sg_out" | sed -n 's/^PTTYPE=//p')
+		SIG_DETAIL="${_sg_type:-?} label=${_sg_label}${_sg_pt:+ pttype=$_sg_pt}"
+		SIG=foreign
+		if [ -z "$_sg_pt" ]; then
+			case $_sg_type in
+			ext2 | ext3 | ext4 | xfs | btrfs)
+				[ "$_sg_label" = "$FSMX_LABEL" ] && SIG=fsmx
+				;;
+			zfs_member)
+				case $_sg_label in "$FSMX_LABEL"*) SIG=fsmx ;; esac
+				;;
+			esac
+		fi
+		;;
+	2)
+		if ! first_mib_zero "$1"; then
+			SIG=foreign
+			SIG_DETAIL="no known signature but the first MiB is not zero"
+		fi
+		;;
+	*)
+		# Ambivalent results (two signatures) and probe errors: not ours.
+		SIG=foreign
+		SIG_DETAIL="blkid -p: $(printf '%s' "$_sg_out" | tr '\n' ' ')"
+		;;
+	esac
+	return 0
+}
+
+# guard DEV CONSENT ALLOWED_WORDS: refuse (exit 3) unless DEV is safe to
+# format.  CONSENT=yes lets a foreign signature pass; CONSENT=teardown skips
+# the signature check (teardown checks it itself).  Writes nothing.
+guard() {
+	_g_dev=$1
+	_g_consent=$2
+	_g_allowed=$3
+	_g_real=$(resolve "$_g_dev")
+	_g_ok=no
+	for _g_a in $_g_allowed; do
+		if [ "$_g_a" = "$_g_dev" ] || [ "$(resolve "$_g_a")" = "$_g_real" ]; then
+			_g_ok=yes
+		fi
+	done
+	[ "$_g_ok" = yes ] || refuse "$_g_dev" "not among this host's devices in the inventory (allowed:${_g_allowed:- none})"
+	[ -b "$_g_real" ] || refuse "$_g_dev" "not a block device"
+	_g_name=$(basename "$_g_real")
+	_g_names="$_g_name $(partitions "$_g_name" | tr '\n' ' ')"
+	_g_majmins=
+	for _g_n in $_g_names; do
+		_g_majmins="$_g_majmins $(cat "/sys/class/block/$_g_n/dev" 2>/dev/null || true)"
+	done
+	_g_where=$(mounted_where "$_g_names" "$_g_majmins")
+	[ -z "$_g_where" ] || refuse "$_g_dev" "mounted: $_g_where"
+	while read -r _g_src _g_rest; do
+		case $_g_src in /dev/*) ;; *) continue ;; esac
+		if in_words "$(blk_name "$_g_src")" "$_g_names"; then
+			refuse "$_g_dev" "in use as swap ($_g_src)"
+		fi
+	done </proc/swaps
+	for _g_n in $_g_names; do
+		for _g_h in "/sys/class/block/$_g_n/holders"/*; do
+			[ -e "$_g_h" ] || continue
+			refuse "$_g_dev" "held by $(basename "$_g_h") (LVM, MD or device-mapper) through $_g_n"
+		done
+	done
+	_g_pool=$(zpool_vdev_of "$_g_names")
+	[ -z "$_g_pool" ] || refuse "$_g_dev" "part of the imported zpool $_g_pool"
+	_g_root_src=$(awk '$2 == "/" { src = $1 } END { print src }' /proc/mounts)
+	case $_g_root_src in
+	/dev/*)
+		_g_root_disks=$(disks_under "$(blk_name "$_g_root_src")")
+		for _g_d in $(disks_under "$_g_name"); do
+			if in_words "$_g_d" "$_g_root_disks"; then
+				refuse "$_g_dev" "on the disk holding / ($_g_root_src is on $_g_d)"
+			fi
+		done
+		;;
+	esac
+	[ "$_g_consent" = teardown ] && return 0
+	signature "$_g_real"
+	if [ "$SIG" = foreign ] && [ "$_g_consent" != yes ]; then
+		refuse "$_g_dev" "carries a foreign signature ($SIG_DETAIL); pass consent=yes for this host and device to overwrite it"
+	fi
+	return 0
+}
+
+# guard_args ARGS...: run the guard from verb arguments; sets G_DEV, G_REAL.
+guard_args() {
+	G_DEV=$(need dev ${1+"$@"})
+	check_abs dev "$G_DEV"
+	_ga_consent=$(opt consent no ${1+"$@"})
+	case $_ga_consent in yes | no) ;; *) usage_die "consent=$_ga_consent is not yes or no" ;; esac
+	_ga_allowed=
+	for _ga in ${1+"$@"}; do
+		case $_ga in allowed=*) _ga_allowed="$_ga_allowed ${_ga#allowed=}" ;; esac
+	done
+	guard "$G_DEV" "$_ga_consent" "$_ga_allowed"
+	G_REAL=$(resolve "$G_DEV")
+}
+
+# wipe DEV: remove every signature and zero both ends.
+wipe() {
+	run wipefs -a -q "$1"
+	zero_ends "$1" "$(dev_size_bytes "$1")"
+}
+
+check_fs() {
+	case $1 in
+	ext3 | ext4 | xfs | btrfs | zfs) ;;
+	*) usage_die "fs=$1 is not one of ext3 ext4 xfs btrfs zfs" ;;
+	esac
+}
+
+check_pool() {
+	case $1 in
+	"$FSMX_LABEL"*) ;;
+	*) usage_die "pool=$1 must start with $FSMX_LABEL (the guard recognises fsmatrix's pools by it)" ;;
+	esac
+	case $1 in
+	*[!A-Za-z0-9_.:-]*) usage_die "pool=$1 may hold only letters, digits and _.:-" ;;
+	esac
+}
+
+zfs_impl() {
+	if ! command -v zpool >/dev/null 2>&1; then
+		printf none
+	elif command -v zfs-fuse >/dev/null 2>&1 && [ ! -e /sys/module/zfs ]; then
+		printf zfs-fuse
+	else
+		printf openzfs
+	fi
+}
+
+# mount_line MNT: "source fstype options" of the last mount on MNT.
+mount_line() {
+	awk -v mp="$1" '$2 == mp { line = $1 " " $3 " " $4 } END { if (line != "") print line }' /proc/mounts
+}
+
+# ---------------------------------------------------------------- verbs
+
+verb_facts() {
+	kv os linux
+	kv kernel "$(uname -r)"
+	kv kernel_version "$(uname -v)"
+	kv arch "$(uname -m)"
+	if [ -r /etc/os-release ]; then
+		kv distro "$(sed -n 's/^PRETTY_NAME=//p' /etc/os-release | tr -d '"')"
+	fi
+	kv hostname "$(uname -n)"
+	kv cpu_model "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
+	kv cpu_count "$(getconf _NPROCESSORS_ONLN)"
+	kv mem_bytes "$(($(awk '$1 == "MemTotal:" { print $2 }' /proc/meminfo) * 1024))"
+	kv page_size "$(getconf PAGESIZE)"
+	_f_i=0
+	for _f_a in ${1+"$@"}; do
+		case $_f_a in dev=*) ;; *) continue ;; esac
+		_f_dev=${_f_a#dev=}
+		kv "device.$_f_i.path" "$_f_dev"
+		if [ -b "$_f_dev" ]; then
+			_f_n=$(blk_name "$_f_dev")
+			_f_disk=$(disks_under "$_f_n" | head -n 1)
+			kv "device.$_f_i.present" yes
+			kv "device.$_f_i.size_bytes" "$(dev_size_bytes "$_f_dev")"
+			kv "device.$_f_i.model" "$(sed 's/[[:space:]]*$//' "/sys/class/block/$_f_disk/device/model" 2>/dev/null || true)"
+			kv "device.$_f_i.rotational" "$(cat "/sys/class/block/$_f_disk/queue/rotational" 2>/dev/null || printf unknown)"
+			kv "device.$_f_i.logical_block_size" "$(cat "/sys/class/block/$_f_disk/queue/logical_block_size" 2>/dev/null || printf unknown)"
+		else
+			kv "device.$_f_i.present" no
+		fi
+		_f_i=$((_f_i + 1))
+	done
+	_f_bin=$(opt pg_bin "" ${1+"$@"})
+	if [ -n "$_f_bin" ]; then
+		for _f_t in postgres pgbench psql; do
+			if [ -x "$_f_bin/$_f_t" ]; then
+				kv "${_f_t}_version" "$("$_f_bin/$_f_t" --version 2>/dev/null | head -n 1)"
+			fi
+		done
+	fi
+	_f_tools=
+	for _f_t in mkfs.ext3 mkfs.ext4 mkfs.xfs mkfs.btrfs zpool; do
+		command -v "$_f_t" >/dev/null 2>&1 && _f_tools="$_f_tools${_f_tools:+ }$_f_t"
+	done
+	kv tools "$_f_tools"
+	if command -v mke2fs >/dev/null 2>&1; then
+		kv mkfs_ext4_version "$(mke2fs -V 2>&1 | awk 'NR == 1 { print $2 }')"
+	fi
+	if command -v mkfs.xfs >/dev/null 2>&1; then
+		kv mkfs_xfs_version "$(mkfs.xfs -V 2>&1 | awk '{ print $NF; exit }')"
+	fi
+	if command -v mkfs.btrfs >/dev/null 2>&1; then
+		kv mkfs_btrfs_version "$(mkfs.btrfs --version 2>&1 | awk '{ print $NF; exit }')"
+	fi
+	_f_impl=$(zfs_impl)
+	kv zfs_impl "$_f_impl"
+	case $_f_impl in
+	openzfs)
+		kv zfs_version "$(zfs version 2>/dev/null | head -n 1 || cat /sys/module/zfs/version 2>/dev/null || true)"
+		;;
+	zfs-fuse)
+		kv zfs_version "$(dpkg-query -W -f '${Version}' zfs-fuse 2>/dev/null || printf unknown)"
+		;;
+	esac
+	if [ "$_f_impl" != none ]; then
+		if timeout 10 zpool list >/dev/null 2>&1; then kv zfs_running yes; else kv zfs_running no; fi
+	fi
+}
+
+verb_preflight() {
+	guard_args ${1+"$@"}
+	signature "$G_REAL"
+	kv guard ok
+	kv dev "$G_DEV"
+	kv dev_real "$G_REAL"
+	kv dev_size_bytes "$(dev_size_bytes "$G_REAL")"
+	kv signature "$SIG"
+	kv signature_detail "$SIG_DETAIL"
+}
+
+verb_make_fs() {
+	_mf_fs=$(need fs ${1+"$@"})
+	check_fs "$_mf_fs"
+	if [ "$_mf_fs" = zfs ]; then
+		_mf_pool=$(need pool ${1+"$@"})
+		check_pool "$_mf_pool"
+		_mf_mnt=$(need mnt ${1+"$@"})
+		check_abs mnt "$_mf_mnt"
+		command -v zpool >/dev/null 2>&1 || die "zpool not found: install OpenZFS or zfs-fuse"
+	else
+		_mf_mkfs=mkfs.$_mf_fs
+		command -v "$_mf_mkfs" >/dev/null 2>&1 || die "$_mf_mkfs not found"
+	fi
+	# The guard comes before ANY write to the device.
+	guard_args ${1+"$@"}
+	_mf_dev=$G_REAL
+	wipe "$_mf_dev"
+	_mf_zprops=
+	for _mf_a in ${1+"$@"}; do
+		shift
+		case $_mf_a in
+		mkfs_opt=*) [ "$_mf_fs" != zfs ] && set -- ${1+"$@"} "${_mf_a#mkfs_opt=}" ;;
+		zfs_prop=*=*) [ "$_mf_fs" = zfs ] && set -- ${1+"$@"} -O "${_mf_a#zfs_prop=}" && _mf_zprops=yes ;;
+		zfs_prop=*) usage_die "zfs_prop=${_mf_a#zfs_prop=} is not property=value" ;;
+		esac
+	done
+	_mf_t0=$(now_ms)
+	case $_mf_fs in
+	ext3 | ext4)
+		set -- "$_mf_mkfs" -F -q -L "$FSMX_LABEL" -E lazy_itable_init=0,lazy_journal_init=0 ${1+"$@"} "$_mf_dev"
+		;;
+	xfs | btrfs)
+		set -- "$_mf_mkfs" -f -q -L "$FSMX_LABEL" ${1+"$@"} "$_mf_dev"
+		;;
+	zfs)
+		run mkdir -p "$_mf_mnt"
+		set -- zpool create -f -m "$_mf_mnt" ${1+"$@"} "$_mf_pool" "$_mf_dev"
+		;;
+	esac
+	run ${1+"$@"}
+	_mf_t1=$(now_ms)
+	kv fs "$_mf_fs"
+	if [ "$_mf_fs" = zfs ]; then kv label "$_mf_pool"; else kv label "$FSMX_LABEL"; fi
+	kv mkfs_ms "$((_mf_t1 - _mf_t0))"
+	kv mkfs_cmd "$(quote_all ${1+"$@"})"
+}
+
+# print_zfs_props POOL: every effective property of the pool's root dataset.
+print_zfs_props() {
+	timeout 60 zfs get -H -p -o property,value all "$1" 2>/dev/null |
+		while IFS='	' read -r _zp_name _zp_val; do
+			case $_zp_name in
+			'' | *[!a-z0-9_.]*) continue ;;
+			esac
+			kv "zfs.$_zp_name" "$_zp_val"
+		done
+}
+
+verb_mount() {
+	_m_fs=$(need fs ${1+"$@"})
+	check_fs "$_m_fs"
+	_m_mnt=$(need mnt ${1+"$@"})
+	check_abs mnt "$_m_mnt"
+	_m_opts=
+	for _m_a in ${1+"$@"}; do
+		case $_m_a in
+		mount_opt=*)
+			case ${_m_a#mount_opt=} in
+			'' | *,*) usage_die "mount_opt=${_m_a#mount_opt=} must be one non-empty option (repeat mount_opt= for more)" ;;
+			esac
+			_m_opts="$_m_opts${_m_opts:+,}${_m_a#mount_opt=}"
+			;;
+		esac
+	done
+	run mkdir -p "$_m_mnt"
+	_m_mnt=$(resolve "$_m_mnt")
+	if [ "$_m_fs" = zfs ]; then
+		_m_src=$(need pool ${1+"$@"})
+		check_pool "$_m_src"
+		_m_line=$(mount_line "$_m_mnt")
+		if [ -n "$_m_opts" ] && [ -n "$_m_line" ]; then
+			run zfs umount "$_m_src"
+			_m_line=
+		fi
+		if [ -z "$_m_line" ]; then
+			if [ -n "$_m_opts" ]; then
+				if ! try zfs mount -o "$_m_opts" "$_m_src"; then
+					kv refused_mount_opt "$_m_opts"
+					printf 'error: mount: zfs mount -o %s %s failed: option(s) refused\n' "$_m_opts" "$_m_src" >&2
+					exit 4
+				fi
+			else
+				run zfs mount "$_m_src"
+			fi
+		fi
+	else
+		_m_src=$(resolve "$(need dev ${1+"$@"})")
+		_m_line=$(mount_line "$_m_mnt")
+		case $_m_line in
+		"$_m_src "*) log "already mounted: $_m_line" ;;
+		?*) die "$_m_mnt is already a mount point of something else: $_m_line" ;;
+		*)
+			if [ -n "$_m_opts" ]; then
+				set -- mount -t "$_m_fs" -o "$_m_opts" "$_m_src" "$_m_mnt"
+			else
+				set -- mount -t "$_m_fs" "$_m_src" "$_m_mnt"
+			fi
+			if try ${1+"$@"}; then
+				_m_rc=0
+			else
+				_m_rc=$?
+			fi
+			if [ "$_m_rc" -ne 0 ]; then
+				[ -n "$_m_opts" ] || die "$(quote_all ${1+"$@"}) exited $_m_rc"
+				if ! try mount -t "$_m_fs" "$_m_src" "$_m_mnt"; then
+					die "$(quote_all ${1+"$@"}) exited $_m_rc, and fails without options too"
+				fi
+				run umount "$_m_mnt"
+				_m_refused=
+				_m_rest=$_m_opts
+				while [ -n "$_m_rest" ]; do
+					_m_o=${_m_rest%%,*}
+					case $_m_rest in *,*) _m_rest=${_m_rest#*,} ;; *) _m_rest= ;; esac
+					if try mount -t "$_m_fs" -o "$_m_o" "$_m_src" "$_m_mnt"; then
+						run umount "$_m_mnt"
+					else
+						_m_refused="$_m_refused${_m_refused:+,}$_m_o"
+						kv refused_mount_opt "$_m_o"
+					fi
+				done
+				if [ -z "$_m_refused" ]; then
+					kv refused_mount_opt "$_m_opts"
+					_m_refused="the combination $_m_opts"
+				fi
+				printf 'error: mount: option %s refused by the kernel for %s (mount -t %s -o %s exited %s)\n' \
+					"$_m_refused" "$_m_fs" "$_m_fs" "$_m_opts" "$_m_rc" >&2
+				exit 4
+			fi
+			;;
+		esac
+	fi
+	_m_line=$(mount_line "$_m_mnt")
+	[ -n "$_m_line" ] || die "$_m_mnt is not mounted after mounting $_m_src"
+	kv mnt "$_m_mnt"
+	kv mount_source "${_m_line%% *}"
+	_m_rest=${_m_line#* }
+	kv mount_fstype "${_m_rest%% *}"
+	kv effective_mount_opts "${_m_rest#* }"
+	if [ "$_m_fs" = zfs ]; then
+		print_zfs_props "$_m_src"
+	fi
+}
+
+# pg_common ARGS...: sets PG_BIN PG_USER MNT PGDATA CELL SOCK.
+pg_common() {
+	PG_BIN=$(need pg_bin ${1+"$@"})
+	check_abs pg_bin "$PG_BIN"
+	PG_USER=$(opt pg_user postgres ${1+"$@"})
+	case $PG_USER in '' | *[!a-z0-9_-]*) usage_die "pg_user=$PG_USER is not [a-z0-9_-]+" ;; esac
+	MNT=$(need mnt ${1+"$@"})
+	check_abs mnt "$MNT"
+	PGDATA=${MNT%/}/pgdata
+	CELL=$(opt cell "" ${1+"$@"})
+	if [ -n "$CELL" ]; then
+		check_abs cell "$CELL"
+		SOCK=${CELL%/}/sock
+	else
+		SOCK=
+	fi
+}
+
+pg_running() {
+	[ -f "$PGDATA/postmaster.pid" ] && as_pg_user "$PG_USER" "$PG_BIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1
+}
+
+verb_pg_init() {
+	pg_common ${1+"$@"}
+	[ -n "$CELL" ] || usage_die "missing argument cell="
+	_pi_port=$(need port ${1+"$@"})
+	check_uint port "$_pi_port"
+	_pi_mline=$(mount_line "$(resolve "$MNT")")
+	[ -n "$_pi_mline" ] || die "$MNT is not mounted: run mount first (pgdata must live on the filesystem under test)"
+	run mkdir -p "$CELL" "$SOCK"
+	run chown "$PG_USER" "$SOCK"
+	run mkdir -p "$PGDATA"
+	run chown "$PG_USER" "$PGDATA"
+	run chmod 0700 "$PGDATA"
+	_pi_t0=$(now_ms)
+	if [ -f "$PGDATA/PG_VERSION" ]; then
+		log "initdb skipped: $PGDATA/PG_VERSION exists"
+	else
+		if ! as_pg_user "$PG_USER" "$PG_BIN/initdb" -D "$PGDATA" -U "$PG_USER" --auth=trust -E UTF8 --locale=C; then
+			die "initdb -D $PGDATA as $PG_USER failed"
+		fi
+	fi
+	_pi_t1=$(now_ms)
+	write_pg_conf "$PGDATA/fsmatrix.conf" "$_pi_port" "$SOCK" ${1+"$@"}
+	run chown "$PG_USER" "$PGDATA/fsmatrix.conf"
+	if ! grep -q "^include 'fsmatrix.conf'" "$PGDATA/postgresql.conf"; then
+		printf "\n# fsmatrix: the cell's settings, last so they win\ninclude 'fsmatrix.conf'\n" >>"$PGDATA/postgresql.conf"
+	fi
+	kv pgdata "$PGDATA"
+	kv conf "$PGDATA/fsmatrix.conf"
+	kv socket_dir "$SOCK"
+	kv initdb_ms "$((_pi_t1 - _pi_t0))"
+}
+
+verb_pg_start() {
+	pg_common ${1+"$@"}
+	[ -n "$CELL" ] || usage_die "missing argument cell="
+	[ -f "$PGDATA/PG_VERSION" ] || die "no cluster in $PGDATA: run pg-init first"
+	_ps_log=${CELL%/}/postgres.log
+	run mkdir -p "$CELL"
+	[ -e "$_ps_log" ] || : >"$_ps_log"
+	run chown "$PG_USER" "$_ps_log"
+	if pg_running; then
+		kv started already
+	else
+		if ! as_pg_user "$PG_USER" "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$_ps_log" -w -t 300 start; then
+			log "last lines of $_ps_log:"
+			tail -n 20 "$_ps_log" >&2 || true
+			die "pg_ctl -D $PGDATA start as $PG_USER failed (log: $_ps_log)"
+		fi
+		kv started yes
+	fi
+	kv pgdata "$PGDATA"
+	kv pid "$(head -n 1 "$PGDATA/postmaster.pid")"
+	kv log "$_ps_log"
+	kv socket_dir "$SOCK"
+}
+
+# pg_stop_cluster: stop fast, then immediate; prints stopped=yes|already.
+pg_stop_cluster() {
+	if ! pg_running; then
+		kv stopped already
+		return 0
+	fi
+	if ! as_pg_user "$PG_USER" "$PG_BIN/pg_ctl" -D "$PGDATA" -m fast -w -t 120 stop; then
+		as_pg_user "$PG_USER" "$PG_BIN/pg_ctl" -D "$PGDATA" -m immediate -w -t 60 stop ||
+			die "pg_ctl -D $PGDATA stop (fast, then immediate) failed"
+	fi
+	kv stopped yes
+}
+
+verb_pg_stop() {
+	pg_common ${1+"$@"}
+	pg_stop_cluster
+}
+
+# client_common ARGS...: sets PG_BIN PG_USER SOCK PORT OUT DB for pgbench/psql.
+client_common() {
+	PG_BIN=$(need pg_bin ${1+"$@"})
+	check_abs pg_bin "$PG_BIN"
+	PG_USER=$(opt pg_user postgres ${1+"$@"})
+	case $PG_USER in '' | *[!a-z0-9_-]*) usage_die "pg_user=$PG_USER is not [a-z0-9_-]+" ;; esac
+	CELL=$(need cell ${1+"$@"})
+	check_abs cell "$CELL"
+	SOCK=${CELL%/}/sock
+	PORT=$(need port ${1+"$@"})
+	check_uint port "$PORT"
+	OUT=$(need out ${1+"$@"})
+	check_abs out "$OUT"
+	DB=$(opt db fsmatrix ${1+"$@"})
+	case $DB in '' | *[!a-z0-9_]*) usage_die "db=$DB is not [a-z0-9_]+" ;; esac
+}
+
+verb_load() {
+	client_common ${1+"$@"}
+	_l_scale=$(opt scale "" ${1+"$@"})
+	_l_sql=$(opt sql "" ${1+"$@"})
+	if [ -n "$_l_scale" ] && [ -n "$_l_sql" ]; then usage_die "give scale= or sql=, not both"; fi
+	if [ -z "$_l_scale" ] && [ -z "$_l_sql" ]; then usage_die "missing argument scale= or sql="; fi
+	_l_exists=$("$PG_BIN/psql" -X -A -t -h "$SOCK" -p "$PORT" -U "$PG_USER" -d postgres \
+		-c "select 1 from pg_database where datname = '$DB'") || die "psql to $SOCK port $PORT failed: is PostgreSQL started?"
+	if [ "$_l_exists" != 1 ]; then
+		run "$PG_BIN/createdb" -h "$SOCK" -p "$PORT" -U "$PG_USER" "$DB"
+	fi
+	if [ -n "$_l_scale" ]; then
+		check_uint scale "$_l_scale"
+		for _l_a in ${1+"$@"}; do
+			shift
+			case $_l_a in
+			init_opt=* | pgbench_opt=*) set -- ${1+"$@"} "${_l_a#*=}" ;;
+			esac
+		done
+		run_step "$OUT" "$PG_BIN/pgbench" -i -s "$_l_scale" ${1+"$@"} -h "$SOCK" -p "$PORT" -U "$PG_USER" "$DB"
+	else
+		check_abs sql "$_l_sql"
+		[ -r "$_l_sql" ] || die "sql=$_l_sql: no such readable file"
+		run mkdir -p "$OUT"
+		{
+			printf '\\timing on\n'
+			cat "$_l_sql"
+		} >"$OUT/input.sql"
+		run_step "$OUT" "$PG_BIN/psql" -X -e -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -U "$PG_USER" -d "$DB" -f "$OUT/input.sql"
+	fi
+}
+
+verb_run() {
+	client_common ${1+"$@"}
+	_r_builtin=$(opt builtin "" ${1+"$@"})
+	_r_script=$(opt script "" ${1+"$@"})
+	_r_clients=$(need clients ${1+"$@"})
+	check_uint clients "$_r_clients"
+	_r_jobs=$(opt jobs "$_r_clients" ${1+"$@"})
+	check_uint jobs "$_r_jobs"
+	_r_dur=$(opt duration "" ${1+"$@"})
+	_r_tx=$(opt transactions "" ${1+"$@"})
+	_r_progress=$(opt progress 0 ${1+"$@"})
+	if [ -n "$_r_builtin" ] && [ -n "$_r_script" ]; then usage_die "give builtin= or script=, not both"; fi
+	if [ -n "$_r_dur" ] && [ -n "$_r_tx" ]; then usage_die "give duration= or transactions=, not both"; fi
+	for _r_a in ${1+"$@"}; do
+		shift
+		case $_r_a in
+		pgbench_opt=*) set -- ${1+"$@"} "${_r_a#*=}" ;;
+		esac
+	done
+	if [ "$_r_progress" = 1 ]; then
+		set -- -P 1 ${1+"$@"}
+	elif [ "$_r_progress" != 0 ]; then
+		usage_die "progress=$_r_progress is not 0 or 1"
+	fi
+	if [ -n "$_r_dur" ]; then
+		check_uint duration "$_r_dur"
+		set -- -T "$_r_dur" ${1+"$@"}
+	elif [ -n "$_r_tx" ]; then
+		check_uint transactions "$_r_tx"
+		set -- -t "$_r_tx" ${1+"$@"}
+	else
+		usage_die "missing argument duration= or transactions="
+	fi
+	if [ -n "$_r_builtin" ]; then
+		case $_r_builtin in
+		tpcb-like | simple-update | select-only) ;;
+		*) usage_die "builtin=$_r_builtin is not tpcb-like, simple-update or select-only" ;;
+		esac
+		set -- -b "$_r_builtin" ${1+"$@"}
+	elif [ -n "$_r_script" ]; then
+		check_abs script "$_r_script"
+		[ -r "$_r_script" ] || die "script=$_r_script: no such readable file"
+		set -- -f "$_r_script" ${1+"$@"}
+	else
+		usage_die "missing argument builtin= or script="
+	fi
+	run_step "$OUT" "$PG_BIN/pgbench" ${1+"$@"} -c "$_r_clients" -j "$_r_jobs" -h "$SOCK" -p "$PORT" -U "$PG_USER" "$DB"
+}
+
+verb_sizes() {
+	_s_mnt=$(need mnt ${1+"$@"})
+	check_abs mnt "$_s_mnt"
+	_s_fs=$(need fs ${1+"$@"})
+	check_fs "$_s_fs"
+	_s_pgdata=${_s_mnt%/}/pgdata
+	[ -d "$_s_pgdata" ] || die "no data directory $_s_pgdata"
+	kv pgdata "$_s_pgdata"
+	sync
+	kv du_bytes "$(du -s -B1 "$_s_pgdata" | awk '{ print $1 }')"
+	kv du_apparent_bytes "$(du -s -B1 --apparent-size "$_s_pgdata" | awk '{ print $1 }')"
+	_s_df=$(df -P -k "$_s_mnt" | awk 'NR == 2 { print $2 * 1024, $3 * 1024, $4 * 1024 }')
+	kv df_size_bytes "${_s_df%% *}"
+	_s_df=${_s_df#* }
+	kv df_used_bytes "${_s_df%% *}"
+	kv df_avail_bytes "${_s_df#* }"
+	if [ "$_s_fs" = zfs ]; then
+		_s_pool=$(need pool ${1+"$@"})
+		check_pool "$_s_pool"
+		for _s_p in compressratio used logicalused referenced logicalreferenced; do
+			if _s_v=$(timeout 60 zfs get -H -p -o value "$_s_p" "$_s_pool" 2>/dev/null); then
+				case $_s_v in '' | -) continue ;; esac
+				kv "zfs_$_s_p" "${_s_v%x}"
+			fi
+		done
+	fi
+}
+
+verb_drop_caches() {
+	_dc_fs=$(opt fs "" ${1+"$@"})
+	sync
+	if printf '3\n' >/proc/sys/vm/drop_caches 2>/dev/null; then
+		kv drop_caches_method linux-drop_caches
+	else
+		kv drop_caches_method "none: /proc/sys/vm/drop_caches not writable"
+	fi
+	if [ "$_dc_fs" = zfs ]; then
+		_dc_pool=$(need pool ${1+"$@"})
+		check_pool "$_dc_pool"
+		_dc_dev=$(resolve "$(need dev ${1+"$@"})")
+		if try zpool export "$_dc_pool"; then
+			# Import from a folder holding only our device: another pool of the
+			# same name elsewhere on this kernel must never be picked up.
+			_dc_dir=$(mktemp -d "${TMPDIR:-/tmp}/fsmx-import.XXXXXX")
+			ln -s "$_dc_dev" "$_dc_dir/$(basename "$_dc_dev")"
+			if try zpool import -d "$_dc_dir" "$_dc_pool"; then
+				rm -rf "$_dc_dir"
+				kv zfs_cache exported-imported
+			else
+				rm -rf "$_dc_dir"
+				die "zpool import -d <dir with $_dc_dev> $_dc_pool failed after export: the pool is exported"
+			fi
+		else
+			case $(zfs_impl) in
+			zfs-fuse) kv zfs_cache "kept: pool busy (zfs-fuse keeps its own cache in the daemon)" ;;
+			*) kv zfs_cache "kept: pool busy (OpenZFS ARC only partly released by drop_caches)" ;;
+			esac
+		fi
+	fi
+}
+
+verb_teardown() {
+	_t_dev=$(need dev ${1+"$@"})
+	check_abs dev "$_t_dev"
+	_t_real=$(resolve "$_t_dev")
+	_t_mnt=$(opt mnt "" ${1+"$@"})
+	_t_pool=$(opt pool "" ${1+"$@"})
+	_t_bin=$(opt pg_bin "" ${1+"$@"})
+	_t_fail=
+	# 1. PostgreSQL (only when its data dir is reachable: mounted or not).
+	if [ -n "$_t_mnt" ] && [ -n "$_t_bin" ] && [ -f "${_t_mnt%/}/pgdata/postmaster.pid" ]; then
+		PG_BIN=$_t_bin
+		PG_USER=$(opt pg_user postgres ${1+"$@"})
+		PGDATA=${_t_mnt%/}/pgdata
+		if pg_running; then
+			if (pg_stop_cluster >/dev/null); then kv postgres stopped; else
+				kv postgres "still running"
+				_t_fail="$_t_fail postgres"
+			fi
+		else
+			kv postgres not-running
+		fi
+	else
+		kv postgres not-running
+	fi
+	# 2. Unmount mnt, but only a mount of our device or pool.
+	_t_unmounted=no
+	if [ -n "$_t_mnt" ] && [ -d "$_t_mnt" ]; then
+		_t_rmnt=$(resolve "$_t_mnt")
+		_t_i=0
+		while _t_line=$(mount_line "$_t_rmnt") && [ -n "$_t_line" ]; do
+			_t_src=${_t_line%% *}
+			if [ "$(resolve "$_t_src")" != "$_t_real" ] && { [ -z "$_t_pool" ] || [ "$_t_src" != "$_t_pool" ]; }; then
+				log "not unmounting $_t_rmnt: mounted from $_t_src, not $_t_dev${_t_pool:+ or $_t_pool}"
+				break
+			fi
+			if try umount "$_t_rmnt"; then
+				_t_unmounted=yes
+				continue
+			fi
+			_t_i=$((_t_i + 1))
+			if [ "$_t_i" -ge 10 ]; then
+				_t_fail="$_t_fail unmount"
+				break
+			fi
+			sleep 1
+		done
+	fi
+	kv unmounted "$_t_unmounted"
+	# 3. The pool, if imported and built on our device.
+	if [ -n "$_t_pool" ] && command -v zpool >/dev/null 2>&1 &&
+		timeout 20 zpool list "$_t_pool" >/dev/null 2>&1; then
+		check_pool "$_t_pool"
+		_t_name=$(basename "$_t_real")
+		if [ "$(zpool_vdev_of "$_t_name")" = "$_t_pool" ]; then
+			_t_i=0
+			until try zpool destroy -f "$_t_pool"; do
+				_t_i=$((_t_i + 1))
+				if [ "$_t_i" -ge 20 ]; then
+					_t_fail="$_t_fail pool"
+					break
+				fi
+				sleep 1
+			done
+			if timeout 20 zpool list "$_t_pool" >/dev/null 2>&1; then kv pool "still imported"; else kv pool destroyed; fi
+		else
+			kv pool "absent: $_t_pool is not on $_t_dev"
+		fi
+	else
+		kv pool absent
+	fi
+	# 4. The device: wiped only if safe (guard checks in a subshell, so a
+	#    refusal is reported, not fatal) and blank or ours.
+	_t_allowed=
+	for _t_a in ${1+"$@"}; do
+		case $_t_a in allowed=*) _t_allowed="$_t_allowed ${_t_a#allowed=}" ;; esac
+	done
+	if _t_why=$( (guard "$_t_dev" teardown "$_t_allowed") 2>&1); then
+		signature "$_t_real"
+		case $SIG in
+		none | fsmx)
+			if [ "$SIG" = fsmx ] || ! first_mib_zero "$_t_real"; then
+				wipe "$_t_real"
+			fi
+			signature "$_t_real"
+			if [ "$SIG" = none ]; then kv device blank; else
+				kv device "not blank after wipe: $SIG_DETAIL"
+				_t_fail="$_t_fail device"
+			fi
+			;;
+		*) kv device "untouched: foreign signature ($SIG_DETAIL)" ;;
+		esac
+	else
+		kv device "untouched: $(printf '%s' "$_t_why" | tr '\n' ' ')"
+	fi
+	[ -z "$_t_fail" ] || die "could not clean:$_t_fail"
+}
+
+usage() {
+	log "usage: linux.sh VERB name=value ...
+verbs: facts preflight make-fs mount pg-init pg-start load run sizes drop-caches pg-stop teardown cat
+see README.md next to this script"
+}
+
+main() {
+	if [ "$#" -lt 1 ]; then
+		usage
+		exit 2
+	fi
+	FSMX_VERB=$1
+	shift
+	check_args ${1+"$@"}
+	case $FSMX_VERB in
+	facts) verb_facts ${1+"$@"} ;;
+	preflight) verb_preflight ${1+"$@"} ;;
+	make-fs) verb_make_fs ${1+"$@"} ;;
+	mount) verb_mount ${1+"$@"} ;;
+	pg-init) verb_pg_init ${1+"$@"} ;;
+	pg-start) verb_pg_start ${1+"$@"} ;;
+	pg-stop) verb_pg_stop ${1+"$@"} ;;
+	load) verb_load ${1+"$@"} ;;
+	run) verb_run ${1+"$@"} ;;
+	sizes) verb_sizes ${1+"$@"} ;;
+	drop-caches) verb_drop_caches ${1+"$@"} ;;
+	teardown) verb_teardown ${1+"$@"} ;;
+	cat) verb_cat ${1+"$@"} ;;
+	-h | --help | help)
+		usage
+		exit 0
+		;;
+	*)
+		usage
+		usage_die "unknown verb '$FSMX_VERB'"
+		;;
+	esac
+}
+
+main ${1+"$@"}

@@ -1,0 +1,220 @@
+//! remote-scripts/linux.sh on real loop devices, real filesystems (ext3, ext4,
+//! xfs, btrfs, ZFS via zfs-fuse) and a real PostgreSQL, run under dash in a
+//! private mount namespace by `tests/scripts_linux/harness.sh`.
+//!
+//! Needs root, `unshare`, losetup, the mkfs tools, zfs-fuse and PostgreSQL 15
+//! (`FSMX_TEST_PG_BIN` to point elsewhere).  Every scenario is bounded by
+//! `timeout` and cleans up what it made (loop device, image, zfs-fuse by PID).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Mutex;
+
+/// One scenario at a time: the machine has 2 cores shared with other work,
+/// and pgbench figures from parallel cells would mean nothing.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the crate lives in a workspace")
+        .to_path_buf()
+}
+
+struct Outcome {
+    values: BTreeMap<String, String>,
+    stdout: String,
+}
+
+impl Outcome {
+    fn get(&self, key: &str) -> &str {
+        self.values
+            .get(key)
+            .map(String::as_str)
+            .unwrap_or_else(|| panic!("no {key} in the harness output:\n{}", self.stdout))
+    }
+}
+
+/// Run one harness scenario under `shell` with a time limit; panic with its
+/// stderr when it fails.
+fn scenario(shell: &str, limit_s: u32, args: &[&str]) -> Outcome {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let harness = repo().join("tests/scripts_linux/harness.sh");
+    let out = Command::new("timeout")
+        .args(["--kill-after=15", &limit_s.to_string()])
+        .args(["unshare", "--mount", "--propagation", "private", "dash"])
+        .arg(&harness)
+        .args(args)
+        .env("FSMX_TEST_SH", shell)
+        .output()
+        .expect("failed to start timeout/unshare/dash");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "harness {args:?} under {shell} failed ({}):\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+        out.status
+    );
+    let values = stdout
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect::<BTreeMap<_, _>>();
+    let o = Outcome { values, stdout };
+    assert_eq!(o.get("harness.result"), "pass");
+    o
+}
+
+fn assert_cell(o: &Outcome, fs: &str, opts: &[&str]) {
+    for c in [
+        "effective_mount_opts",
+        "settings_effective",
+        "load_raw_kept",
+        "sql_timed_per_statement",
+        "run_raw_kept",
+        "sizes",
+        "clean_after_teardown",
+    ] {
+        assert_eq!(o.get(&format!("check.{c}")), "ok", "check {c}");
+    }
+    assert_eq!(o.get("make_fs.fs"), fs);
+    let eff = o.get("mount.effective_mount_opts");
+    for opt in opts {
+        assert!(
+            eff.split(',').any(|e| e == *opt),
+            "{opt} not in effective options {eff}"
+        );
+    }
+    assert_eq!(o.get("run.status"), "0");
+    let tps: f64 = o.get("run.tps").parse().expect("tps is a number");
+    assert!(tps > 0.0, "tps {tps}");
+    let du: u64 = o
+        .get("sizes.du_bytes")
+        .parse()
+        .expect("du_bytes is a number");
+    let apparent: u64 = o
+        .get("sizes.du_apparent_bytes")
+        .parse()
+        .expect("du_apparent_bytes is a number");
+    assert!(du > 1_000_000 && apparent > 1_000_000, "{du} {apparent}");
+    assert_eq!(o.get("teardown.device"), "blank");
+    assert_eq!(o.get("teardown_again.device"), "blank");
+    assert_eq!(o.get("teardown_again.exit"), "0");
+    assert_eq!(o.get("preflight_after.signature"), "none");
+}
+
+#[test]
+fn cell_ext3() {
+    let o = scenario("dash", 300, &["cell", "ext3", "noatime"]);
+    assert_cell(&o, "ext3", &["noatime"]);
+}
+
+#[test]
+fn cell_ext4() {
+    let o = scenario("dash", 300, &["cell", "ext4", "noatime", "nobarrier"]);
+    // ext4 accepts nobarrier and shows it as such.
+    assert_cell(&o, "ext4", &["noatime", "nobarrier"]);
+    assert!(o.get("make_fs.mkfs_cmd").contains("lazy_itable_init=0"));
+}
+
+#[test]
+fn cell_xfs() {
+    let o = scenario("dash", 300, &["cell", "xfs", "noatime"]);
+    assert_cell(&o, "xfs", &["noatime"]);
+}
+
+#[test]
+fn cell_btrfs() {
+    let o = scenario("dash", 300, &["cell", "btrfs", "noatime"]);
+    assert_cell(&o, "btrfs", &["noatime"]);
+}
+
+#[test]
+fn cell_zfs_fuse_compression_on() {
+    let o = scenario("dash", 600, &["cell", "zfs"]);
+    assert_cell(&o, "zfs", &[]);
+    assert_eq!(o.get("mount.zfs.compression"), "on");
+    assert_eq!(o.get("mount.zfs.atime"), "off");
+    assert_eq!(o.get("check.imported_pool_refused"), "ok");
+    let ratio: f64 = o
+        .get("sizes.zfs_compressratio")
+        .parse()
+        .expect("compressratio without its x");
+    assert!(ratio > 1.0, "pgbench data should compress: {ratio}");
+    assert_eq!(o.get("teardown.pool"), "destroyed");
+    assert!(o.get("drop_caches.zfs_cache").starts_with("kept: "));
+    assert_eq!(o.get("drop_caches_stopped.zfs_cache"), "exported-imported");
+}
+
+#[test]
+fn guard_refuses_and_leaves_the_device_unchanged() {
+    let o = scenario("dash", 300, &["guard"]);
+    for c in [
+        "undeclared_refused_unchanged",
+        "foreign_refused_unchanged",
+        "mounted_refused_unchanged",
+        "mounted_elsewhere_refused",
+        "consent_proceeds",
+        "unknown_data_refused",
+    ] {
+        assert_eq!(o.get(&format!("check.{c}")), "ok", "check {c}");
+    }
+    for refused in [
+        "undeclared",
+        "undeclared_mkfs",
+        "foreign",
+        "foreign_mkfs",
+        "mounted",
+        "mounted_mkfs",
+        "mounted_elsewhere",
+        "not_block",
+        "junk",
+    ] {
+        assert_eq!(o.get(&format!("{refused}.exit")), "3", "{refused}");
+    }
+    assert_eq!(o.get("consent_mkfs.exit"), "0");
+}
+
+#[test]
+fn teardown_after_half_made_cells() {
+    let o = scenario("dash", 300, &["half"]);
+    for c in ["half_postgres_cell", "half_mkfs_only", "half_zfs_pool"] {
+        assert_eq!(o.get(&format!("check.{c}")), "ok", "check {c}");
+    }
+    assert_eq!(o.get("teardown.postgres"), "stopped");
+    assert_eq!(o.get("teardown3.pool"), "destroyed");
+    assert_eq!(o.get("teardown3_again.pool"), "absent");
+}
+
+#[test]
+fn refused_mount_option_is_named() {
+    let o = scenario("dash", 120, &["refused-opt"]);
+    assert_eq!(o.get("mount.exit"), "4");
+    assert_eq!(o.get("mount.refused_mount_opt"), "nobarrier");
+}
+
+/// The same script under two other POSIX shells (busybox ash, posh).
+#[test]
+fn other_shells_refused_mount_option() {
+    for shell in ["busybox sh", "posh"] {
+        let o = scenario(shell, 120, &["refused-opt"]);
+        assert_eq!(o.get("mount.refused_mount_opt"), "nobarrier", "{shell}");
+        assert_eq!(o.get("teardown.device"), "blank", "{shell}");
+    }
+}
+
+#[test]
+fn scripts_are_shellcheck_clean_for_dash() {
+    let dir = repo().join("remote-scripts");
+    let out = Command::new("shellcheck")
+        .current_dir(&dir)
+        .args(["-s", "dash", "-x", "linux.sh", "common.sh"])
+        .output()
+        .expect("failed to run shellcheck");
+    assert!(
+        out.status.success(),
+        "shellcheck:\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

@@ -1,0 +1,348 @@
+#!/bin/sh
+# shellcheck shell=dash
+# $(pg_args) is split on purpose: its words are paths from mktemp, no spaces.
+# shellcheck disable=SC2046
+# Test harness for remote-scripts/linux.sh on real loop devices, real
+# filesystems and a real PostgreSQL.  Run as root, in a private mount
+# namespace (tests/scripts_linux.rs does this):
+#   unshare --mount --propagation private dash tests/scripts_linux/harness.sh SCENARIO [ARGS]
+# Scenarios: cell FS [mount_opt...] | guard | half | refused-opt
+# Output: `step.key=value` lines (every data line of every verb, prefixed by
+# the step) and `check.<name>=ok` lines; any failed check exits non-zero with
+# `FAIL: ...` on stderr.  Everything it makes (loop device, image, zfs-fuse
+# daemon, mounts, postgres) is removed by PID / by path on exit.
+set -eu
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+SCRIPT=$(cd "$HERE/../../remote-scripts" && pwd)/linux.sh
+# The shell the remote script runs under (dash by default; busybox ash, posh).
+SCRIPT_SH=${FSMX_TEST_SH:-dash}
+PG_BIN=${FSMX_TEST_PG_BIN:-/usr/lib/postgresql/15/bin}
+POOL=fsmx-t$$
+# A port of our own: other helpers' PostgreSQL servers share this loopback.
+PORT=$((20000 + $$ % 20000))
+
+TMP=
+LOOP=
+ZFS_PID=
+FS=
+
+log() { printf '%s\n' "$*" >&2; }
+fail() {
+	printf 'FAIL: %s\n' "$*" >&2
+	exit 1
+}
+ok() { printf 'check.%s=ok\n' "$1"; }
+
+cleanup() {
+	set +e
+	if [ -n "$LOOP" ]; then
+		$SCRIPT_SH "$SCRIPT" teardown dev="$LOOP" allowed="$LOOP" fs="${FS:-ext4}" \
+			mnt="$TMP/mnt" pool="$POOL" pg_bin="$PG_BIN" cell="$TMP/cell" >/dev/null 2>&1
+		umount "$TMP/mnt" 2>/dev/null
+	fi
+	if [ -n "$ZFS_PID" ]; then
+		zpool destroy -f "$POOL" >/dev/null 2>&1
+		kill "$ZFS_PID" 2>/dev/null
+		_i=0
+		while kill -0 "$ZFS_PID" 2>/dev/null && [ "$_i" -lt 100 ]; do
+			sleep 0.1
+			_i=$((_i + 1))
+		done
+		kill -9 "$ZFS_PID" 2>/dev/null
+	fi
+	[ -n "$LOOP" ] && losetup -d "$LOOP"
+	[ -n "$TMP" ] && rm -rf "$TMP"
+}
+
+setup() {
+	[ "$(id -u)" = 0 ] || fail "the harness needs root (loop devices, mounts)"
+	TMP=$(mktemp -d /var/tmp/fsmx-scripts-test.XXXXXX)
+	chmod 0755 "$TMP"
+	truncate -s "${1:-1G}" "$TMP/disk.img"
+	LOOP=$(losetup -f --show "$TMP/disk.img")
+	log "harness: loop device $LOOP, folder $TMP, port $PORT"
+	printf 'setup.loop=%s\n' "$LOOP"
+}
+
+# zfs_daemon: a zfs-fuse of our own, with private socket, lock and cache
+# folders (tmpfs in this private mount namespace), killed by PID on exit.
+zfs_daemon() {
+	mount -t tmpfs fsmx-test-run /run
+	mkdir -p /run/zfs /run/lock
+	mount -t tmpfs fsmx-test-etczfs /etc/zfs
+	zfs-fuse --no-daemon --no-kstat-mount --pidfile /run/zfs/zfs-fuse.pid >"$TMP/zfs-fuse.log" 2>&1 &
+	ZFS_PID=$!
+	_i=0
+	until zpool list >/dev/null 2>&1; do
+		_i=$((_i + 1))
+		[ "$_i" -lt 100 ] || fail "zfs-fuse did not answer within 10 s"
+		kill -0 "$ZFS_PID" 2>/dev/null || fail "zfs-fuse exited: $(cat "$TMP/zfs-fuse.log")"
+		sleep 0.1
+	done
+}
+
+# step NAME EXPECTED_RC VERB ARGS...: run the script, prefix its data lines.
+step() {
+	_s_name=$1
+	_s_want=$2
+	shift 2
+	log "harness: $_s_name: linux.sh $*"
+	if $SCRIPT_SH "$SCRIPT" "$@" >"$TMP/step.out" 2>"$TMP/step.err"; then
+		_s_rc=0
+	else
+		_s_rc=$?
+	fi
+	sed "s/^/$_s_name./" "$TMP/step.out"
+	sed "s/^/  [$_s_name] /" "$TMP/step.err" >&2
+	printf '%s.exit=%s\n' "$_s_name" "$_s_rc"
+	[ "$_s_rc" = "$_s_want" ] || fail "$_s_name: linux.sh $1 exited $_s_rc, expected $_s_want"
+}
+
+# value KEY: the value of KEY in the last step's output.
+value() {
+	sed -n "s/^$1=//p" "$TMP/step.out" | tail -n 1
+}
+
+first_mib_sha() {
+	dd if="$LOOP" bs=65536 count=16 2>/dev/null | sha256sum | cut -d' ' -f1
+}
+
+pg_args() {
+	printf '%s\n' pg_bin="$PG_BIN" mnt="$TMP/mnt" cell="$TMP/cell"
+}
+
+# cell FS [mount_opt...]: the whole life of one cell, then teardown twice.
+scenario_cell() {
+	FS=$1
+	shift
+	setup 1G
+	[ "$FS" = zfs ] && zfs_daemon
+	_mopts=
+	for _o in "$@"; do _mopts="$_mopts mount_opt=$_o"; done
+	step preflight 0 preflight dev="$LOOP" allowed="$LOOP"
+	[ "$(value signature)" = none ] || fail "fresh device not blank"
+	if [ "$FS" = zfs ]; then
+		step make_fs 0 make-fs dev="$LOOP" allowed="$LOOP" fs=zfs pool="$POOL" mnt="$TMP/mnt" \
+			zfs_prop=compression=on zfs_prop=atime=off
+	else
+		step make_fs 0 make-fs dev="$LOOP" allowed="$LOOP" fs="$FS"
+	fi
+	if [ "$FS" = zfs ]; then
+		# An imported pool is in use: the guard must refuse it.
+		step preflight_own 3 preflight dev="$LOOP" allowed="$LOOP"
+		[ "$(blkid -p -o value -s LABEL "$LOOP")" = "$POOL" ] || fail "pool label is not $POOL"
+		ok imported_pool_refused
+	else
+		step preflight_own 0 preflight dev="$LOOP" allowed="$LOOP"
+		[ "$(value signature)" = fsmx ] || fail "make-fs left no fsmx signature: $(value signature_detail)"
+		ok own_signature_passes_guard
+	fi
+	# shellcheck disable=SC2086 # mount_opt words have no spaces
+	step mount 0 mount dev="$LOOP" fs="$FS" mnt="$TMP/mnt" pool="$POOL" $_mopts
+	_eff=$(value effective_mount_opts)
+	for _o in "$@"; do
+		case ",$_eff," in *",$_o,"*) ;; *) fail "mount option $_o not in effective options $_eff" ;; esac
+	done
+	ok effective_mount_opts
+	# shellcheck disable=SC2086 # mount_opt words have no spaces
+	step mount_again 0 mount dev="$LOOP" fs="$FS" mnt="$TMP/mnt" pool="$POOL" $_mopts
+	step pg_init 0 pg-init $(pg_args) port="$PORT" pg_set=shared_buffers=32MB pg_set=fsync=on
+	grep -q "^shared_buffers = '32MB'" "$TMP/mnt/pgdata/fsmatrix.conf" || fail "pg_set not written"
+	step pg_start 0 pg-start $(pg_args)
+	step pg_start_again 0 pg-start $(pg_args)
+	[ "$(value started)" = already ] || fail "second pg-start did not say already"
+	_sb=$("$PG_BIN/psql" -X -A -t -h "$TMP/cell/sock" -p "$PORT" -U postgres -d postgres -c 'show shared_buffers')
+	[ "$_sb" = 32MB ] || fail "shared_buffers is $_sb, not 32MB"
+	_la=$("$PG_BIN/psql" -X -A -t -h "$TMP/cell/sock" -p "$PORT" -U postgres -d postgres -c 'show listen_addresses')
+	[ "$_la" = 127.0.0.1 ] || fail "listen_addresses is $_la"
+	_dd=$("$PG_BIN/psql" -X -A -t -h "$TMP/cell/sock" -p "$PORT" -U postgres -d postgres -c 'show data_directory')
+	[ "$_dd" = "$TMP/mnt/pgdata" ] || fail "data_directory is $_dd"
+	ok settings_effective
+	step load 0 load $(pg_args) port="$PORT" out="$TMP/cell/load" scale=1
+	[ "$(value status)" = 0 ] || fail "pgbench -i failed: $(cat "$TMP/cell/load/stderr")"
+	[ "$(cat "$TMP/cell/load/status")" = 0 ] || fail "status file not 0"
+	grep -q 'done' "$TMP/cell/load/stderr" || fail "pgbench -i output has no 'done'"
+	ok load_raw_kept
+	printf 'sql.file=%s\n' "$TMP/cell/data.sql"
+	printf 'create table t (i int);\ninsert into t select generate_series(1, 1000);\nselect count(*) from t;\n' >"$TMP/cell/data.sql"
+	step load_sql 0 load $(pg_args) port="$PORT" out="$TMP/cell/load-sql" sql="$TMP/cell/data.sql"
+	[ "$(value status)" = 0 ] || fail "psql load failed: $(cat "$TMP/cell/load-sql/stderr")"
+	[ "$(grep -c '^Time: ' "$TMP/cell/load-sql/stdout")" = 3 ] || fail "not 3 'Time:' lines in the psql output"
+	ok sql_timed_per_statement
+	step drop_caches 0 drop-caches fs="$FS" pool="$POOL" dev="$LOOP"
+	step run 0 run $(pg_args) port="$PORT" out="$TMP/cell/run-2-1" builtin=tpcb-like clients=2 duration=3 progress=1
+	[ "$(value status)" = 0 ] || fail "pgbench run failed: $(cat "$TMP/cell/run-2-1/stderr")"
+	_tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$TMP/cell/run-2-1/stdout" | head -n 1)
+	[ -n "$_tps" ] || fail "no tps line in the run output"
+	printf 'run.tps=%s\n' "$_tps"
+	grep -q '^progress: ' "$TMP/cell/run-2-1/stderr" || fail "no -P progress lines"
+	ok run_raw_kept
+	step sizes 0 sizes mnt="$TMP/mnt" fs="$FS" pool="$POOL"
+	[ "$(value du_bytes)" -gt 1000000 ] || fail "du of pgdata implausibly small"
+	[ "$(value du_apparent_bytes)" -gt 1000000 ] || fail "apparent size implausibly small"
+	if [ "$FS" = zfs ]; then
+		[ -n "$(value zfs_compressratio)" ] || fail "no zfs_compressratio"
+		case $(value zfs_compressratio) in *x) fail "compressratio keeps its x" ;; esac
+	fi
+	ok sizes
+	step pg_stop 0 pg-stop $(pg_args)
+	step pg_stop_again 0 pg-stop $(pg_args)
+	[ "$(value stopped)" = already ] || fail "second pg-stop did not say already"
+	if [ "$FS" = zfs ]; then
+		# With PostgreSQL stopped the pool can be exported and imported.
+		step drop_caches_stopped 0 drop-caches fs="$FS" pool="$POOL" dev="$LOOP"
+		[ "$(value zfs_cache)" = exported-imported ] || fail "zfs cache not dropped with postgres stopped"
+		ok zfs_export_import
+	fi
+	step teardown 0 teardown dev="$LOOP" allowed="$LOOP" fs="$FS" mnt="$TMP/mnt" pool="$POOL" pg_bin="$PG_BIN" cell="$TMP/cell"
+	[ "$(value device)" = blank ] || fail "device not blank after teardown: $(value device)"
+	step teardown_again 0 teardown dev="$LOOP" allowed="$LOOP" fs="$FS" mnt="$TMP/mnt" pool="$POOL" pg_bin="$PG_BIN" cell="$TMP/cell"
+	[ "$(value device)" = blank ] || fail "second teardown: $(value device)"
+	step preflight_after 0 preflight dev="$LOOP" allowed="$LOOP"
+	[ "$(value signature)" = none ] || fail "signature after teardown: $(value signature_detail)"
+	grep -q " $TMP/mnt " /proc/mounts && fail "still mounted after teardown"
+	ok clean_after_teardown
+}
+
+# guard: refusals leave the first MiB byte-identical; consent proceeds.
+scenario_guard() {
+	FS=ext4
+	setup 512M
+	# A foreign ext4 (label not fsmx), as a user's data disk would be.
+	mkfs.ext4 -q -F -L userdata "$LOOP" >&2
+	_before=$(first_mib_sha)
+	step undeclared 3 preflight dev="$LOOP" allowed=/dev/fsmx-not-this-one
+	step undeclared_mkfs 3 make-fs dev="$LOOP" allowed=/dev/fsmx-not-this-one fs=xfs
+	[ "$(first_mib_sha)" = "$_before" ] || fail "undeclared device was written"
+	ok undeclared_refused_unchanged
+	step foreign 3 preflight dev="$LOOP" allowed="$LOOP"
+	step foreign_mkfs 3 make-fs dev="$LOOP" allowed="$LOOP" fs=xfs
+	step foreign_mkfs_no 3 make-fs dev="$LOOP" allowed="$LOOP" fs=xfs consent=no
+	step foreign_teardown 0 teardown dev="$LOOP" allowed="$LOOP" mnt="$TMP/mnt"
+	case $(value device) in untouched:*) ;; *) fail "teardown touched a foreign device: $(value device)" ;; esac
+	[ "$(first_mib_sha)" = "$_before" ] || fail "foreign device was written"
+	ok foreign_refused_unchanged
+	# Mounted (here, by the user, under a foreign label).
+	mkdir -p "$TMP/usermnt"
+	# Read-only: a read-write mount itself updates the superblock.
+	mount -o ro,noload "$LOOP" "$TMP/usermnt"
+	_before=$(first_mib_sha)
+	step mounted 3 preflight dev="$LOOP" allowed="$LOOP" consent=yes
+	step mounted_mkfs 3 make-fs dev="$LOOP" allowed="$LOOP" fs=xfs consent=yes
+	step mounted_teardown 0 teardown dev="$LOOP" allowed="$LOOP" mnt="$TMP/mnt"
+	case $(value device) in untouched:*) ;; *) fail "teardown touched a mounted device: $(value device)" ;; esac
+	grep -q " $TMP/usermnt " /proc/mounts || fail "teardown unmounted a mount that is not its own mnt"
+	umount "$TMP/usermnt"
+	[ "$(first_mib_sha)" = "$_before" ] || fail "mounted device was written"
+	ok mounted_refused_unchanged
+	# Mounted in ANOTHER mount namespace (as a lab host's mount would be).
+	# shellcheck disable=SC2016 # $1 $2 belong to the inner sh
+	unshare --mount --propagation private sh -c 'mount -o ro,noload "$1" "$2" && exec sleep 30' sh "$LOOP" "$TMP/usermnt" &
+	_other=$!
+	_i=0
+	until grep -q " $TMP/usermnt " "/proc/$_other/mountinfo" 2>/dev/null; do
+		_i=$((_i + 1))
+		[ "$_i" -lt 50 ] || fail "mount in another namespace did not appear"
+		sleep 0.1
+	done
+	step mounted_elsewhere 3 preflight dev="$LOOP" allowed="$LOOP" consent=yes
+	kill "$_other"
+	wait "$_other" || true
+	[ "$(first_mib_sha)" = "$_before" ] || fail "device mounted elsewhere was written"
+	ok mounted_elsewhere_refused
+	# The disk holding /.
+	_root=$(awk '$2 == "/" { s = $1 } END { print s }' /proc/mounts)
+	case $_root in
+	/dev/*)
+		step root_disk 3 preflight dev="$_root" allowed="$_root" consent=yes
+		ok root_disk_refused
+		;;
+	esac
+	# Not a block device.
+	step not_block 3 preflight dev="$TMP/disk.img" allowed="$TMP/disk.img"
+	# With consent: proceeds, and the result is fsmatrix's own.
+	step consent 0 preflight dev="$LOOP" allowed="$LOOP" consent=yes
+	[ "$(value signature)" = foreign ] || fail "consented preflight does not say foreign"
+	step consent_mkfs 0 make-fs dev="$LOOP" allowed="$LOOP" fs=xfs consent=yes
+	step after_consent 0 preflight dev="$LOOP" allowed="$LOOP"
+	[ "$(value signature)" = fsmx ] || fail "after consent: $(value signature_detail)"
+	ok consent_proceeds
+	step teardown 0 teardown dev="$LOOP" allowed="$LOOP" mnt="$TMP/mnt"
+	[ "$(value device)" = blank ] || fail "teardown: $(value device)"
+	# Unknown data without any signature is not blank.
+	printf 'not empty' | dd of="$LOOP" bs=512 seek=100 conv=notrunc 2>/dev/null
+	_before=$(first_mib_sha)
+	step junk 3 preflight dev="$LOOP" allowed="$LOOP"
+	step junk_teardown 0 teardown dev="$LOOP" allowed="$LOOP"
+	[ "$(first_mib_sha)" = "$_before" ] || fail "teardown wiped unknown data"
+	ok unknown_data_refused
+}
+
+# half: teardown of half-made cells (postgres running; zfs pool mounted).
+scenario_half() {
+	FS=ext4
+	setup 1G
+	step make_fs 0 make-fs dev="$LOOP" allowed="$LOOP" fs=ext4
+	step mount 0 mount dev="$LOOP" fs=ext4 mnt="$TMP/mnt"
+	step pg_init 0 pg-init $(pg_args) port="$PORT"
+	step pg_start 0 pg-start $(pg_args)
+	_pid=$(value pid)
+	kill -0 "$_pid" || fail "postgres not running"
+	step teardown 0 teardown dev="$LOOP" allowed="$LOOP" fs=ext4 mnt="$TMP/mnt" pg_bin="$PG_BIN" cell="$TMP/cell"
+	[ "$(value postgres)" = stopped ] || fail "teardown did not stop postgres: $(value postgres)"
+	[ "$(value unmounted)" = yes ] || fail "teardown did not unmount"
+	[ "$(value device)" = blank ] || fail "teardown: $(value device)"
+	# A zombie (waiting for its reaper) is stopped too.
+	if [ -r "/proc/$_pid/status" ] && ! grep -q '^State:.*zombie' "/proc/$_pid/status"; then
+		fail "postgres $_pid still alive after teardown: $(grep '^State:' "/proc/$_pid/status")"
+	fi
+	ok half_postgres_cell
+	# Only mkfs done.
+	step make_fs2 0 make-fs dev="$LOOP" allowed="$LOOP" fs=btrfs
+	step teardown2 0 teardown dev="$LOOP" allowed="$LOOP" fs=btrfs mnt="$TMP/mnt" pg_bin="$PG_BIN"
+	[ "$(value device)" = blank ] || fail "teardown2: $(value device)"
+	ok half_mkfs_only
+	# A zfs pool, created and mounted, nothing else.
+	FS=zfs
+	zfs_daemon
+	step make_fs3 0 make-fs dev="$LOOP" allowed="$LOOP" fs=zfs pool="$POOL" mnt="$TMP/mnt"
+	step teardown3 0 teardown dev="$LOOP" allowed="$LOOP" fs=zfs pool="$POOL" mnt="$TMP/mnt" pg_bin="$PG_BIN"
+	[ "$(value pool)" = destroyed ] || fail "pool: $(value pool)"
+	[ "$(value device)" = blank ] || fail "teardown3: $(value device)"
+	zpool list "$POOL" >/dev/null 2>&1 && fail "pool still imported"
+	ok half_zfs_pool
+	step teardown3_again 0 teardown dev="$LOOP" allowed="$LOOP" fs=zfs pool="$POOL" mnt="$TMP/mnt" pg_bin="$PG_BIN"
+	[ "$(value pool)" = absent ] || fail "pool: $(value pool)"
+}
+
+# refused-opt: xfs nobarrier is refused by this kernel: exit 4 naming it.
+scenario_refused_opt() {
+	FS=xfs
+	setup 1G
+	step make_fs 0 make-fs dev="$LOOP" allowed="$LOOP" fs=xfs
+	step mount 4 mount dev="$LOOP" fs=xfs mnt="$TMP/mnt" mount_opt=noatime mount_opt=nobarrier
+	[ "$(value refused_mount_opt)" = nobarrier ] || fail "refused option not named: $(value refused_mount_opt)"
+	grep -q 'nobarrier' "$TMP/step.err" || fail "stderr does not name nobarrier"
+	grep -q " $TMP/mnt " /proc/mounts && fail "left mounted after a refused option"
+	ok refused_option_named
+	step teardown 0 teardown dev="$LOOP" allowed="$LOOP" fs=xfs mnt="$TMP/mnt"
+	[ "$(value device)" = blank ] || fail "teardown: $(value device)"
+}
+
+main() {
+	trap cleanup EXIT
+	trap 'exit 130' INT TERM
+	_scenario=${1:-}
+	[ "$#" -gt 0 ] && shift
+	case $_scenario in
+	cell) scenario_cell "$@" ;;
+	guard) scenario_guard ;;
+	half) scenario_half ;;
+	refused-opt) scenario_refused_opt ;;
+	*) fail "unknown scenario '$_scenario' (cell FS [opts] | guard | half | refused-opt)" ;;
+	esac
+	printf 'harness.result=pass\n'
+}
+
+main "$@"
