@@ -590,3 +590,331 @@ pub fn cli(args: &crate::cli::PlanArgs) -> std::process::ExitCode {
     }
     ExitCode::SUCCESS
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    const INV: &str = r#"
+[defaults]
+os = "linux"
+identity_file = "/k"
+known_hosts = "/kh"
+[[host]]
+name = "l1"
+address = "10.203.0.11"
+devices = ["/dev/vdb"]
+tags = ["a"]
+[[host]]
+name = "f1"
+address = "10.203.0.12"
+os = "freebsd"
+devices = ["/dev/ada1"]
+tags = ["b"]
+[[host]]
+name = "d1"
+address = "10.203.0.13"
+os = "dragonfly"
+devices = ["/dev/da1"]
+"#;
+
+    fn inv(text: &str) -> Inventory {
+        match Inventory::parse(Path::new("inv.toml"), text.to_string()) {
+            Ok(i) => i,
+            Err(e) => panic!("inventory: {e}"),
+        }
+    }
+    fn mat(text: &str) -> Matrix {
+        match Matrix::parse(Path::new("m.toml"), text.to_string()) {
+            Ok(m) => m,
+            Err(e) => panic!("matrix: {e}"),
+        }
+    }
+
+    const BASE: &str = r#"
+name = "t"
+repeats = 2
+[postgres]
+shared_buffers = "128MB"
+[[filesystem]]
+name = "ext4"
+type = "ext4"
+mount_options = ["noatime"]
+[[filesystem]]
+name = "zfs-{compression}"
+type = "zfs"
+vary = { compression = ["off", "lz4"] }
+postgres = { full_page_writes = "off", shared_buffers = "64MB" }
+[[workload]]
+name = "tpcb"
+builtin = "tpcb-like"
+scale = 10
+clients = [1, 4]
+jobs = "clients"
+duration = "10s"
+warmup = true
+[[workload]]
+name = "ro"
+builtin = "select-only"
+scale = "80%"
+clients = [2]
+jobs = 4
+duration = "1m"
+"#;
+
+    #[test]
+    fn expansion_order_is_variant_workload_clients_repeat() {
+        let p = plan(
+            &inv(INV),
+            &mat(&format!("{BASE}\n[hosts]\nnames = [\"l1\"]\n")),
+        );
+        let order: Vec<(String, String, u32, u32)> = p
+            .cells
+            .iter()
+            .map(|c| {
+                (
+                    c.fs.name.to_string(),
+                    c.workload.name.to_string(),
+                    c.clients,
+                    c.repeat,
+                )
+            })
+            .collect();
+        let mut want = Vec::new();
+        for fs in ["ext4", "zfs-off", "zfs-lz4"] {
+            for (wl, clients, first) in [("tpcb", vec![1, 4], 0), ("ro", vec![2], 1)] {
+                for c in clients {
+                    for r in first..=2 {
+                        want.push((fs.to_string(), wl.to_string(), c, r));
+                    }
+                }
+            }
+        }
+        assert_eq!(order, want);
+        // jobs: "clients" follows clients; a fixed 4 is capped at 2 clients.
+        assert!(p.cells.iter().all(|c| match c.workload.name.as_str() {
+            "tpcb" => c.jobs == c.clients,
+            _ => c.jobs == 2,
+        }));
+        // The variant's settings override [postgres].
+        let z = p
+            .cells
+            .iter()
+            .find(|c| c.fs.name.as_str() == "zfs-lz4")
+            .map(|c| {
+                c.pg_settings
+                    .iter()
+                    .map(|s| format!("{}={}", s.name, s.value))
+                    .collect::<Vec<_>>()
+            });
+        assert_eq!(
+            z,
+            Some(vec![
+                "full_page_writes=off".into(),
+                "shared_buffers=64MB".into()
+            ])
+        );
+        insta::assert_snapshot!("expansion_order", render_cells(&p));
+    }
+
+    #[test]
+    fn vary_include_exclude_table() {
+        // (extra matrix text, expected cells on l1, expected excluded)
+        let cases: &[(&str, usize, usize)] = &[
+            ("", 24, 0),
+            ("[[exclude]]\nfilesystem = \"zfs-off\"\n", 16, 8),
+            ("[[exclude]]\nfs_type = \"zfs\"\nclients = 4\n", 18, 6),
+            ("[[exclude]]\nworkload = [\"ro\", \"tpcb\"]\nhost_tag = \"a\"\n", 0, 24),
+            ("[[exclude]]\nhost_os = \"freebsd\"\n", 24, 0),
+            // include adds a client count (warm-up + 2 repeats) to matching combinations.
+            ("[[include]]\nworkload = \"tpcb\"\nfilesystem = \"ext4\"\nclients = [16, 4]\n", 27, 0),
+            ("[[include]]\nfs_type = \"zfs\"\nclients = 64\n[[exclude]]\nfs_type = \"zfs\"\nclients = 1\n", 28, 6),
+        ];
+        let mut out = String::new();
+        for (extra, cells, excluded) in cases {
+            let m = mat(&format!("{BASE}\n{extra}\n[hosts]\nnames = [\"l1\"]\n"));
+            let p = plan(&inv(INV), &m);
+            assert_eq!(p.cells.len(), *cells, "{extra}");
+            assert_eq!(p.excluded, *excluded, "{extra}");
+            out.push_str(&format!(
+                "--- {}\n{}",
+                extra.replace('\n', "; "),
+                render_cells(&p)
+            ));
+        }
+        insta::assert_snapshot!("vary_include_exclude", out);
+    }
+
+    #[test]
+    fn os_compat_drops_with_reasons() {
+        let mut m = String::from("name = \"all\"\n");
+        for t in FsType::ALL {
+            m.push_str(&format!(
+                "[[filesystem]]\nname = \"{0}\"\ntype = \"{0}\"\n",
+                t.as_str()
+            ));
+        }
+        m.push_str("[[workload]]\nname = \"w\"\nbuiltin = \"tpcb-like\"\nscale = 1\nclients = [1]\nduration = \"5s\"\n");
+        let p = plan(&inv(INV), &mat(&m));
+        let kept: Vec<(String, Vec<String>)> = p
+            .hosts
+            .iter()
+            .map(|h| {
+                (
+                    h.host.to_string(),
+                    h.fs_variants.iter().map(|v| v.to_string()).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            kept,
+            vec![
+                (
+                    "l1".into(),
+                    vec![
+                        "ext3".into(),
+                        "ext4".into(),
+                        "xfs".into(),
+                        "btrfs".into(),
+                        "zfs".into()
+                    ]
+                ),
+                ("f1".into(), vec!["zfs".into(), "ufs".into()]),
+                (
+                    "d1".into(),
+                    vec!["ufs".into(), "hammer".into(), "hammer2".into()]
+                ),
+            ]
+        );
+        assert_eq!(p.dropped.len(), 3 + 6 + 5);
+        let ufs_on_linux = p
+            .dropped
+            .iter()
+            .find(|d| d.host.as_str() == "l1" && d.fs_type == FsType::Ufs)
+            .map(|d| d.reason.clone());
+        assert_eq!(
+            ufs_on_linux.as_deref(),
+            Some("ufs cannot run on linux (linux runs ext3, ext4, xfs, btrfs, zfs)")
+        );
+        insta::assert_snapshot!("os_compat", render(&p));
+    }
+
+    fn ids_by_key(p: &Plan) -> std::collections::BTreeMap<String, String> {
+        p.cells
+            .iter()
+            .map(|c| {
+                (
+                    format!(
+                        "{}/{}/{}/{}/{}",
+                        c.host, c.fs.name, c.workload.name, c.clients, c.repeat
+                    ),
+                    c.id.clone(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ids_are_stable_and_unique() {
+        let i = inv(INV);
+        let p = plan(&i, &mat(BASE));
+        let ids = ids_by_key(&p);
+        let mut uniq: Vec<&String> = ids.values().collect();
+        uniq.sort();
+        uniq.dedup();
+        assert_eq!(uniq.len(), p.cells.len());
+        assert!(p
+            .cells
+            .iter()
+            .all(|c| c.id.len() == 16 && c.id.chars().all(|c| c.is_ascii_hexdigit())));
+
+        // Unrelated changes: another filesystem, another workload, a rule
+        // that excludes other cells, another host, reordered entries.
+        let more = format!(
+            "{BASE}\n[[filesystem]]\nname = \"xfs\"\ntype = \"xfs\"\n[[workload]]\nname = \"su\"\nbuiltin = \"simple-update\"\nscale = 5\nclients = [8]\nduration = \"5s\"\n[[exclude]]\nworkload = \"su\"\nclients = 8\nfilesystem = \"xfs\"\n"
+        );
+        let i2 = inv(&format!(
+            "{INV}\n[[host]]\nname = \"l2\"\naddress = \"10.203.0.14\"\ndevices = [\"/dev/vdc\"]\n"
+        ));
+        let p2 = plan(&i2, &mat(&more));
+        let ids2 = ids_by_key(&p2);
+        for (k, id) in &ids {
+            assert_eq!(ids2.get(k), Some(id), "{k}");
+        }
+        let reordered = BASE.replacen(
+            "name = \"ext4\"\ntype = \"ext4\"\nmount_options = [\"noatime\"]\n[[filesystem]]\n",
+            "",
+            1,
+        )
+            + "[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\nmount_options = [\"noatime\"]\n";
+        let reordered = reordered.replacen(
+            "[[filesystem]]\nname = \"zfs",
+            "[[filesystem]]\nname = \"zfs",
+            1,
+        );
+        assert_eq!(ids_by_key(&plan(&i, &mat(&reordered))), ids);
+
+        // A change of the cell's own parameters changes its id.
+        for (from, to) in [
+            (
+                "mount_options = [\"noatime\"]",
+                "mount_options = [\"relatime\"]",
+            ),
+            ("shared_buffers = \"128MB\"", "shared_buffers = \"256MB\""),
+            ("duration = \"10s\"", "duration = \"11s\""),
+            ("scale = 10", "scale = 11"),
+        ] {
+            let changed = plan(&i, &mat(&BASE.replacen(from, to, 1)));
+            let c = ids_by_key(&changed);
+            assert_ne!(
+                c.get("l1/ext4/tpcb/1/1"),
+                ids.get("l1/ext4/tpcb/1/1"),
+                "{to}"
+            );
+        }
+    }
+
+    #[test]
+    fn scale_percent_stays_symbolic() {
+        let p = plan(&inv(INV), &mat(BASE));
+        let ro = p.cells.iter().find(|c| c.workload.name.as_str() == "ro");
+        assert_eq!(
+            ro.and_then(|c| c.workload.scale),
+            Some(Scale::DevicePercent(80))
+        );
+        assert!(render_cells(&p).contains("80% of device"));
+        let json = serde_json::to_value(&p).unwrap_or_default();
+        let scale = json["cells"]
+            .as_array()
+            .and_then(|a| a.iter().find(|c| c["workload"]["name"] == "ro"))
+            .map(|c| c["workload"]["scale"].clone());
+        assert_eq!(scale, Some(serde_json::json!({"device_percent": 80})));
+    }
+
+    #[test]
+    fn eta_arithmetic() {
+        let p = plan(
+            &inv(INV),
+            &mat(&format!("{BASE}\n[hosts]\nnames = [\"l1\"]\n")),
+        );
+        // Per variant: setup 60 + loads (tpcb: 10 + 10*0.4 = 14; ro: 10 + 80*20 = 1610)
+        // + runs (tpcb: 2 clients × 3 runs × (10 + 5); ro: 1 × 2 × (60 + 5)).
+        let per_variant = 60 + 14 + 1610 + 2 * 3 * 15 + 2 * 65;
+        assert_eq!(p.hosts[0].eta, Duration::from_secs(3 * per_variant));
+        assert_eq!(p.eta, p.hosts[0].eta);
+        // drop_caches and transactions
+        let tx = BASE
+            .replacen("duration = \"10s\"", "transactions = 1000", 1)
+            .replacen("repeats = 2", "repeats = 2\ndrop_caches = true", 1);
+        let p = plan(
+            &inv(INV),
+            &mat(&format!("{tx}\n[hosts]\nnames = [\"l1\"]\n")),
+        );
+        // 1000 tx × clients / 500 tps: 2 s at 1 client, 8 s at 4; +5 overhead +3 drop.
+        let tpcb = 3 * (2 + 8) + 2 * 3 * 8;
+        let per_variant = 60 + 14 + 1610 + tpcb + 2 * (65 + 3);
+        assert_eq!(p.hosts[0].eta, Duration::from_secs(3 * per_variant));
+    }
+}

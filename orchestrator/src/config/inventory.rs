@@ -241,17 +241,17 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Inventory> {
             span,
             ctx: &dctx,
         });
-        if let Some(host) = parse_host(errs, &h, d.as_ref(), base) {
-            if seen.insert(host.name.as_str().to_string(), ()).is_some() {
-                let at = h.get("name").map(|v| v.span()).unwrap_or(span.clone());
-                errs.push(
-                    &at,
-                    format!(
-                        "duplicate host name `{}`; every [[host]] needs a unique name",
-                        host.name
-                    ),
-                );
+        if let Some(v) = h.get("name") {
+            if let Some(n) = v.get_ref().as_str() {
+                if seen.insert(n.to_string(), ()).is_some() {
+                    errs.push(
+                        &v.span(),
+                        format!("duplicate host name `{n}`; every [[host]] needs a unique name"),
+                    );
+                }
             }
+        }
+        if let Some(host) = parse_host(errs, &h, d.as_ref(), base) {
             hosts.push(host);
         }
     }

@@ -1300,6 +1300,14 @@ fn rule_values(errs: &mut Errors<'_>, v: &Val<'_>, what: &str) -> Vec<Spanned<St
     }
 }
 
+fn or_none(names: &[String]) -> String {
+    if names.is_empty() {
+        "(none defined)".to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
 fn reference(src: &Source, kind: RefKind, s: &Spanned<String>) -> (RefKind, String, ConfigError) {
     (
         kind,
@@ -1390,7 +1398,7 @@ fn rules(
                                 format!(
                                     "{ctx} names filesystem `{}`, which the matrix does not define; valid: {}",
                                     s.get_ref(),
-                                    names.fs.join(", ")
+                                    or_none(names.fs)
                                 ),
                             );
                         }
@@ -1405,7 +1413,7 @@ fn rules(
                                 format!(
                                     "{ctx} names workload `{}`, which the matrix does not define; valid: {}",
                                     s.get_ref(),
-                                    names.wl.join(", ")
+                                    or_none(names.wl)
                                 ),
                             );
                         }
