@@ -419,8 +419,13 @@ fn parse_host(
         .unwrap_or(Some(Vec::new()));
     let mut dev_list = Vec::new();
     if let Some(devs) = &devices {
+        let raw = pick(h, d, "devices").and_then(|t| t.get("devices"));
+        let raw_empty = raw.is_some_and(|v| v.get_ref().as_array().is_some_and(|a| a.is_empty()));
         if devs.is_empty() {
-            if let Some(v) = pick(h, d, "devices").and_then(|t| t.get("devices")) {
+            ok = false;
+        }
+        if raw_empty {
+            if let Some(v) = raw {
                 errs.push(
                     &v.span(),
                     format!(
@@ -429,7 +434,6 @@ fn parse_host(
                     ),
                 );
             }
-            ok = false;
         }
         for (i, dv) in devs.iter().enumerate() {
             if devs[..i].iter().any(|p| p.get_ref() == dv.get_ref()) {

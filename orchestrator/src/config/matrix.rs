@@ -833,14 +833,29 @@ fn filesystem(
         return Vec::new();
     };
     // Which vary keys are used by a template other than the name?
-    let mut templates: Vec<String> = Vec::new();
-    templates.extend(mkfs_t.iter().map(|s| s.get_ref().clone()));
-    templates.extend(mount_t.iter().map(|s| s.get_ref().clone()));
+    let mut templates: Vec<Spanned<String>> = Vec::new();
+    templates.extend(mkfs_t.iter().cloned());
+    templates.extend(mount_t.iter().cloned());
     for v in [props_v, pool_v, pg_v].into_iter().flatten() {
         if let DeValue::Table(t) = v.get_ref() {
-            templates.extend(t.values().filter_map(|v| scalar_string(v.get_ref())));
+            templates.extend(
+                t.values()
+                    .filter_map(|v| scalar_string(v.get_ref()).map(|s| Spanned::new(v.span(), s))),
+            );
         }
     }
+    // Every {placeholder} must be a vary key (reported once, at its template).
+    let no_values: Vec<(String, String)> = axes
+        .iter()
+        .map(|(k, _)| (k.get_ref().clone(), String::new()))
+        .collect();
+    for t in templates.iter().chain(std::iter::once(&name_t)) {
+        subst(errs, t.get_ref(), &t.span(), &no_values);
+    }
+    if errs.list.len() > before {
+        return Vec::new();
+    }
+    let templates: Vec<String> = templates.into_iter().map(|s| s.into_inner()).collect();
     let mut implicit_props: Vec<&Spanned<String>> = Vec::new();
     for (key, _) in &axes {
         if templates.iter().any(|t| uses(t, key.get_ref())) {

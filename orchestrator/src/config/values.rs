@@ -50,6 +50,9 @@ fn describe(c: char) -> String {
         '\0' => "a NUL byte".into(),
         '\t' => "a tab".into(),
         ' ' => "a space".into(),
+        '`' => "a backtick".into(),
+        '\'' => "a single quote".into(),
+        '"' => "a double quote".into(),
         c if c.is_control() => format!("the control character U+{:04X}", c as u32),
         c => format!("`{c}`"),
     }
