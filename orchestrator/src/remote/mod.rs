@@ -141,8 +141,9 @@ fn tail(text: &str, lines: usize) -> String {
 /// Errors of the remote layer.  Messages read after "failed to …".
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
+    /// Boxed: the host-key error carries everything a user needs to act.
     #[error(transparent)]
-    HostKey(#[from] known_hosts::HostKeyError),
+    HostKey(Box<known_hosts::HostKeyError>),
     #[error("connect to {host} ({address}:{port}): {reason}")]
     Connect {
         host: String,
@@ -174,6 +175,12 @@ pub enum RemoteError {
     },
     #[error(transparent)]
     Quote(#[from] QuoteError),
+}
+
+impl From<known_hosts::HostKeyError> for RemoteError {
+    fn from(e: known_hosts::HostKeyError) -> Self {
+        RemoteError::HostKey(Box::new(e))
+    }
 }
 
 /// One host, reached somehow.  See the module documentation.

@@ -371,10 +371,12 @@ async fn open_connection(target: &SshTarget) -> Result<Handle<Client>, RemoteErr
     let connected =
         tokio::time::timeout(limit, client::connect(Arc::new(config), addr, handler)).await;
     let mut handle = match connected {
-        Err(_) => return Err(connect_error(format!(
+        Err(_) => {
+            return Err(connect_error(format!(
             "no SSH handshake within {:.1} s (connect_timeout); is the host up and sshd listening?",
             limit.as_secs_f64()
-        ))),
+        )))
+        }
         Ok(Err(e)) => {
             if let Some(host_key) = verdict.lock().ok().and_then(|mut v| v.take()) {
                 return Err(host_key.into());
