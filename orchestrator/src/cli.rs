@@ -133,8 +133,8 @@ pub fn main(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Lab { action } => crate::lab::cli(action),
         Command::Plan(args) => crate::plan::cli(&args),
-        Command::Check(_) => not_yet("check"),
-        Command::Run(_) => not_yet("run"),
+        Command::Check(args) => crate::run::check_cli(&args),
+        Command::Run(args) => crate::run::run_cli(&args),
         Command::Resume(_) => not_yet("resume"),
         Command::Verify(args) => verify_cmd(&args),
         Command::Report(args) => report_cmd(&args),

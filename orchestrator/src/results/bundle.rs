@@ -406,8 +406,8 @@ impl Bundle {
         Ok(())
     }
 
-    /// Remove a cell's folder (a resume re-running a cell whose files do
-    /// not verify starts it clean).
+    /// Remove a cell's folder and its `results.jsonl` line (a resume
+    /// re-running a cell whose files do not verify starts it clean).
     pub fn discard_cell(&mut self, cell: &str) -> Result<(), BundleError> {
         self.check_open()?;
         let prefix = data_rel(&format!("cells/{cell}"))?;
@@ -417,6 +417,26 @@ impl Bundle {
         }
         let p = format!("{prefix}/");
         self.written.retain(|k, _| !k.starts_with(&p));
+        // Its line in results.jsonl goes too, so the re-run's line is the only one.
+        let jsonl = self.root.join("data").join(RESULTS_JSONL);
+        if jsonl.is_file() {
+            let text =
+                fs::read_to_string(&jsonl).map_err(|e| BundleError::io("read", &jsonl, e))?;
+            let kept: String = text
+                .split_inclusive('\n')
+                .filter(|line| {
+                    serde_json::from_str::<serde_json::Value>(line)
+                        .ok()
+                        .and_then(|v| v.get("cell_id").and_then(|c| c.as_str().map(|c| c != cell)))
+                        .unwrap_or(true)
+                })
+                .collect();
+            if kept.len() != text.len() {
+                let dir = self.root.join("data");
+                write_atomic(&dir, RESULTS_JSONL, kept.as_bytes())
+                    .map_err(|e| BundleError::io("rewrite", &jsonl, e))?;
+            }
+        }
         Ok(())
     }
 

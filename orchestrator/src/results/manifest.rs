@@ -28,12 +28,17 @@ pub fn sha256_bytes(bytes: &[u8]) -> String {
 
 /// Stream a file through sha256; returns (hex digest, size in bytes).
 pub fn sha256_file(path: &Path) -> io::Result<(String, u64)> {
+    sha256_file_with(path, &mut vec![0u8; 256 << 10])
+}
+
+/// [`sha256_file`] with a caller-owned read buffer (reused across many
+/// small files, allocating one per file dominated verify's time).
+pub fn sha256_file_with(path: &Path, buf: &mut [u8]) -> io::Result<(String, u64)> {
     let mut f = File::open(path)?;
     let mut h = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
     let mut n_total = 0u64;
     loop {
-        let n = match f.read(&mut buf) {
+        let n = match f.read(buf) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

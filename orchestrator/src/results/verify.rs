@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use super::bundle::{walk_files, BAGIT_FILE, BAG_INFO_FILE, MANIFEST_FILE, TAGMANIFEST_FILE};
-use super::manifest::{self, sha256_file};
+use super::manifest::{self, sha256_file_with};
 
 /// One thing wrong with a bag.  `path` is bag-relative.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,19 +170,22 @@ fn hash_all(root: &Path, paths: &[String], threads: usize) -> Vec<Hashed> {
     let results: Mutex<Vec<Option<Hashed>>> = Mutex::new((0..paths.len()).map(|_| None).collect());
     std::thread::scope(|s| {
         for _ in 0..threads.max(1) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= paths.len() {
-                    break;
-                }
-                let p = root.join(&paths[i]);
-                let h = match sha256_file(&p) {
-                    Ok((s, n)) => Hashed::Ok(s, n),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Hashed::Missing,
-                    Err(e) => Hashed::Unreadable(e.to_string()),
-                };
-                if let Ok(mut r) = results.lock() {
-                    r[i] = Some(h);
+            s.spawn(|| {
+                let mut buf = vec![0u8; 256 << 10];
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= paths.len() {
+                        break;
+                    }
+                    let p = root.join(&paths[i]);
+                    let h = match sha256_file_with(&p, &mut buf) {
+                        Ok((s, n)) => Hashed::Ok(s, n),
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Hashed::Missing,
+                        Err(e) => Hashed::Unreadable(e.to_string()),
+                    };
+                    if let Ok(mut r) = results.lock() {
+                        r[i] = Some(h);
+                    }
                 }
             });
         }

@@ -17,10 +17,7 @@ pub enum RunEvent {
         eta: Duration,
     },
     /// A step starts (e.g. `make-fs ext4`, `run tpcb c=4 r=2`).
-    Step {
-        host: String,
-        step: String,
-    },
+    Step { host: String, step: String },
     /// A cell ended, in any way.
     CellEnded {
         host: String,
@@ -32,10 +29,7 @@ pub enum RunEvent {
         planned: Duration,
     },
     /// Something the user should see (a refused device, a retry).
-    Note {
-        host: String,
-        message: String,
-    },
+    Note { host: String, message: String },
     /// The worker is done with `host` (cells left were not run).
     HostFinished {
         host: String,

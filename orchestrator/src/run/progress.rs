@@ -42,7 +42,10 @@ impl<W: Write + Send> Reporter for Lines<W> {
             }
             RunEvent::Step { host, step } => format!("{host}: {step}"),
             RunEvent::CellEnded {
-                host, cell, outcome, ..
+                host,
+                cell,
+                outcome,
+                ..
             } => format!("{host}: cell {cell} {}", outcome_word(*outcome)),
             RunEvent::Note { host, message } => format!("{host}: {message}"),
             RunEvent::HostFinished {
