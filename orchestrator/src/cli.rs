@@ -136,8 +136,80 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Check(_) => not_yet("check"),
         Command::Run(_) => not_yet("run"),
         Command::Resume(_) => not_yet("resume"),
-        Command::Verify(_) => not_yet("verify"),
-        Command::Report(_) => not_yet("report"),
+        Command::Verify(args) => verify_cmd(&args),
+        Command::Report(args) => report_cmd(&args),
         Command::Archive(_) => not_yet("archive"),
     }
+}
+
+/// `fsmatrix verify BUNDLE`: 0 the bag verifies, 1 problems found, 2 not a bag.
+fn verify_cmd(args: &BundleArgs) -> ExitCode {
+    match crate::results::verify(&args.bundle) {
+        Err(e) => {
+            eprintln!("fsmatrix: failed to {e}");
+            ExitCode::from(2)
+        }
+        Ok(r) if r.is_ok() => {
+            let status = r
+                .sweep_status
+                .as_deref()
+                .map_or(String::new(), |s| format!(", sweep {s}"));
+            println!(
+                "OK {}: {} payload files, {} bytes, {} tag files{status}",
+                r.root.display(),
+                r.payload_files,
+                r.payload_bytes,
+                r.tag_files
+            );
+            ExitCode::SUCCESS
+        }
+        Ok(r) => {
+            for p in &r.problems {
+                println!("{p}");
+            }
+            eprintln!(
+                "fsmatrix: {} does not verify: {} problem{}",
+                r.root.display(),
+                r.problems.len(),
+                if r.problems.len() == 1 { "" } else { "s" }
+            );
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `fsmatrix report BUNDLE...`: Markdown for now; other formats come with issue 5.
+fn report_cmd(args: &ReportArgs) -> ExitCode {
+    if args.format != "md" {
+        eprintln!(
+            "fsmatrix: failed to render format {:?}: only md is built yet",
+            args.format
+        );
+        return ExitCode::from(2);
+    }
+    if args.baseline.is_some() {
+        eprintln!("fsmatrix: failed to compare against a baseline: --baseline is not built yet");
+        return ExitCode::from(2);
+    }
+    let mut cells = Vec::new();
+    for b in &args.bundles {
+        match crate::results::report::load_bundle_results(b) {
+            Ok(c) => cells.extend(c),
+            Err(e) => {
+                eprintln!("fsmatrix: failed to {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let md = crate::results::report::render_markdown(&cells);
+    match &args.out {
+        Some(path) => {
+            if let Err(e) = std::fs::write(path, md) {
+                eprintln!("fsmatrix: failed to write {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        }
+        None => print!("{md}"),
+    }
+    ExitCode::SUCCESS
 }

@@ -1,1 +1,69 @@
-//! Result bundles: manifest, journal, verify, report.
+//! Result bundles: a BagIt bag (RFC 8493) written as the sweep runs.
+//!
+//! - [`bundle`]: the writer the run engine owns ([`Bundle`]).
+//! - [`journal`]: append-only `journal.jsonl` that drives resume.
+//! - [`manifest`]: sha256 helpers and manifest files.
+//! - [`verify`]: completeness and checksums of a bag ([`verify::verify`]).
+//! - [`model`]: what a cell's `result.json` / a `results.jsonl` line holds.
+//! - [`report`]: rendering of results ([`report::render_markdown`]).
+use std::path::{Path, PathBuf};
+
+pub mod bundle;
+pub mod journal;
+pub mod manifest;
+pub mod model;
+pub mod report;
+pub mod verify;
+
+pub use bundle::Bundle;
+pub use journal::{JournalEvent, SweepStatus};
+pub use model::{CellParams, CellResult, CellStatus};
+pub use verify::{verify, VerifyReport};
+
+/// Errors of the bundle layer.  Messages read after "failed to …".
+#[derive(Debug, thiserror::Error)]
+pub enum BundleError {
+    #[error("{action} {}: {source}", path.display())]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("encode {what} as json: {source}")]
+    Encode {
+        what: String,
+        source: serde_json::Error,
+    },
+    #[error("read journal {} line {line}: {what}", path.display())]
+    Journal {
+        path: PathBuf,
+        line: usize,
+        what: String,
+    },
+    #[error("read {} line {line}: {what}", path.display())]
+    Results {
+        path: PathBuf,
+        line: usize,
+        what: String,
+    },
+    #[error("use {name:?} as a bundle name: {why}")]
+    BadName { name: String, why: String },
+    #[error("write {rel:?} into the bundle: {why}")]
+    BadPath { rel: String, why: String },
+    #[error("create bundle {}: it already exists; wait a second or choose another --out", path.display())]
+    Exists { path: PathBuf },
+    #[error("open bundle {}: {why}", path.display())]
+    NotABundle { path: PathBuf, why: String },
+    #[error("write to bundle {}: it is closed", path.display())]
+    Closed { path: PathBuf },
+}
+
+impl BundleError {
+    pub(crate) fn io(action: &'static str, path: &Path, source: std::io::Error) -> Self {
+        BundleError::Io {
+            action,
+            path: path.to_owned(),
+            source,
+        }
+    }
+}

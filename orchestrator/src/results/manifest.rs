@@ -1,0 +1,208 @@
+//! sha256 helpers and BagIt manifest files (`<hex>  <path>` lines).
+//!
+//! Paths are written exactly as `sha256sum` prints them (two spaces, no
+//! escaping), so `sha256sum -c manifest-sha256.txt` works inside a bag.  To
+//! keep that true, [`check_rel_path`] refuses the characters that either
+//! BagIt (`%`, CR, LF) or sha256sum (`\`) would have to escape.
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+/// Lowercase hex of a digest (sha2 0.11 digests no longer format with `{:x}`).
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 0xf) as usize] as char);
+    }
+    s
+}
+
+pub fn sha256_bytes(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// Stream a file through sha256; returns (hex digest, size in bytes).
+pub fn sha256_file(path: &Path) -> io::Result<(String, u64)> {
+    sha256_file_with(path, &mut vec![0u8; 256 << 10])
+}
+
+/// [`sha256_file`] with a caller-owned read buffer (reused across many
+/// small files, allocating one per file dominated verify's time).
+pub fn sha256_file_with(path: &Path, buf: &mut [u8]) -> io::Result<(String, u64)> {
+    let mut f = File::open(path)?;
+    let mut h = Sha256::new();
+    let mut n_total = 0u64;
+    loop {
+        let n = match f.read(buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        h.update(&buf[..n]);
+        n_total += n as u64;
+    }
+    Ok((hex(&h.finalize()), n_total))
+}
+
+/// Check a bag-relative path (`data/cells/x/run-1-1.out`, `bag-info.txt`):
+/// relative, `/`-separated, no empty, `.` or `..` part, no part starting with
+/// the temp-file prefix, and no character that a manifest would have to escape.
+pub fn check_rel_path(rel: &str) -> Result<(), String> {
+    if rel.is_empty() {
+        return Err("the path is empty".into());
+    }
+    if rel.starts_with('/') {
+        return Err(format!(
+            "{rel:?} is absolute; give a path relative to the bag"
+        ));
+    }
+    for part in rel.split('/') {
+        if part.is_empty() || part == "." || part == ".." {
+            return Err(format!(
+                "{rel:?} has an empty, `.` or `..` part; use plain names joined by `/`"
+            ));
+        }
+        if part.starts_with(TMP_PREFIX) {
+            return Err(format!("{rel:?} uses the reserved prefix {TMP_PREFIX:?}"));
+        }
+    }
+    if let Some(c) = rel
+        .chars()
+        .find(|c| c.is_control() || *c == '\\' || *c == '%')
+    {
+        return Err(format!(
+            "{rel:?} contains {c:?}; control characters, `\\` and `%` are not allowed in bundle paths"
+        ));
+    }
+    Ok(())
+}
+
+/// Prefix of the temporary names files are written under before their rename.
+pub const TMP_PREFIX: &str = ".fsmx-tmp.";
+
+/// Render a manifest: sorted by path, `<hex>  <path>\n` each.
+pub fn render(entries: &BTreeMap<String, String>) -> String {
+    let mut s = String::new();
+    for (path, sum) in entries {
+        s.push_str(sum);
+        s.push_str("  ");
+        s.push_str(path);
+        s.push('\n');
+    }
+    s
+}
+
+/// A manifest line that could not be read: its 1-based number and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadLine {
+    pub line: usize,
+    pub what: String,
+}
+
+/// Parse a manifest.  Accepts one or more spaces or a tab between the sum
+/// and the path (RFC 8493 allows any whitespace), a `*` binary marker as
+/// sha256sum writes it, and decodes BagIt's `%0A`, `%0D`, `%25`.
+pub fn parse(text: &str) -> (BTreeMap<String, String>, Vec<BadLine>) {
+    let mut out = BTreeMap::new();
+    let mut bad = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.trim().is_empty() {
+            continue;
+        }
+        let Some((sum, rest)) = line.split_once([' ', '\t']) else {
+            bad.push(BadLine {
+                line: i + 1,
+                what: "no path after the checksum".into(),
+            });
+            continue;
+        };
+        let path = rest.trim_start_matches([' ', '\t']);
+        let path = path.strip_prefix('*').unwrap_or(path);
+        let sum = sum.to_ascii_lowercase();
+        if sum.len() != 64 || !sum.bytes().all(|b| b.is_ascii_hexdigit()) {
+            bad.push(BadLine {
+                line: i + 1,
+                what: format!("{sum:?} is not a sha256 (64 hex digits)"),
+            });
+            continue;
+        }
+        if path.is_empty() {
+            bad.push(BadLine {
+                line: i + 1,
+                what: "no path after the checksum".into(),
+            });
+            continue;
+        }
+        let path = path
+            .replace("%0A", "\n")
+            .replace("%0a", "\n")
+            .replace("%0D", "\r")
+            .replace("%0d", "\r")
+            .replace("%25", "%");
+        if out.insert(path.clone(), sum).is_some() {
+            bad.push(BadLine {
+                line: i + 1,
+                what: format!("{path:?} is listed twice"),
+            });
+        }
+    }
+    (out, bad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_of_known_digest() {
+        assert_eq!(
+            sha256_bytes(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn rel_paths() {
+        assert!(check_rel_path("data/cells/ab12/run-4-1.out").is_ok());
+        for bad in [
+            "",
+            "/etc/passwd",
+            "data/../x",
+            "data//x",
+            "data/./x",
+            "data/a\nb",
+            "data/a\\b",
+            "data/100%",
+            "data/.fsmx-tmp.x",
+        ] {
+            assert!(check_rel_path(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn parse_render_round_trip_and_bad_lines() {
+        let mut m = BTreeMap::new();
+        m.insert("data/b".to_string(), "a".repeat(64));
+        m.insert("data/a b".to_string(), "b".repeat(64));
+        let (back, bad) = parse(&render(&m));
+        assert_eq!(back, m);
+        assert!(bad.is_empty());
+        let text = format!(
+            "xyz  data/a\n{}\tdata/%25x\n{} *data/c\n",
+            "c".repeat(64),
+            "D".repeat(64)
+        );
+        let (m2, bad) = parse(&text);
+        assert_eq!(bad.len(), 1);
+        assert_eq!(bad[0].line, 1);
+        assert_eq!(m2.get("data/%x"), Some(&"c".repeat(64)));
+        assert_eq!(m2.get("data/c"), Some(&"d".repeat(64)));
+    }
+}

@@ -1,0 +1,311 @@
+//! What a cell's `result.json` and each `data/results.jsonl` line hold.
+//!
+//! Plain serde types (f64/u64/String/Option) that the run engine fills from
+//! the pgbench parser and the remote scripts.  Compatibility rule: a field
+//! added later is an `Option` or carries `#[serde(default)]`, so that bundles
+//! written by older versions (see tests/fixtures/bundle-v1) still read.
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Version of this record layout; bump only on an incompatible change.
+pub const RESULT_SCHEMA: u32 = 1;
+
+fn schema_v1() -> u32 {
+    RESULT_SCHEMA
+}
+
+/// One cell: host × filesystem variant × workload × clients × repeat.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellResult {
+    #[serde(default = "schema_v1")]
+    pub schema: u32,
+    /// The plan's stable id of the cell (also its folder under data/cells/).
+    pub cell_id: String,
+    pub params: CellParams,
+    pub status: CellStatus,
+    /// RFC 3339 UTC times of the cell's first and last step, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<String>,
+    /// Sizes measured after the load phase (may exist for a failed cell too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizes: Option<Sizes>,
+    /// `pgbench -i` (or SQL script) load phase of this cell's workload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init: Option<InitTimings>,
+    /// Effective filesystem settings as the host reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fs_settings: Option<FsSettings>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellParams {
+    pub host: String,
+    /// Filesystem variant name from the matrix, e.g. `zfs-lz4`.
+    pub filesystem: String,
+    /// Filesystem type: ext3, ext4, xfs, btrfs, zfs, ufs, hammer2.
+    pub fs_type: String,
+    pub workload: String,
+    pub clients: u32,
+    pub jobs: u32,
+    /// 1-based repeat number within (host, filesystem, workload, clients).
+    pub repeat: u32,
+    /// A warm-up run: run and kept, never counted in statistics.
+    #[serde(default)]
+    pub warmup: bool,
+}
+
+/// A cell's outcome; each state carries only the data that can exist in it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum CellStatus {
+    Done {
+        run: RunMeasures,
+    },
+    Failed {
+        /// Step that failed: make-fs, mount, pg-init, pg-start, load, run, ...
+        step: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_status: Option<i32>,
+        /// Last lines of the failing step's stderr.
+        #[serde(default)]
+        stderr_tail: String,
+    },
+    NotRun {
+        reason: String,
+    },
+}
+
+impl CellStatus {
+    /// Short name used in CSV and reports.
+    pub fn name(&self) -> &'static str {
+        match self {
+            CellStatus::Done { .. } => "done",
+            CellStatus::Failed { .. } => "failed",
+            CellStatus::NotRun { .. } => "not_run",
+        }
+    }
+}
+
+/// What one pgbench run measured (summary lines and `-P` progress).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunMeasures {
+    /// tps without initial connection time (PG ≥ 14) / excluding connections (≤ 13).
+    pub tps: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tps_including_connect: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_avg_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_stddev_ms: Option<f64>,
+    pub transactions: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_transactions: Option<u64>,
+    pub duration_s: f64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub progress: Vec<ProgressSample>,
+}
+
+/// One `progress: T s, X tps, lat L ms stddev S` line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProgressSample {
+    pub t_s: f64,
+    pub tps: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_avg_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_stddev_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<u64>,
+}
+
+/// The three views of size one study compared, plus ZFS's own.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sizes {
+    /// `du` of the data directory: blocks on disk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub du_on_disk_bytes: Option<u64>,
+    /// `du --apparent-size` (or the OS's equivalent) of the data directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub du_apparent_bytes: Option<u64>,
+    /// `df` used bytes of the whole filesystem.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub df_used_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zfs_compressratio: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zfs_logicalused_bytes: Option<u64>,
+    /// `pg_database_size` of the benchmark database.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pg_database_bytes: Option<u64>,
+}
+
+/// Load phase timings: pgbench -i's `done in T s (drop tables .. s, ...)`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InitTimings {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_s: Option<f64>,
+    /// Phases in the order pgbench printed them (names as printed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<Phase>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Phase {
+    pub name: String,
+    pub seconds: f64,
+}
+
+/// Effective settings read back from the host, not the ones asked for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FsSettings {
+    /// Options field of the filesystem's /proc/mounts line (or `mount -p`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount_options: Option<String>,
+    /// `zfs get` values of the properties the matrix touched, and compression.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub zfs_properties: BTreeMap<String, String>,
+    /// Options the kernel accepted but ignored (recorded, not an error).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignored_options: Vec<String>,
+}
+
+/// The columns of `data/results.csv`: one row per cell, flat.
+pub const CSV_HEADER: &[&str] = &[
+    "cell_id",
+    "host",
+    "filesystem",
+    "fs_type",
+    "workload",
+    "clients",
+    "jobs",
+    "repeat",
+    "warmup",
+    "status",
+    "tps",
+    "tps_including_connect",
+    "latency_avg_ms",
+    "latency_stddev_ms",
+    "transactions",
+    "failed_transactions",
+    "duration_s",
+    "du_on_disk_bytes",
+    "du_apparent_bytes",
+    "df_used_bytes",
+    "zfs_compressratio",
+    "zfs_logicalused_bytes",
+    "pg_database_bytes",
+    "init_total_s",
+    "mount_options",
+    "failed_step",
+    "exit_status",
+    "reason",
+];
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_default()
+}
+
+impl CellResult {
+    /// This cell as one CSV row, in [`CSV_HEADER`] order.
+    pub fn csv_row(&self) -> Vec<String> {
+        let p = &self.params;
+        let run = match &self.status {
+            CellStatus::Done { run } => Some(run),
+            _ => None,
+        };
+        let sizes = self.sizes.clone().unwrap_or_default();
+        let (step, exit, reason) = match &self.status {
+            CellStatus::Done { .. } => (String::new(), String::new(), String::new()),
+            CellStatus::Failed {
+                step, exit_status, ..
+            } => (step.clone(), opt(*exit_status), String::new()),
+            CellStatus::NotRun { reason } => (String::new(), String::new(), reason.clone()),
+        };
+        vec![
+            self.cell_id.clone(),
+            p.host.clone(),
+            p.filesystem.clone(),
+            p.fs_type.clone(),
+            p.workload.clone(),
+            p.clients.to_string(),
+            p.jobs.to_string(),
+            p.repeat.to_string(),
+            p.warmup.to_string(),
+            self.status.name().to_string(),
+            opt(run.map(|r| r.tps)),
+            opt(run.and_then(|r| r.tps_including_connect)),
+            opt(run.and_then(|r| r.latency_avg_ms)),
+            opt(run.and_then(|r| r.latency_stddev_ms)),
+            opt(run.map(|r| r.transactions)),
+            opt(run.and_then(|r| r.failed_transactions)),
+            opt(run.map(|r| r.duration_s)),
+            opt(sizes.du_on_disk_bytes),
+            opt(sizes.du_apparent_bytes),
+            opt(sizes.df_used_bytes),
+            opt(sizes.zfs_compressratio),
+            opt(sizes.zfs_logicalused_bytes),
+            opt(sizes.pg_database_bytes),
+            opt(self.init.as_ref().and_then(|i| i.total_s)),
+            opt(self
+                .fs_settings
+                .as_ref()
+                .and_then(|f| f.mount_options.clone())),
+            step,
+            exit,
+            reason,
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_is_tagged_and_round_trips() {
+        let c = CellResult {
+            schema: RESULT_SCHEMA,
+            cell_id: "c1".into(),
+            params: CellParams {
+                host: "h".into(),
+                filesystem: "ext4".into(),
+                fs_type: "ext4".into(),
+                workload: "tpcb".into(),
+                clients: 4,
+                jobs: 4,
+                repeat: 1,
+                warmup: false,
+            },
+            status: CellStatus::Failed {
+                step: "mount".into(),
+                exit_status: Some(32),
+                stderr_tail: "bad option".into(),
+            },
+            started: None,
+            ended: None,
+            sizes: None,
+            init: None,
+            fs_settings: None,
+        };
+        let s = serde_json::to_string(&c).unwrap();
+        assert!(s.contains(r#""state":"failed""#), "{s}");
+        let back: CellResult = serde_json::from_str(&s).unwrap();
+        assert_eq!(back, c);
+        assert_eq!(c.csv_row().len(), CSV_HEADER.len());
+    }
+
+    #[test]
+    fn minimal_old_record_reads() {
+        // Only the fields of the first layout; every later field defaults.
+        let s = r#"{"cell_id":"x","params":{"host":"h","filesystem":"xfs","fs_type":"xfs",
+            "workload":"w","clients":1,"jobs":1,"repeat":2},
+            "status":{"state":"not_run","reason":"host unreachable"}}"#;
+        let c: CellResult = serde_json::from_str(s).unwrap();
+        assert_eq!(c.schema, 1);
+        assert!(!c.params.warmup);
+        assert_eq!(c.status.name(), "not_run");
+    }
+}
