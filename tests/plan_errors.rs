@@ -22,7 +22,6 @@ fn cases() -> Vec<(Kind, String, &'static str)> {
     let host = |extra: &str| {
         format!("{INV_BASE}[[host]]\nname = \"h1\"\naddress = \"10.0.0.1\"\ndevices = [\"/dev/vdb\"]\n{extra}")
     };
-    let mat = |s: &str| format!("name = \"m\"\n{s}");
     let fs = |extra: &str| {
         format!("name = \"m\"\n{WL}[[filesystem]]\nname = \"f\"\ntype = \"ext4\"\n{extra}")
     };
