@@ -593,6 +593,13 @@ fn settings(
                 continue;
             }
         };
+        if name.as_str() == "settings" && val.get_ref().is_table() {
+            errs.push(
+                &val.span(),
+                format!("put settings directly under [postgres] (e.g. shared_buffers = \"1GB\"), not in a `settings` table ({ctx})"),
+            );
+            continue;
+        }
         let Some(raw) = scalar_string(val.get_ref()) else {
             errs.push(
                 &val.span(),
