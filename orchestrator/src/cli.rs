@@ -132,7 +132,7 @@ fn not_yet(what: &str) -> ExitCode {
 pub fn main(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Lab { action } => crate::lab::cli(action),
-        Command::Plan(_) => not_yet("plan"),
+        Command::Plan(args) => crate::plan::cli(&args),
         Command::Check(_) => not_yet("check"),
         Command::Run(_) => not_yet("run"),
         Command::Resume(_) => not_yet("resume"),

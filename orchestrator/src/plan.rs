@@ -1,1 +1,969 @@
-//! Matrix × inventory → plan of cells (pure).
+//! Matrix × inventory → the plan: every cell that will run, where, in which
+//! order, and how long each host will take.  Pure: no I/O, no clock.
+//!
+//! Order per host (the run engine keeps it): filesystem variant (one build
+//! serves all its workloads and repeats), then workload (one data load
+//! serves all its client counts), then client count, then repeat (a warm-up
+//! run, when asked for, comes first).
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::config::matrix::format_duration;
+use crate::config::values::{DevicePath, HostName, Label};
+use crate::config::{
+    FsType, FsVariant, Host, Inventory, Length, Matrix, Os, PgSetting, Rule, Scale, Workload,
+    WorkloadKind,
+};
+
+/// ETA constants.  Rough on purpose: they are only for "how long will this
+/// take", shown before a run and refined by the run engine as cells finish.
+pub mod eta {
+    /// Per filesystem variant: mkfs + mount + initdb + start, and at the end
+    /// stop + unmount + destroy.  The lab measured 3–40 s (zfs-fuse slowest);
+    /// real disks with discard take longer.
+    pub const FS_SETUP_SECS: u64 = 60;
+    /// Per (variant, pgbench workload): fixed part of `pgbench -i`.
+    pub const LOAD_BASE_SECS: u64 = 10;
+    /// Per scale unit of `pgbench -i -s N`, in milliseconds: the zfs-vs-ext4
+    /// study measured 268–383 s for scale 1000 on a cloud volume.
+    pub const LOAD_MS_PER_SCALE: u64 = 400;
+    /// Per percent of the device when the scale is a share of it (the size is
+    /// unknown at plan time): 80% ≈ 27 min, the order of the ext3/ext4/xfs study.
+    pub const LOAD_SECS_PER_DEVICE_PERCENT: u64 = 20;
+    /// Per measured run: connect, checkpoint, collect output and counters.
+    pub const RUN_OVERHEAD_SECS: u64 = 5;
+    /// Per run that drops caches first (sync + drop + settle).
+    pub const DROP_CACHES_SECS: u64 = 3;
+    /// Transactions per second assumed to turn `transactions` into time.
+    pub const ASSUMED_TPS: u64 = 500;
+}
+
+/// One benchmark run: everything the run engine needs, nothing it must look up.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cell {
+    /// 16 hex digits of sha256 over the cell's own parameters (see [`cell_id`]).
+    pub id: String,
+    pub host: HostName,
+    pub os: Os,
+    /// The device the variant is built on (the host's first device).
+    pub device: DevicePath,
+    /// Shared by all cells of the variant on this host (cheap clones).
+    pub fs: Arc<FsVariant>,
+    /// [postgres] merged with the variant's own settings (variant wins), sorted.
+    pub pg_settings: Arc<Vec<PgSetting>>,
+    pub workload: Arc<CellWorkload>,
+    pub clients: u32,
+    pub jobs: u32,
+    /// 1-based; 0 for the warm-up run.
+    pub repeat: u32,
+    /// A warm-up run: executed, kept in the bundle, left out of statistics.
+    pub warmup: bool,
+    pub length: Length,
+    pub progress: bool,
+    pub drop_caches: bool,
+    /// Added by an `include` rule (a client count beyond the workload's list).
+    pub included: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CellWorkload {
+    pub name: Label,
+    #[serde(flatten)]
+    pub kind: WorkloadKind,
+    /// Kept symbolic: "80% of device" is resolved by the run engine.
+    pub scale: Option<Scale>,
+}
+
+/// A host × filesystem combination the host's OS cannot run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dropped {
+    pub host: HostName,
+    pub filesystem: Label,
+    pub fs_type: FsType,
+    pub reason: String,
+}
+
+/// A host of the inventory the matrix's [hosts] filter leaves out.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    pub host: HostName,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostPlan {
+    pub host: HostName,
+    pub os: Os,
+    pub device: DevicePath,
+    /// Ids of this host's cells, in run order.
+    pub cells: Vec<String>,
+    pub fs_variants: Vec<Label>,
+    #[serde(with = "secs")]
+    pub eta: Duration,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    pub matrix: Label,
+    /// Every cell; one host's cells are contiguous, hosts in inventory order.
+    pub cells: Vec<Cell>,
+    pub dropped: Vec<Dropped>,
+    /// Cells removed by `exclude` rules.
+    pub excluded: usize,
+    pub skipped_hosts: Vec<Skipped>,
+    pub hosts: Vec<HostPlan>,
+    /// Hosts run in parallel: the slowest host's ETA.
+    #[serde(with = "secs")]
+    pub eta: Duration,
+}
+
+mod secs {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_secs())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        u64::deserialize(d).map(Duration::from_secs)
+    }
+}
+
+/// The part of a cell's id input shared by all cells of one (host, variant,
+/// workload): hashed once, then cloned per cell (planning 100 000 cells
+/// stays well under a second even in a debug build).
+#[derive(Serialize)]
+struct IdPrefix<'a> {
+    v: &'static str,
+    host: &'a str,
+    fs_name: &'a str,
+    fs_type: FsType,
+    mkfs: &'a [crate::config::values::MkfsOption],
+    mount: &'a [crate::config::values::MountOption],
+    properties: &'a [crate::config::ZfsProperty],
+    pool_properties: &'a [crate::config::ZfsProperty],
+    pg_settings: &'a [PgSetting],
+    workload: &'a str,
+    /// The builtin name, or "pgbench:<sha256>" / "sql:<sha256>" of the script.
+    workload_kind: String,
+    scale: Option<Scale>,
+}
+
+fn id_prefix(host: &str, fs: &FsVariant, pg_settings: &[PgSetting], w: &CellWorkload) -> Sha256 {
+    let input = IdPrefix {
+        v: "fsmatrix-cell/1",
+        host,
+        fs_name: fs.name.as_str(),
+        fs_type: fs.fs_type,
+        mkfs: &fs.mkfs_options,
+        mount: &fs.mount_options,
+        properties: &fs.properties,
+        pool_properties: &fs.pool_properties,
+        pg_settings,
+        workload: w.name.as_str(),
+        workload_kind: match &w.kind {
+            WorkloadKind::Builtin { builtin } => builtin.as_str().to_string(),
+            WorkloadKind::PgbenchScript { sha256, .. } => format!("pgbench:{sha256}"),
+            WorkloadKind::SqlScript { sha256, .. } => format!("sql:{sha256}"),
+        },
+        scale: w.scale,
+    };
+    let mut h = Sha256::new();
+    // Serializing plain data into a Vec cannot fail; were it to, the Debug
+    // form is just as canonical, and nothing panics.
+    match serde_json::to_vec(&input) {
+        Ok(b) => h.update(&b),
+        Err(_) => h.update(format!("{:?}", (host, fs, pg_settings, w)).as_bytes()),
+    }
+    h
+}
+
+#[allow(clippy::too_many_arguments)]
+fn id_finish(
+    mut h: Sha256,
+    clients: u32,
+    jobs: u32,
+    length: Length,
+    repeat: u32,
+    warmup: bool,
+    progress: bool,
+    drop_caches: bool,
+) -> String {
+    let (tag, n) = match length {
+        Length::Seconds(s) => (b'T', s),
+        Length::Transactions(t) => (b'X', t),
+        Length::ToCompletion { estimate_secs } => (b'E', estimate_secs),
+    };
+    // Fixed-width binary suffix: no formatting per cell.
+    let mut suffix = [0u8; 4 + 4 + 1 + 8 + 4 + 3];
+    suffix[0..4].copy_from_slice(&clients.to_be_bytes());
+    suffix[4..8].copy_from_slice(&jobs.to_be_bytes());
+    suffix[8] = tag;
+    suffix[9..17].copy_from_slice(&n.to_be_bytes());
+    suffix[17..21].copy_from_slice(&repeat.to_be_bytes());
+    suffix[21] = warmup as u8;
+    suffix[22] = progress as u8;
+    suffix[23] = drop_caches as u8;
+    h.update(suffix);
+    let digest = h.finalize();
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(16);
+    for b in digest.iter().take(8) {
+        out.push(HEX[(b >> 4) as usize] as char);
+        out.push(HEX[(b & 15) as usize] as char);
+    }
+    out
+}
+
+/// 16 hex digits of sha256 over a canonical encoding of the cell's own
+/// parameters: host (by name: moving a host to another address keeps ids),
+/// variant (name, type, options, properties), merged settings, workload (name,
+/// builtin or script hash, scale), clients, jobs, length, repeat, warm-up,
+/// progress, drop_caches.  Nothing about other cells enters it.
+pub fn cell_id(c: &Cell) -> String {
+    id_finish(
+        id_prefix(c.host.as_str(), &c.fs, &c.pg_settings, &c.workload),
+        c.clients,
+        c.jobs,
+        c.length,
+        c.repeat,
+        c.warmup,
+        c.progress,
+        c.drop_caches,
+    )
+}
+
+/// The facts a rule is matched against.
+struct Ctx<'a> {
+    host: &'a Host,
+    fs: &'a FsVariant,
+    wl: &'a Workload,
+}
+
+fn matches(r: &Rule, c: &Ctx<'_>, clients: Option<u32>) -> bool {
+    (r.host.is_empty() || r.host.iter().any(|h| h == c.host.name.as_str()))
+        && (r.host_os.is_empty() || r.host_os.contains(&c.host.os))
+        && (r.host_tag.is_empty()
+            || c.host
+                .tags
+                .iter()
+                .any(|t| r.host_tag.iter().any(|x| x == t.as_str())))
+        && (r.filesystem.is_empty() || r.filesystem.iter().any(|f| f == c.fs.name.as_str()))
+        && (r.fs_type.is_empty() || r.fs_type.contains(&c.fs.fs_type))
+        && (r.workload.is_empty() || r.workload.iter().any(|w| w == c.wl.name.as_str()))
+        && match clients {
+            Some(n) => r.clients.is_empty() || r.clients.contains(&n),
+            None => true,
+        }
+}
+
+fn host_selected(m: &Matrix, h: &Host) -> Result<(), String> {
+    let Some(f) = &m.hosts else { return Ok(()) };
+    if !f.names.is_empty() && !f.names.iter().any(|n| n == h.name.as_str()) {
+        return Err(format!("not in [hosts] names ({})", f.names.join(", ")));
+    }
+    if !f.tags.is_empty()
+        && !h
+            .tags
+            .iter()
+            .any(|t| f.tags.iter().any(|x| x == t.as_str()))
+    {
+        return Err(format!(
+            "has none of the [hosts] tags ({})",
+            f.tags.join(", ")
+        ));
+    }
+    if !f.os.is_empty() && !f.os.contains(&h.os) {
+        let os: Vec<&str> = f.os.iter().map(|o| o.as_str()).collect();
+        return Err(format!(
+            "{} is not a [hosts] os ({})",
+            h.os.as_str(),
+            os.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+fn merged_settings(m: &Matrix, fs: &FsVariant) -> Vec<PgSetting> {
+    let mut out: Vec<PgSetting> = m
+        .postgres
+        .iter()
+        .filter(|g| {
+            !fs.postgres
+                .iter()
+                .any(|s| s.name.as_str().eq_ignore_ascii_case(g.name.as_str()))
+        })
+        .cloned()
+        .collect();
+    out.extend(fs.postgres.iter().cloned());
+    out.sort_by_key(|s| s.name.as_str().to_ascii_lowercase());
+    out
+}
+
+/// Seconds one run of a cell is expected to take, overheads included.
+pub fn cell_secs(c: &Cell) -> u64 {
+    let run = match c.length {
+        Length::Seconds(s) => s,
+        Length::Transactions(t) => t.saturating_mul(c.clients as u64) / eta::ASSUMED_TPS,
+        Length::ToCompletion { estimate_secs } => estimate_secs,
+    };
+    run + eta::RUN_OVERHEAD_SECS
+        + if c.drop_caches {
+            eta::DROP_CACHES_SECS
+        } else {
+            0
+        }
+}
+
+/// Seconds to load a workload's data once on a fresh variant.
+pub fn load_secs(w: &Workload) -> u64 {
+    match (&w.kind, w.scale) {
+        (WorkloadKind::SqlScript { .. }, _) | (_, None) => 0,
+        (_, Some(Scale::Factor(n))) => {
+            eta::LOAD_BASE_SECS + n as u64 * eta::LOAD_MS_PER_SCALE / 1000
+        }
+        (_, Some(Scale::DevicePercent(p))) => {
+            eta::LOAD_BASE_SECS + p as u64 * eta::LOAD_SECS_PER_DEVICE_PERCENT
+        }
+    }
+}
+
+/// Expand a validated inventory and matrix into the plan.  Pure.
+pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
+    let mut cells = Vec::new();
+    let mut dropped = Vec::new();
+    let mut skipped = Vec::new();
+    let mut hosts = Vec::new();
+    let mut excluded = 0usize;
+    for host in &inv.hosts {
+        if let Err(reason) = host_selected(m, host) {
+            skipped.push(Skipped {
+                host: host.name.clone(),
+                reason,
+            });
+            continue;
+        }
+        let first = cells.len();
+        let mut variants = Vec::new();
+        let mut secs: u64 = 0;
+        for fs in &m.filesystems {
+            if !fs.fs_type.runs_on(host.os) {
+                let can: Vec<&str> = FsType::for_os(host.os).iter().map(|t| t.as_str()).collect();
+                dropped.push(Dropped {
+                    host: host.name.clone(),
+                    filesystem: fs.name.clone(),
+                    fs_type: fs.fs_type,
+                    reason: format!(
+                        "{} cannot run on {} ({} runs {})",
+                        fs.fs_type.as_str(),
+                        host.os.as_str(),
+                        host.os.as_str(),
+                        can.join(", ")
+                    ),
+                });
+                continue;
+            }
+            let pg_settings = Arc::new(merged_settings(m, fs));
+            let fs_shared = Arc::new(fs.clone());
+            let before_fs = cells.len();
+            for wl in &m.workloads {
+                let ctx = Ctx { host, fs, wl };
+                let mut counts: Vec<(u32, bool)> = Vec::new();
+                for &c in &wl.clients {
+                    if m.exclude.iter().any(|r| matches(r, &ctx, Some(c))) {
+                        excluded += (wl.repeats + wl.warmup as u32) as usize;
+                    } else {
+                        counts.push((c, false));
+                    }
+                }
+                if !matches!(wl.kind, WorkloadKind::SqlScript { .. }) {
+                    let mut extra: Vec<u32> = m
+                        .include
+                        .iter()
+                        .filter(|r| matches(r, &ctx, None))
+                        .flat_map(|r| r.clients.iter().copied())
+                        .filter(|c| !wl.clients.contains(c))
+                        .collect();
+                    extra.sort_unstable();
+                    extra.dedup();
+                    counts.extend(extra.into_iter().map(|c| (c, true)));
+                }
+                if counts.is_empty() {
+                    continue;
+                }
+                secs += load_secs(wl);
+                let workload = Arc::new(CellWorkload {
+                    name: wl.name.clone(),
+                    kind: wl.kind.clone(),
+                    scale: wl.scale,
+                });
+                let prefix = id_prefix(host.name.as_str(), fs, &pg_settings, &workload);
+                for (clients, included) in counts {
+                    let runs = (!wl.warmup as u32)..=wl.repeats;
+                    for repeat in runs {
+                        let jobs = wl.jobs.for_clients(clients);
+                        let mut cell = Cell {
+                            id: String::new(),
+                            host: host.name.clone(),
+                            os: host.os,
+                            device: host.device().clone(),
+                            fs: fs_shared.clone(),
+                            pg_settings: pg_settings.clone(),
+                            workload: workload.clone(),
+                            clients,
+                            jobs,
+                            repeat,
+                            warmup: repeat == 0,
+                            length: wl.length,
+                            progress: wl.progress,
+                            drop_caches: wl.drop_caches,
+                            included,
+                        };
+                        cell.id = id_finish(
+                            prefix.clone(),
+                            clients,
+                            jobs,
+                            wl.length,
+                            repeat,
+                            repeat == 0,
+                            wl.progress,
+                            wl.drop_caches,
+                        );
+                        secs += cell_secs(&cell);
+                        cells.push(cell);
+                    }
+                }
+            }
+            if cells.len() > before_fs {
+                variants.push(fs.name.clone());
+                secs += eta::FS_SETUP_SECS;
+            }
+        }
+        hosts.push(HostPlan {
+            host: host.name.clone(),
+            os: host.os,
+            device: host.device().clone(),
+            cells: cells[first..].iter().map(|c| c.id.clone()).collect(),
+            fs_variants: variants,
+            eta: Duration::from_secs(secs),
+        });
+    }
+    let eta = hosts.iter().map(|h| h.eta).max().unwrap_or_default();
+    Plan {
+        matrix: m.name.clone(),
+        cells,
+        dropped,
+        excluded,
+        skipped_hosts: skipped,
+        hosts,
+        eta,
+    }
+}
+
+fn length_str(l: &Length) -> String {
+    match l {
+        Length::Seconds(s) => format_duration(Duration::from_secs(*s)),
+        Length::Transactions(t) => format!("{t} tx"),
+        Length::ToCompletion { estimate_secs } => {
+            format!(
+                "to end (~{})",
+                format_duration(Duration::from_secs(*estimate_secs))
+            )
+        }
+    }
+}
+
+fn table(rows: &[Vec<String>], right: &[usize]) -> String {
+    let n = rows.first().map(|r| r.len()).unwrap_or(0);
+    let widths: Vec<usize> = (0..n)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let mut line = String::new();
+        for (i, cell) in r.iter().enumerate() {
+            let pad = widths[i] - cell.chars().count();
+            if i > 0 {
+                line.push_str("  ");
+            }
+            if right.contains(&i) {
+                line.push_str(&" ".repeat(pad));
+                line.push_str(cell);
+            } else {
+                line.push_str(cell);
+                if i + 1 < r.len() {
+                    line.push_str(&" ".repeat(pad));
+                }
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// The readable plan: one row per host, then dropped combinations and why.
+pub fn render(p: &Plan) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "matrix {}: {} cells on {} hosts, ETA {} (hosts run in parallel; the slowest host)",
+        p.matrix,
+        p.cells.len(),
+        p.hosts.len(),
+        format_duration(p.eta)
+    );
+    out.push('\n');
+    let mut rows = vec![vec![
+        "HOST".to_string(),
+        "OS".into(),
+        "DEVICE".into(),
+        "CELLS".into(),
+        "ETA".into(),
+        "FILESYSTEM VARIANTS".into(),
+    ]];
+    for h in &p.hosts {
+        let variants: Vec<&str> = h.fs_variants.iter().map(|v| v.as_str()).collect();
+        rows.push(vec![
+            h.host.to_string(),
+            h.os.as_str().into(),
+            h.device.to_string(),
+            h.cells.len().to_string(),
+            format_duration(h.eta),
+            if variants.is_empty() {
+                "(none)".into()
+            } else {
+                variants.join(", ")
+            },
+        ]);
+    }
+    out.push_str(&table(&rows, &[3, 4]));
+    if !p.dropped.is_empty() {
+        let _ = writeln!(
+            out,
+            "\ndropped ({}): the host's OS cannot run these",
+            p.dropped.len()
+        );
+        let rows: Vec<Vec<String>> = p
+            .dropped
+            .iter()
+            .map(|d| {
+                vec![
+                    format!("  {}", d.host),
+                    d.filesystem.to_string(),
+                    d.reason.clone(),
+                ]
+            })
+            .collect();
+        out.push_str(&table(&rows, &[]));
+    }
+    if p.excluded > 0 {
+        let _ = writeln!(out, "\nexcluded by rules: {} cells", p.excluded);
+    }
+    if !p.skipped_hosts.is_empty() {
+        let _ = writeln!(out, "\nhosts left out by [hosts]:");
+        for s in &p.skipped_hosts {
+            let _ = writeln!(out, "  {}  {}", s.host, s.reason);
+        }
+    }
+    out
+}
+
+/// Every cell in run order, one line each (for `--cells`-style listings and tests).
+pub fn render_cells(p: &Plan) -> String {
+    let mut rows = vec![vec![
+        "ID".to_string(),
+        "HOST".into(),
+        "FILESYSTEM".into(),
+        "WORKLOAD".into(),
+        "SCALE".into(),
+        "CLIENTS".into(),
+        "JOBS".into(),
+        "RUN".into(),
+        "LENGTH".into(),
+    ]];
+    for c in &p.cells {
+        rows.push(vec![
+            c.id.clone(),
+            c.host.to_string(),
+            c.fs.name.to_string(),
+            c.workload.name.to_string(),
+            c.workload
+                .scale
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "-".into()),
+            format!("{}{}", c.clients, if c.included { "+" } else { "" }),
+            c.jobs.to_string(),
+            if c.warmup {
+                "warmup".into()
+            } else {
+                format!("#{}", c.repeat)
+            },
+            length_str(&c.length),
+        ]);
+    }
+    table(&rows, &[5, 6])
+}
+
+/// `fsmatrix plan`: load, validate, plan, print.  Contacts no host.
+/// Exit 0 with a plan, 2 on bad input (every error printed).
+pub fn cli(args: &crate::cli::PlanArgs) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    if args.commands {
+        eprintln!("fsmatrix: `plan --commands` is not available until the run engine lands");
+        return ExitCode::from(2);
+    }
+    let (inv, m) = match crate::config::load(&args.inventory, &args.matrix) {
+        Ok(x) => x,
+        Err(errs) => {
+            eprintln!("{errs}");
+            eprintln!(
+                "fsmatrix: failed to load the inventory and matrix: {} error{}",
+                errs.len(),
+                if errs.len() == 1 { "" } else { "s" }
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let p = plan(&inv, &m);
+    if args.json {
+        match serde_json::to_string_pretty(&p) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("fsmatrix: failed to serialize the plan: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        print!("{}", render(&p));
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    const INV: &str = r#"
+[defaults]
+os = "linux"
+identity_file = "/k"
+known_hosts = "/kh"
+[[host]]
+name = "l1"
+address = "10.203.0.11"
+devices = ["/dev/vdb"]
+tags = ["a"]
+[[host]]
+name = "f1"
+address = "10.203.0.12"
+os = "freebsd"
+devices = ["/dev/ada1"]
+tags = ["b"]
+[[host]]
+name = "d1"
+address = "10.203.0.13"
+os = "dragonfly"
+devices = ["/dev/da1"]
+"#;
+
+    fn inv(text: &str) -> Inventory {
+        match Inventory::parse(Path::new("inv.toml"), text.to_string()) {
+            Ok(i) => i,
+            Err(e) => panic!("inventory: {e}"),
+        }
+    }
+    fn mat(text: &str) -> Matrix {
+        match Matrix::parse(Path::new("m.toml"), text.to_string()) {
+            Ok(m) => m,
+            Err(e) => panic!("matrix: {e}"),
+        }
+    }
+
+    const BASE: &str = r#"
+name = "t"
+repeats = 2
+[postgres]
+shared_buffers = "128MB"
+[[filesystem]]
+name = "ext4"
+type = "ext4"
+mount_options = ["noatime"]
+[[filesystem]]
+name = "zfs-{compression}"
+type = "zfs"
+vary = { compression = ["off", "lz4"] }
+postgres = { full_page_writes = "off", shared_buffers = "64MB" }
+[[workload]]
+name = "tpcb"
+builtin = "tpcb-like"
+scale = 10
+clients = [1, 4]
+jobs = "clients"
+duration = "10s"
+warmup = true
+[[workload]]
+name = "ro"
+builtin = "select-only"
+scale = "80%"
+clients = [2]
+jobs = 4
+duration = "1m"
+"#;
+
+    #[test]
+    fn expansion_order_is_variant_workload_clients_repeat() {
+        let p = plan(
+            &inv(INV),
+            &mat(&format!("{BASE}\n[hosts]\nnames = [\"l1\"]\n")),
+        );
+        let order: Vec<(String, String, u32, u32)> = p
+            .cells
+            .iter()
+            .map(|c| {
+                (
+                    c.fs.name.to_string(),
+                    c.workload.name.to_string(),
+                    c.clients,
+                    c.repeat,
+                )
+            })
+            .collect();
+        let mut want = Vec::new();
+        for fs in ["ext4", "zfs-off", "zfs-lz4"] {
+            for (wl, clients, first) in [("tpcb", vec![1, 4], 0), ("ro", vec![2], 1)] {
+                for c in clients {
+                    for r in first..=2 {
+                        want.push((fs.to_string(), wl.to_string(), c, r));
+                    }
+                }
+            }
+        }
+        assert_eq!(order, want);
+        // jobs: "clients" follows clients; a fixed 4 is capped at 2 clients.
+        assert!(p.cells.iter().all(|c| match c.workload.name.as_str() {
+            "tpcb" => c.jobs == c.clients,
+            _ => c.jobs == 2,
+        }));
+        // The variant's settings override [postgres].
+        let z = p
+            .cells
+            .iter()
+            .find(|c| c.fs.name.as_str() == "zfs-lz4")
+            .map(|c| {
+                c.pg_settings
+                    .iter()
+                    .map(|s| format!("{}={}", s.name, s.value))
+                    .collect::<Vec<_>>()
+            });
+        assert_eq!(
+            z,
+            Some(vec![
+                "full_page_writes=off".into(),
+                "shared_buffers=64MB".into()
+            ])
+        );
+        insta::assert_snapshot!("expansion_order", render_cells(&p));
+    }
+
+    #[test]
+    fn vary_include_exclude_table() {
+        // (extra matrix text, expected cells on l1, expected excluded)
+        let cases: &[(&str, usize, usize)] = &[
+            ("", 24, 0),
+            ("[[exclude]]\nfilesystem = \"zfs-off\"\n", 16, 8),
+            ("[[exclude]]\nfs_type = \"zfs\"\nclients = 4\n", 18, 6),
+            ("[[exclude]]\nworkload = [\"ro\", \"tpcb\"]\nhost_tag = \"a\"\n", 0, 24),
+            ("[[exclude]]\nhost_os = \"freebsd\"\n", 24, 0),
+            // include adds a client count (warm-up + 2 repeats) to matching combinations.
+            ("[[include]]\nworkload = \"tpcb\"\nfilesystem = \"ext4\"\nclients = [16, 4]\n", 27, 0),
+            ("[[include]]\nfs_type = \"zfs\"\nclients = 64\n[[exclude]]\nfs_type = \"zfs\"\nclients = 1\n", 28, 6),
+        ];
+        let mut out = String::new();
+        for (extra, cells, excluded) in cases {
+            let m = mat(&format!("{BASE}\n{extra}\n[hosts]\nnames = [\"l1\"]\n"));
+            let p = plan(&inv(INV), &m);
+            assert_eq!(p.cells.len(), *cells, "{extra}");
+            assert_eq!(p.excluded, *excluded, "{extra}");
+            out.push_str(&format!(
+                "--- {}\n{}",
+                extra.replace('\n', "; "),
+                render_cells(&p)
+            ));
+        }
+        insta::assert_snapshot!("vary_include_exclude", out);
+    }
+
+    #[test]
+    fn os_compat_drops_with_reasons() {
+        let mut m = String::from("name = \"all\"\n");
+        for t in FsType::ALL {
+            m.push_str(&format!(
+                "[[filesystem]]\nname = \"{0}\"\ntype = \"{0}\"\n",
+                t.as_str()
+            ));
+        }
+        m.push_str("[[workload]]\nname = \"w\"\nbuiltin = \"tpcb-like\"\nscale = 1\nclients = [1]\nduration = \"5s\"\n");
+        let p = plan(&inv(INV), &mat(&m));
+        let kept: Vec<(String, Vec<String>)> = p
+            .hosts
+            .iter()
+            .map(|h| {
+                (
+                    h.host.to_string(),
+                    h.fs_variants.iter().map(|v| v.to_string()).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            kept,
+            vec![
+                (
+                    "l1".into(),
+                    vec![
+                        "ext3".into(),
+                        "ext4".into(),
+                        "xfs".into(),
+                        "btrfs".into(),
+                        "zfs".into()
+                    ]
+                ),
+                ("f1".into(), vec!["zfs".into(), "ufs".into()]),
+                (
+                    "d1".into(),
+                    vec!["ufs".into(), "hammer".into(), "hammer2".into()]
+                ),
+            ]
+        );
+        assert_eq!(p.dropped.len(), 3 + 6 + 5);
+        let ufs_on_linux = p
+            .dropped
+            .iter()
+            .find(|d| d.host.as_str() == "l1" && d.fs_type == FsType::Ufs)
+            .map(|d| d.reason.clone());
+        assert_eq!(
+            ufs_on_linux.as_deref(),
+            Some("ufs cannot run on linux (linux runs ext3, ext4, xfs, btrfs, zfs)")
+        );
+        insta::assert_snapshot!("os_compat", render(&p));
+    }
+
+    fn ids_by_key(p: &Plan) -> std::collections::BTreeMap<String, String> {
+        p.cells
+            .iter()
+            .map(|c| {
+                (
+                    format!(
+                        "{}/{}/{}/{}/{}",
+                        c.host, c.fs.name, c.workload.name, c.clients, c.repeat
+                    ),
+                    c.id.clone(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ids_are_stable_and_unique() {
+        let i = inv(INV);
+        let p = plan(&i, &mat(BASE));
+        let ids = ids_by_key(&p);
+        let mut uniq: Vec<&String> = ids.values().collect();
+        uniq.sort();
+        uniq.dedup();
+        assert_eq!(uniq.len(), p.cells.len());
+        assert!(p
+            .cells
+            .iter()
+            .all(|c| c.id.len() == 16 && c.id.chars().all(|c| c.is_ascii_hexdigit())));
+
+        // Unrelated changes: another filesystem, another workload, a rule
+        // that excludes other cells, another host, reordered entries.
+        let more = format!(
+            "{BASE}\n[[filesystem]]\nname = \"xfs\"\ntype = \"xfs\"\n[[workload]]\nname = \"su\"\nbuiltin = \"simple-update\"\nscale = 5\nclients = [8]\nduration = \"5s\"\n[[exclude]]\nworkload = \"su\"\nclients = 8\nfilesystem = \"xfs\"\n"
+        );
+        let i2 = inv(&format!(
+            "{INV}\n[[host]]\nname = \"l2\"\naddress = \"10.203.0.14\"\ndevices = [\"/dev/vdc\"]\n"
+        ));
+        let p2 = plan(&i2, &mat(&more));
+        let ids2 = ids_by_key(&p2);
+        for (k, id) in &ids {
+            assert_eq!(ids2.get(k), Some(id), "{k}");
+        }
+        let reordered = BASE.replacen(
+            "name = \"ext4\"\ntype = \"ext4\"\nmount_options = [\"noatime\"]\n[[filesystem]]\n",
+            "",
+            1,
+        )
+            + "[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\nmount_options = [\"noatime\"]\n";
+        assert_eq!(ids_by_key(&plan(&i, &mat(&reordered))), ids);
+
+        // A change of the cell's own parameters changes its id.
+        for (from, to) in [
+            (
+                "mount_options = [\"noatime\"]",
+                "mount_options = [\"relatime\"]",
+            ),
+            ("shared_buffers = \"128MB\"", "shared_buffers = \"256MB\""),
+            ("duration = \"10s\"", "duration = \"11s\""),
+            ("scale = 10", "scale = 11"),
+        ] {
+            let changed = plan(&i, &mat(&BASE.replacen(from, to, 1)));
+            let c = ids_by_key(&changed);
+            assert_ne!(
+                c.get("l1/ext4/tpcb/1/1"),
+                ids.get("l1/ext4/tpcb/1/1"),
+                "{to}"
+            );
+        }
+    }
+
+    #[test]
+    fn scale_percent_stays_symbolic() {
+        let p = plan(&inv(INV), &mat(BASE));
+        let ro = p.cells.iter().find(|c| c.workload.name.as_str() == "ro");
+        assert_eq!(
+            ro.and_then(|c| c.workload.scale),
+            Some(Scale::DevicePercent(80))
+        );
+        assert!(render_cells(&p).contains("80% of device"));
+        let json = serde_json::to_value(&p).unwrap_or_default();
+        let scale = json["cells"]
+            .as_array()
+            .and_then(|a| a.iter().find(|c| c["workload"]["name"] == "ro"))
+            .map(|c| c["workload"]["scale"].clone());
+        assert_eq!(scale, Some(serde_json::json!({"device_percent": 80})));
+    }
+
+    #[test]
+    fn eta_arithmetic() {
+        let p = plan(
+            &inv(INV),
+            &mat(&format!("{BASE}\n[hosts]\nnames = [\"l1\"]\n")),
+        );
+        // Per variant: setup 60 + loads (tpcb: 10 + 10*0.4 = 14; ro: 10 + 80*20 = 1610)
+        // + runs (tpcb: 2 clients × 3 runs × (10 + 5); ro: 1 × 2 × (60 + 5)).
+        let per_variant = 60 + 14 + 1610 + 2 * 3 * 15 + 2 * 65;
+        assert_eq!(p.hosts[0].eta, Duration::from_secs(3 * per_variant));
+        assert_eq!(p.eta, p.hosts[0].eta);
+        // drop_caches and transactions
+        let tx = BASE
+            .replacen("duration = \"10s\"", "transactions = 1000", 1)
+            .replacen("repeats = 2", "repeats = 2\ndrop_caches = true", 1);
+        let p = plan(
+            &inv(INV),
+            &mat(&format!("{tx}\n[hosts]\nnames = [\"l1\"]\n")),
+        );
+        // 1000 tx × clients / 500 tps: 2 s at 1 client, 8 s at 4; +5 overhead +3 drop.
+        let tpcb = 3 * (2 + 8) + 2 * 3 * 8;
+        let per_variant = 60 + 14 + 1610 + tpcb + 2 * (65 + 3);
+        assert_eq!(p.hosts[0].eta, Duration::from_secs(3 * per_variant));
+    }
+}

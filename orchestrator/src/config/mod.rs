@@ -1,1 +1,54 @@
-//! Inventory and matrix: parse and validate.
+//! Inventory and matrix: parse and validate.  No I/O beyond reading the
+//! files (and the scripts a matrix names).  Every error names its file, line
+//! and column; all errors are collected.
+pub mod error;
+pub mod inventory;
+pub mod matrix;
+pub mod values;
+mod walk;
+
+use std::path::Path;
+
+pub use error::{ConfigError, ConfigErrors};
+pub use inventory::{Auth, Become, Host, Inventory, Os, Platform};
+pub use matrix::{
+    Builtin, FsType, FsVariant, HostFilter, Jobs, Length, Matrix, PgSetting, Rule, Scale, Workload,
+    WorkloadKind, ZfsProperty,
+};
+
+pub(crate) fn read_file(path: &Path) -> Result<String, ConfigErrors> {
+    std::fs::read_to_string(path).map_err(|e| {
+        ConfigErrors(vec![ConfigError {
+            file: path.to_path_buf(),
+            line: 1,
+            column: 1,
+            message: format!("cannot read the file: {e}"),
+        }])
+    })
+}
+
+/// Read and validate both files, and the matrix against the inventory; all
+/// errors of both files are returned together.
+pub fn load(
+    inventory_path: &Path,
+    matrix_path: &Path,
+) -> Result<(Inventory, Matrix), ConfigErrors> {
+    let inv = Inventory::load(inventory_path);
+    let m = Matrix::load(matrix_path);
+    match (inv, m) {
+        (Ok(inv), Ok(m)) => {
+            m.check_against(&inv)?;
+            Ok((inv, m))
+        }
+        (inv, m) => {
+            let mut all = ConfigErrors::default();
+            if let Err(e) = inv {
+                all.0.extend(e.0);
+            }
+            if let Err(e) = m {
+                all.0.extend(e.0);
+            }
+            Err(all)
+        }
+    }
+}

@@ -1,0 +1,619 @@
+//! The inventory: which hosts, how to reach them, which spare devices
+//! fsmatrix may destroy on each.  Format documented in README.md
+//! ("Inventory and matrix formats") and in inventory/example-lab.toml.
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use toml::de::{DeTable, DeValue};
+
+use super::error::{ConfigErrors, Errors, Source};
+use super::values::{AbsPath, Address, DevicePath, HostName, Label, UserName};
+use super::walk::Tbl;
+
+/// Operating system of a host; checked against `uname -s` by `check`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Os {
+    Linux,
+    Freebsd,
+    Dragonfly,
+}
+
+impl Os {
+    pub const ALL: [Os; 3] = [Os::Linux, Os::Freebsd, Os::Dragonfly];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Os::Linux => "linux",
+            Os::Freebsd => "freebsd",
+            Os::Dragonfly => "dragonfly",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Os> {
+        Os::ALL.into_iter().find(|o| o.as_str() == s)
+    }
+    /// Where PostgreSQL's binaries are looked for when `pg_bin` is not given:
+    /// Debian/Ubuntu install per major version (`*` = newest found), the BSD
+    /// ports/dports into /usr/local/bin.
+    pub fn pg_bin_hint(self) -> &'static str {
+        match self {
+            Os::Linux => "/usr/lib/postgresql/*/bin",
+            Os::Freebsd | Os::Dragonfly => "/usr/local/bin",
+        }
+    }
+}
+
+/// Where the host runs; report metadata (and `lab` tells the run engine the
+/// host is a namespace of the local lab, on a loop device).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Platform {
+    Physical,
+    Kvm,
+    Lab,
+}
+
+impl Platform {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Platform::Physical => "physical",
+            Platform::Kvm => "kvm",
+            Platform::Lab => "lab",
+        }
+    }
+}
+
+/// How the SSH user gets root: it is root, or it runs commands through sudo.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Become {
+    Sudo,
+}
+
+/// How to authenticate: a private key file, or the running ssh-agent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Auth {
+    /// As written; a leading `~/` is the orchestrator user's home (see [`expand_tilde`]),
+    /// a relative path is relative to the inventory file.
+    IdentityFile(PathBuf),
+    Agent,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Host {
+    pub name: HostName,
+    pub address: Address,
+    pub port: u16,
+    pub user: UserName,
+    #[serde(rename = "become", skip_serializing_if = "Option::is_none")]
+    pub become_: Option<Become>,
+    pub auth: Auth,
+    /// Strict: an unknown or changed host key is an error.
+    pub known_hosts: PathBuf,
+    pub os: Os,
+    pub platform: Platform,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk_bus: Option<Label>,
+    /// The ONLY devices fsmatrix may destroy on this host; never empty.
+    pub devices: Vec<DevicePath>,
+    /// Devices the owner explicitly allows to be formatted although they carry
+    /// a foreign signature (a filesystem, a partition table); a subset of `devices`.
+    pub consent_foreign: Vec<DevicePath>,
+    /// `None`: detect it under [`Os::pg_bin_hint`].
+    pub pg_bin: Option<AbsPath>,
+    pub pg_user: UserName,
+    pub pg_port: u16,
+    pub work_dir: AbsPath,
+    pub tags: Vec<Label>,
+}
+
+impl Host {
+    /// The explicit pg_bin or the OS's detection hint.
+    pub fn pg_bin_or_hint(&self) -> &str {
+        match &self.pg_bin {
+            Some(p) => p.as_str(),
+            None => self.os.pg_bin_hint(),
+        }
+    }
+    /// The device the sweep builds its filesystems on (the first listed).
+    pub fn device(&self) -> &DevicePath {
+        &self.devices[0]
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Inventory {
+    pub path: PathBuf,
+    pub hosts: Vec<Host>,
+}
+
+/// `~/x` → `$HOME/x`; anything else unchanged.
+pub fn expand_tilde(p: &Path) -> PathBuf {
+    match (p.strip_prefix("~"), std::env::var_os("HOME")) {
+        (Ok(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => p.to_path_buf(),
+    }
+}
+
+const HOST_KEYS: &[&str] = &[
+    "name",
+    "address",
+    "port",
+    "user",
+    "become",
+    "identity_file",
+    "agent",
+    "known_hosts",
+    "os",
+    "platform",
+    "disk_bus",
+    "devices",
+    "consent_foreign",
+    "pg_bin",
+    "pg_user",
+    "pg_port",
+    "work_dir",
+    "tags",
+];
+
+const DEFAULT_WORK_DIR: &str = "/var/tmp/fsmatrix";
+const DEFAULT_KNOWN_HOSTS: &str = "~/.ssh/known_hosts";
+
+impl Inventory {
+    /// Read and validate an inventory file.
+    pub fn load(path: &Path) -> Result<Inventory, ConfigErrors> {
+        let text = super::read_file(path)?;
+        Inventory::parse(path, text)
+    }
+
+    /// Validate inventory text; `path` names it in errors and anchors relative paths.
+    pub fn parse(path: &Path, text: String) -> Result<Inventory, ConfigErrors> {
+        let src = Source::new(path, text);
+        let mut errs = Errors::new(&src);
+        let inv = parse_doc(&src, &mut errs);
+        let mut list = ConfigErrors(errs.list);
+        list.sort();
+        match inv {
+            Some(inv) if list.is_empty() => Ok(inv),
+            _ => Err(list),
+        }
+    }
+}
+
+fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Inventory> {
+    let doc = match DeTable::parse(&src.text) {
+        Ok(d) => d,
+        Err(e) => {
+            let span = e.span().unwrap_or(0..0);
+            errs.push(&span, format!("invalid toml: {}", e.message().trim_end()));
+            return None;
+        }
+    };
+    let root = Tbl {
+        t: doc.get_ref(),
+        span: &doc.span(),
+        ctx: "the inventory",
+    };
+    root.check_keys(errs, &["defaults", "host"]);
+    let defaults = root.table(errs, "defaults");
+    let dctx = "[defaults]".to_string();
+    let dtbl = defaults.and_then(|v| match v.get_ref() {
+        DeValue::Table(t) => Some((t, v.span())),
+        _ => None,
+    });
+    if let Some((t, span)) = &dtbl {
+        let d = Tbl {
+            t,
+            span,
+            ctx: &dctx,
+        };
+        d.check_keys(errs, &HOST_KEYS[1..]);
+        if let Some(v) = d.get("name") {
+            errs.push(
+                &v.span(),
+                "`name` cannot be a default: every host needs its own",
+            );
+        }
+    }
+    let Some(hosts_v) = root.get("host") else {
+        errs.push(
+            &(0..0),
+            "the inventory has no [[host]]; add at least one with name, address and devices",
+        );
+        return None;
+    };
+    let host_tables = super::walk::tables(errs, hosts_v, "host");
+    let base = src.path.parent().unwrap_or(Path::new(""));
+    let mut hosts = Vec::new();
+    let mut seen: BTreeMap<String, ()> = BTreeMap::new();
+    for (t, span) in &host_tables {
+        let label = t
+            .iter()
+            .find(|(k, _)| k.get_ref().as_ref() == "name")
+            .and_then(|(_, v)| v.get_ref().as_str().map(str::to_string))
+            .unwrap_or_else(|| "?".into());
+        let ctx = format!("[[host]] `{label}`");
+        let h = Tbl { t, span, ctx: &ctx };
+        h.check_keys(errs, HOST_KEYS);
+        let d = dtbl.as_ref().map(|(t, span)| Tbl {
+            t,
+            span,
+            ctx: &dctx,
+        });
+        if let Some(v) = h.get("name") {
+            if let Some(n) = v.get_ref().as_str() {
+                if seen.insert(n.to_string(), ()).is_some() {
+                    errs.push(
+                        &v.span(),
+                        format!("duplicate host name `{n}`; every [[host]] needs a unique name"),
+                    );
+                }
+            }
+        }
+        if let Some(host) = parse_host(errs, &h, d.as_ref(), base) {
+            hosts.push(host);
+        }
+    }
+    Some(Inventory {
+        path: src.path.clone(),
+        hosts,
+    })
+}
+
+/// The table that holds `key`: the host's own, else [defaults].
+fn pick<'a, 'i>(h: &Tbl<'a, 'i>, d: Option<&Tbl<'a, 'i>>, key: &str) -> Option<Tbl<'a, 'i>> {
+    if h.get(key).is_some() {
+        Some(*h)
+    } else {
+        d.filter(|d| d.get(key).is_some()).copied()
+    }
+}
+
+fn local_path(base: &Path, s: &str) -> PathBuf {
+    let p = PathBuf::from(s);
+    if p.is_absolute() || s.starts_with('~') {
+        p
+    } else {
+        base.join(p)
+    }
+}
+
+fn parse_host(
+    errs: &mut Errors<'_>,
+    h: &Tbl<'_, '_>,
+    d: Option<&Tbl<'_, '_>>,
+    base: &Path,
+) -> Option<Host> {
+    let mut ok = true;
+    let name = match h.get("name") {
+        Some(_) => h.typed(errs, "name", HostName::new),
+        None => {
+            errs.push(h.span, format!("{} has no `name`", h.ctx));
+            None
+        }
+    };
+    let address = match pick(h, d, "address") {
+        Some(t) => t.typed(errs, "address", Address::new),
+        None => {
+            errs.push(
+                h.span,
+                format!("{} has no `address` (a DNS name or an IP address)", h.ctx),
+            );
+            None
+        }
+    };
+    let port = pick(h, d, "port")
+        .map(|t| t.int(errs, "port", 1, 65535).map(|p| *p.get_ref() as u16))
+        .unwrap_or(Some(22));
+    let user = pick(h, d, "user")
+        .map(|t| t.typed(errs, "user", UserName::new))
+        .unwrap_or_else(|| UserName::new("root").ok());
+    let become_ = match pick(h, d, "become") {
+        Some(t) => match t.str(errs, "become") {
+            Some(s) if s.get_ref() == "sudo" => Some(Become::Sudo),
+            Some(s) => {
+                errs.push(
+                    &s.span(),
+                    format!(
+                        "unknown `become` method `{}` in {}; valid: \"sudo\"",
+                        s.get_ref(),
+                        t.ctx
+                    ),
+                );
+                ok = false;
+                None
+            }
+            None => {
+                ok = false;
+                None
+            }
+        },
+        None => None,
+    };
+    let agent = pick(h, d, "agent")
+        .and_then(|t| t.bool(errs, "agent"))
+        .unwrap_or(false);
+    let identity = pick(h, d, "identity_file").and_then(|t| t.str(errs, "identity_file"));
+    let auth = match identity {
+        Some(p) if !agent => {
+            if p.get_ref().is_empty() || p.get_ref().contains(['\n', '\0']) {
+                errs.push(
+                    &p.span(),
+                    "`identity_file` must be a non-empty path without newlines",
+                );
+                ok = false;
+            }
+            Auth::IdentityFile(local_path(base, p.get_ref()))
+        }
+        _ => Auth::Agent,
+    };
+    let known_hosts = match pick(h, d, "known_hosts").and_then(|t| t.str(errs, "known_hosts")) {
+        Some(p) => local_path(base, p.get_ref()),
+        None => PathBuf::from(DEFAULT_KNOWN_HOSTS),
+    };
+    let os = match pick(h, d, "os") {
+        Some(t) => t
+            .str(errs, "os")
+            .and_then(|s| match Os::parse(s.get_ref()) {
+                Some(o) => Some(o),
+                None => {
+                    errs.push(
+                        &s.span(),
+                        format!(
+                            "unknown os `{}` in {}; valid: linux, freebsd, dragonfly",
+                            s.get_ref(),
+                            t.ctx
+                        ),
+                    );
+                    None
+                }
+            }),
+        None => {
+            errs.push(
+                h.span,
+                format!(
+                    "{} has no `os`; set it here or in [defaults] (linux, freebsd, dragonfly)",
+                    h.ctx
+                ),
+            );
+            None
+        }
+    };
+    let platform = match pick(h, d, "platform") {
+        Some(t) => t
+            .str(errs, "platform")
+            .and_then(|s| match s.get_ref().as_str() {
+                "physical" => Some(Platform::Physical),
+                "kvm" => Some(Platform::Kvm),
+                "lab" => Some(Platform::Lab),
+                other => {
+                    errs.push(
+                        &s.span(),
+                        format!(
+                            "unknown platform `{other}` in {}; valid: physical, kvm, lab",
+                            t.ctx
+                        ),
+                    );
+                    None
+                }
+            }),
+        None => Some(Platform::Physical),
+    };
+    let disk_bus = pick(h, d, "disk_bus").map(|t| t.typed(errs, "disk_bus", Label::new));
+    let devices = match pick(h, d, "devices") {
+        Some(t) => t.typed_list(errs, "devices", DevicePath::new),
+        None => {
+            errs.push(
+                h.span,
+                format!(
+                    "{} has no `devices`; list the spare devices fsmatrix may destroy, e.g. devices = [\"/dev/vdb\"]",
+                    h.ctx
+                ),
+            );
+            None
+        }
+    };
+    let consent = pick(h, d, "consent_foreign")
+        .map(|t| t.typed_list(errs, "consent_foreign", DevicePath::new))
+        .unwrap_or(Some(Vec::new()));
+    let mut dev_list = Vec::new();
+    if let Some(devs) = &devices {
+        let raw = pick(h, d, "devices").and_then(|t| t.get("devices"));
+        let raw_empty = raw.is_some_and(|v| v.get_ref().as_array().is_some_and(|a| a.is_empty()));
+        if devs.is_empty() {
+            ok = false;
+        }
+        if raw_empty {
+            if let Some(v) = raw {
+                errs.push(
+                    &v.span(),
+                    format!(
+                        "`devices` of {} is empty; list at least one spare device fsmatrix may destroy",
+                        h.ctx
+                    ),
+                );
+            }
+        }
+        for (i, dv) in devs.iter().enumerate() {
+            if devs[..i].iter().any(|p| p.get_ref() == dv.get_ref()) {
+                errs.push(
+                    &dv.span(),
+                    format!(
+                        "device `{}` is listed twice in {}; list each device once",
+                        dv.get_ref(),
+                        h.ctx
+                    ),
+                );
+            }
+            dev_list.push(dv.get_ref().clone());
+        }
+    }
+    let mut consent_list = Vec::new();
+    if let Some(c) = &consent {
+        for dv in c {
+            if devices.is_some() && !dev_list.contains(dv.get_ref()) {
+                errs.push(
+                    &dv.span(),
+                    format!(
+                        "`consent_foreign` names `{}`, which is not in the `devices` of {}; consent only to listed devices",
+                        dv.get_ref(),
+                        h.ctx
+                    ),
+                );
+            }
+            consent_list.push(dv.get_ref().clone());
+        }
+    }
+    let pg_bin = pick(h, d, "pg_bin").map(|t| t.typed(errs, "pg_bin", AbsPath::new));
+    let pg_user = pick(h, d, "pg_user")
+        .map(|t| t.typed(errs, "pg_user", UserName::new))
+        .unwrap_or_else(|| UserName::new("postgres").ok());
+    let pg_port = pick(h, d, "pg_port")
+        .map(|t| {
+            t.int(errs, "pg_port", 1, 65535)
+                .map(|p| *p.get_ref() as u16)
+        })
+        .unwrap_or(Some(5432));
+    let work_dir = pick(h, d, "work_dir")
+        .map(|t| t.typed(errs, "work_dir", AbsPath::new))
+        .unwrap_or_else(|| AbsPath::new(DEFAULT_WORK_DIR).ok());
+    let tags = pick(h, d, "tags")
+        .map(|t| {
+            t.typed_list(errs, "tags", Label::new)
+                .map(|v| v.into_iter().map(|s| s.into_inner()).collect())
+        })
+        .unwrap_or(Some(Vec::new()));
+    if !ok {
+        return None;
+    }
+    Some(Host {
+        name: name?,
+        address: address?,
+        port: port?,
+        user: user?,
+        become_,
+        auth,
+        known_hosts,
+        os: os?,
+        platform: platform?,
+        disk_bus: match disk_bus {
+            Some(Some(b)) => Some(b),
+            Some(None) => return None,
+            None => None,
+        },
+        devices: if dev_list.is_empty() {
+            return None;
+        } else {
+            dev_list
+        },
+        consent_foreign: consent.map(|_| consent_list)?,
+        pg_bin: match pg_bin {
+            Some(Some(p)) => Some(p),
+            Some(None) => return None,
+            None => None,
+        },
+        pg_user: pg_user?,
+        pg_port: pg_port?,
+        work_dir: work_dir?,
+        tags: tags?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Inventory {
+        match Inventory::parse(Path::new("/etc/fsm/inv.toml"), text.to_string()) {
+            Ok(i) => i,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn defaults_are_inherited_and_overridden() {
+        let inv = parse(
+            r#"
+[defaults]
+user = "bench"
+become = "sudo"
+identity_file = "keys/id"
+pg_port = 5433
+tags = ["rack2"]
+os = "linux"
+[[host]]
+name = "a"
+address = "10.0.0.1"
+devices = ["/dev/vdb"]
+[[host]]
+name = "b"
+address = "10.0.0.2"
+os = "freebsd"
+user = "root"
+agent = true
+tags = []
+devices = ["/dev/ada1"]
+pg_bin = "/opt/pg/bin"
+"#,
+        );
+        let (a, b) = (&inv.hosts[0], &inv.hosts[1]);
+        // (what, host a, host b)
+        let table: Vec<(&str, String, String)> = vec![
+            ("user", a.user.to_string(), b.user.to_string()),
+            (
+                "become",
+                format!("{:?}", a.become_),
+                format!("{:?}", b.become_),
+            ),
+            ("auth", format!("{:?}", a.auth), format!("{:?}", b.auth)),
+            ("port", a.port.to_string(), b.port.to_string()),
+            ("pg_port", a.pg_port.to_string(), b.pg_port.to_string()),
+            ("pg_user", a.pg_user.to_string(), b.pg_user.to_string()),
+            (
+                "pg_bin",
+                a.pg_bin_or_hint().into(),
+                b.pg_bin_or_hint().into(),
+            ),
+            ("work_dir", a.work_dir.to_string(), b.work_dir.to_string()),
+            (
+                "platform",
+                a.platform.as_str().into(),
+                b.platform.as_str().into(),
+            ),
+            ("tags", format!("{:?}", a.tags), format!("{:?}", b.tags)),
+            (
+                "known_hosts",
+                a.known_hosts.display().to_string(),
+                b.known_hosts.display().to_string(),
+            ),
+        ];
+        let want: Vec<(&str, &str, &str)> = vec![
+            ("user", "bench", "root"),
+            ("become", "Some(Sudo)", "Some(Sudo)"),
+            ("auth", "IdentityFile(\"/etc/fsm/keys/id\")", "Agent"),
+            ("port", "22", "22"),
+            ("pg_port", "5433", "5433"),
+            ("pg_user", "postgres", "postgres"),
+            ("pg_bin", "/usr/lib/postgresql/*/bin", "/opt/pg/bin"),
+            ("work_dir", "/var/tmp/fsmatrix", "/var/tmp/fsmatrix"),
+            ("platform", "physical", "physical"),
+            ("tags", "[Label(\"rack2\")]", "[]"),
+            ("known_hosts", "~/.ssh/known_hosts", "~/.ssh/known_hosts"),
+        ];
+        for ((what, ga, gb), (_, wa, wb)) in table.iter().zip(want.iter()) {
+            assert_eq!((ga.as_str(), gb.as_str()), (*wa, *wb), "{what}");
+        }
+    }
+
+    #[test]
+    fn per_os_pg_bin_hints() {
+        for (os, hint) in [
+            (Os::Linux, "/usr/lib/postgresql/*/bin"),
+            (Os::Freebsd, "/usr/local/bin"),
+            (Os::Dragonfly, "/usr/local/bin"),
+        ] {
+            assert_eq!(os.pg_bin_hint(), hint);
+        }
+    }
+}

@@ -1,0 +1,1611 @@
+//! The matrix: filesystems and their options, PostgreSQL settings,
+//! workloads, client counts, repeats, include/exclude rules and a host
+//! filter.  Format documented in README.md and the examples in matrix/.
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_spanned::Spanned;
+use sha2::{Digest, Sha256};
+use toml::de::{DeTable, DeValue};
+
+use super::error::{ConfigError, ConfigErrors, Errors, Source};
+use super::inventory::{Inventory, Os};
+use super::values::{
+    check_vary_value, Label, MkfsOption, MountOption, PgSettingName, PgSettingValue,
+    ZfsPropertyName, ZfsPropertyValue,
+};
+use super::walk::{int_value, scalar_string, str_list_value, tables, type_name, Tbl, Val};
+
+/// Filesystem types fsmatrix knows how to build (in remote-scripts/).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FsType {
+    Ext3,
+    Ext4,
+    Xfs,
+    Btrfs,
+    Zfs,
+    Ufs,
+    Hammer,
+    Hammer2,
+}
+
+impl FsType {
+    pub const ALL: [FsType; 8] = [
+        FsType::Ext3,
+        FsType::Ext4,
+        FsType::Xfs,
+        FsType::Btrfs,
+        FsType::Zfs,
+        FsType::Ufs,
+        FsType::Hammer,
+        FsType::Hammer2,
+    ];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FsType::Ext3 => "ext3",
+            FsType::Ext4 => "ext4",
+            FsType::Xfs => "xfs",
+            FsType::Btrfs => "btrfs",
+            FsType::Zfs => "zfs",
+            FsType::Ufs => "ufs",
+            FsType::Hammer => "hammer",
+            FsType::Hammer2 => "hammer2",
+        }
+    }
+    pub fn parse(s: &str) -> Option<FsType> {
+        FsType::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+    /// The filesystems each OS can build and mount.
+    pub fn for_os(os: Os) -> &'static [FsType] {
+        match os {
+            Os::Linux => &[
+                FsType::Ext3,
+                FsType::Ext4,
+                FsType::Xfs,
+                FsType::Btrfs,
+                FsType::Zfs,
+            ],
+            Os::Freebsd => &[FsType::Ufs, FsType::Zfs],
+            Os::Dragonfly => &[FsType::Hammer, FsType::Hammer2, FsType::Ufs],
+        }
+    }
+    pub fn runs_on(self, os: Os) -> bool {
+        FsType::for_os(os).contains(&self)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct PgSetting {
+    pub name: PgSettingName,
+    pub value: PgSettingValue,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ZfsProperty {
+    pub name: ZfsPropertyName,
+    pub value: ZfsPropertyValue,
+}
+
+/// One concrete filesystem variant (after `vary` expansion).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FsVariant {
+    pub name: Label,
+    #[serde(rename = "type")]
+    pub fs_type: FsType,
+    pub mkfs_options: Vec<MkfsOption>,
+    pub mount_options: Vec<MountOption>,
+    /// ZFS dataset properties (`zfs create -o`), sorted by name.
+    pub properties: Vec<ZfsProperty>,
+    /// ZFS pool properties (`zpool create -o`), sorted by name.
+    pub pool_properties: Vec<ZfsProperty>,
+    /// Settings for this filesystem only; override [postgres] in the cell.
+    pub postgres: Vec<PgSetting>,
+    /// The vary values that made this variant, e.g. compression = lz4.
+    pub varied: Vec<(String, String)>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Builtin {
+    TpcbLike,
+    SimpleUpdate,
+    SelectOnly,
+}
+
+impl Builtin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Builtin::TpcbLike => "tpcb-like",
+            Builtin::SimpleUpdate => "simple-update",
+            Builtin::SelectOnly => "select-only",
+        }
+    }
+}
+
+/// What a workload runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum WorkloadKind {
+    /// `pgbench -b <name>` on tables made by `pgbench -i -s <scale>`.
+    Builtin { builtin: Builtin },
+    /// `pgbench -f <file>` on tables made by `pgbench -i -s <scale>`.
+    PgbenchScript {
+        path: PathBuf,
+        sha256: String,
+        content: String,
+    },
+    /// `psql -f <file>`, timed statement by statement (\timing); runs once per cell.
+    SqlScript {
+        path: PathBuf,
+        sha256: String,
+        content: String,
+    },
+}
+
+/// pgbench scale: a factor, or a share of the device's size that the run
+/// engine resolves once it knows the size (one study sized the database to
+/// 80% of the disk).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scale {
+    Factor(u32),
+    DevicePercent(u8),
+}
+
+impl std::fmt::Display for Scale {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scale::Factor(n) => write!(f, "{n}"),
+            Scale::DevicePercent(p) => write!(f, "{p}% of device"),
+        }
+    }
+}
+
+/// How long one measured run lasts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Length {
+    /// `pgbench -T`.
+    Seconds(u64),
+    /// `pgbench -t` (per client).
+    Transactions(u64),
+    /// A SQL script runs to its end; the number is the ETA estimate in seconds.
+    ToCompletion { estimate_secs: u64 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Jobs {
+    Fixed(u32),
+    /// One pgbench thread per client (`-j` = `-c`), as the studies did.
+    PerClient,
+}
+
+impl Jobs {
+    /// pgbench refuses more threads than clients.
+    pub fn for_clients(self, clients: u32) -> u32 {
+        match self {
+            Jobs::Fixed(n) => n.min(clients),
+            Jobs::PerClient => clients,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Workload {
+    pub name: Label,
+    #[serde(flatten)]
+    pub kind: WorkloadKind,
+    /// `None` for SQL scripts (they make their own data).
+    pub scale: Option<Scale>,
+    /// `[1]` for SQL scripts.
+    pub clients: Vec<u32>,
+    pub jobs: Jobs,
+    pub length: Length,
+    pub repeats: u32,
+    /// One discarded run before the measured repeats of each client count.
+    pub warmup: bool,
+    /// pgbench `-P 1` (per-second progress).
+    pub progress: bool,
+    pub drop_caches: bool,
+}
+
+/// A GitHub-Actions-style rule: every key given must match (a list means any of).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rule {
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub host: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub host_os: Vec<Os>,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub host_tag: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub filesystem: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub fs_type: Vec<FsType>,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub workload: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub clients: Vec<u32>,
+}
+
+/// Which inventory hosts a matrix runs on: every criterion given must hold.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostFilter {
+    pub names: Vec<String>,
+    pub tags: Vec<String>,
+    pub os: Vec<Os>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Matrix {
+    pub path: PathBuf,
+    pub name: Label,
+    pub description: Option<String>,
+    /// Settings for every cell, sorted by name.
+    pub postgres: Vec<PgSetting>,
+    pub filesystems: Vec<FsVariant>,
+    pub workloads: Vec<Workload>,
+    pub include: Vec<Rule>,
+    pub exclude: Vec<Rule>,
+    pub hosts: Option<HostFilter>,
+    /// Host names and tags the matrix mentions, with their position, checked
+    /// against the inventory by [`Matrix::check_against`].
+    #[serde(skip)]
+    refs: Vec<(RefKind, String, ConfigError)>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RefKind {
+    Host,
+    Tag,
+}
+
+const TOP_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "repeats",
+    "drop_caches",
+    "warmup",
+    "progress",
+    "hosts",
+    "postgres",
+    "filesystem",
+    "workload",
+    "include",
+    "exclude",
+];
+const FS_KEYS: &[&str] = &[
+    "name",
+    "type",
+    "mkfs_options",
+    "mount_options",
+    "properties",
+    "pool_properties",
+    "postgres",
+    "vary",
+];
+const WL_KEYS: &[&str] = &[
+    "name",
+    "builtin",
+    "pgbench_script",
+    "sql_script",
+    "scale",
+    "clients",
+    "jobs",
+    "duration",
+    "transactions",
+    "estimate",
+    "repeats",
+    "warmup",
+    "progress",
+    "drop_caches",
+];
+const RULE_KEYS: &[&str] = &[
+    "host",
+    "host_os",
+    "host_tag",
+    "filesystem",
+    "fs_type",
+    "workload",
+    "clients",
+];
+
+/// ETA for a SQL script that names no `estimate`.
+pub const SQL_DEFAULT_ESTIMATE_SECS: u64 = 60;
+
+/// "10s", "15m", "2h", "1h30m", "90s" → seconds.
+pub fn parse_duration(s: &str) -> Option<u64> {
+    let mut total: u64 = 0;
+    let mut num = String::new();
+    let mut any = false;
+    for c in s.chars() {
+        if c.is_ascii_digit() {
+            num.push(c);
+        } else {
+            let n: u64 = num.parse().ok()?;
+            num.clear();
+            let mult = match c {
+                's' => 1,
+                'm' => 60,
+                'h' => 3600,
+                'd' => 86400,
+                _ => return None,
+            };
+            total = total.checked_add(n.checked_mul(mult)?)?;
+            any = true;
+        }
+    }
+    if !num.is_empty() || !any || total == 0 {
+        return None;
+    }
+    Some(total)
+}
+
+pub fn format_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    let (h, m, sec) = (s / 3600, (s % 3600) / 60, s % 60);
+    if h > 0 {
+        format!("{h}h{m:02}m{sec:02}s")
+    } else if m > 0 {
+        format!("{m}m{sec:02}s")
+    } else {
+        format!("{sec}s")
+    }
+}
+
+impl Matrix {
+    /// Read and validate a matrix file (and the scripts it names, relative to it).
+    pub fn load(path: &Path) -> Result<Matrix, ConfigErrors> {
+        let text = super::read_file(path)?;
+        Matrix::parse(path, text)
+    }
+
+    /// Validate matrix text; scripts are read relative to `path`'s folder.
+    pub fn parse(path: &Path, text: String) -> Result<Matrix, ConfigErrors> {
+        let src = Source::new(path, text);
+        let mut errs = Errors::new(&src);
+        let m = parse_doc(&src, &mut errs);
+        let mut list = ConfigErrors(errs.list);
+        list.sort();
+        match m {
+            Some(m) if list.is_empty() => Ok(m),
+            _ => Err(list),
+        }
+    }
+
+    /// Host names and tags the matrix mentions must exist in the inventory:
+    /// a typo in an exclude rule would otherwise exclude nothing, silently.
+    pub fn check_against(&self, inv: &Inventory) -> Result<(), ConfigErrors> {
+        let mut out = Vec::new();
+        for (kind, value, at) in &self.refs {
+            match kind {
+                RefKind::Host => {
+                    if !inv.hosts.iter().any(|h| h.name.as_str() == value) {
+                        let names: Vec<&str> = inv.hosts.iter().map(|h| h.name.as_str()).collect();
+                        let mut e = at.clone();
+                        e.message = format!(
+                            "host `{value}` is not in the inventory {}; valid: {}",
+                            inv.path.display(),
+                            names.join(", ")
+                        );
+                        out.push(e);
+                    }
+                }
+                RefKind::Tag => {
+                    if !inv
+                        .hosts
+                        .iter()
+                        .any(|h| h.tags.iter().any(|t| t.as_str() == value))
+                    {
+                        let mut tags: Vec<&str> = inv
+                            .hosts
+                            .iter()
+                            .flat_map(|h| h.tags.iter().map(|t| t.as_str()))
+                            .collect();
+                        tags.sort();
+                        tags.dedup();
+                        let mut e = at.clone();
+                        e.message = format!(
+                            "no host of the inventory {} has tag `{value}`; valid: {}",
+                            inv.path.display(),
+                            if tags.is_empty() {
+                                "(no tags defined)".to_string()
+                            } else {
+                                tags.join(", ")
+                            }
+                        );
+                        out.push(e);
+                    }
+                }
+            }
+        }
+        let mut list = ConfigErrors(out);
+        list.sort();
+        if list.is_empty() {
+            Ok(())
+        } else {
+            Err(list)
+        }
+    }
+}
+
+fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Matrix> {
+    let doc = match DeTable::parse(&src.text) {
+        Ok(d) => d,
+        Err(e) => {
+            let span = e.span().unwrap_or(0..0);
+            errs.push(&span, format!("invalid toml: {}", e.message().trim_end()));
+            return None;
+        }
+    };
+    let root = Tbl {
+        t: doc.get_ref(),
+        span: &doc.span(),
+        ctx: "the matrix",
+    };
+    root.check_keys(errs, TOP_KEYS);
+    let name = match root.get("name") {
+        Some(_) => root.typed(errs, "name", Label::new),
+        None => {
+            errs.push(
+                &(0..0),
+                "the matrix has no `name`; add name = \"...\" (it names the result bundle)",
+            );
+            None
+        }
+    };
+    let description = root.str(errs, "description").map(|s| s.into_inner());
+    let defaults = WlDefaults {
+        repeats: root
+            .int(errs, "repeats", 1, 1000)
+            .map(|v| *v.get_ref() as u32)
+            .unwrap_or(1),
+        drop_caches: root.bool(errs, "drop_caches").unwrap_or(false),
+        warmup: root.bool(errs, "warmup").unwrap_or(false),
+        progress: root.bool(errs, "progress").unwrap_or(false),
+    };
+    let postgres = match root.table(errs, "postgres") {
+        Some(v) => settings(errs, v, "[postgres]", &[]),
+        None => Vec::new(),
+    };
+    let mut refs = Vec::new();
+    let hosts = root
+        .table(errs, "hosts")
+        .map(|v| host_filter(src, errs, v, &mut refs));
+
+    // Filesystems.
+    let mut filesystems: Vec<(FsVariant, Range<usize>)> = Vec::new();
+    match root.get("filesystem") {
+        Some(v) => {
+            for (t, span) in tables(errs, v, "filesystem") {
+                filesystems.extend(filesystem(errs, t, &span));
+            }
+        }
+        None => errs.push(
+            &(0..0),
+            "the matrix has no [[filesystem]]; add at least one with name and type",
+        ),
+    }
+    for i in 0..filesystems.len() {
+        let (f, span) = &filesystems[i];
+        if filesystems[..i].iter().any(|(g, _)| g.name == f.name) {
+            errs.push(
+                span,
+                format!(
+                    "duplicate filesystem variant name `{}`; give every [[filesystem]] (and every vary value, via {{key}} in the name) its own name",
+                    f.name
+                ),
+            );
+        }
+    }
+
+    // Workloads.
+    let base = src.path.parent().unwrap_or(Path::new("")).to_path_buf();
+    let mut workloads: Vec<(Workload, Range<usize>)> = Vec::new();
+    match root.get("workload") {
+        Some(v) => {
+            for (t, span) in tables(errs, v, "workload") {
+                if let Some(w) = workload(errs, t, &span, &base, &defaults) {
+                    workloads.push((w, span));
+                }
+            }
+        }
+        None => errs.push(
+            &(0..0),
+            "the matrix has no [[workload]]; add at least one (e.g. builtin = \"tpcb-like\")",
+        ),
+    }
+    for i in 0..workloads.len() {
+        let (w, span) = &workloads[i];
+        if workloads[..i].iter().any(|(x, _)| x.name == w.name) {
+            errs.push(
+                span,
+                format!(
+                    "duplicate workload name `{}`; every [[workload]] needs its own name",
+                    w.name
+                ),
+            );
+        }
+    }
+
+    let fs_names: Vec<String> = filesystems
+        .iter()
+        .map(|(f, _)| f.name.as_str().to_string())
+        .collect();
+    let wl_names: Vec<String> = workloads
+        .iter()
+        .map(|(w, _)| w.name.as_str().to_string())
+        .collect();
+    let names = Names {
+        fs: &fs_names,
+        wl: &wl_names,
+    };
+    let include = rules(src, errs, &root, "include", &names, &mut refs);
+    let exclude = rules(src, errs, &root, "exclude", &names, &mut refs);
+
+    Some(Matrix {
+        path: src.path.clone(),
+        name: name?,
+        description,
+        postgres,
+        filesystems: filesystems.into_iter().map(|(f, _)| f).collect(),
+        workloads: workloads.into_iter().map(|(w, _)| w).collect(),
+        include,
+        exclude,
+        hosts,
+        refs,
+    })
+}
+
+struct WlDefaults {
+    repeats: u32,
+    drop_caches: bool,
+    warmup: bool,
+    progress: bool,
+}
+
+struct Names<'a> {
+    fs: &'a [String],
+    wl: &'a [String],
+}
+
+/// A table of PostgreSQL settings; `vars` are substituted into `{key}`s.
+fn settings(
+    errs: &mut Errors<'_>,
+    v: &Val<'_>,
+    ctx: &str,
+    vars: &[(String, String)],
+) -> Vec<PgSetting> {
+    let DeValue::Table(t) = v.get_ref() else {
+        return Vec::new();
+    };
+    let mut out: BTreeMap<String, PgSetting> = BTreeMap::new();
+    for (k, val) in t.iter() {
+        let name = match PgSettingName::new(k.get_ref()) {
+            Ok(n) => n,
+            Err(e) => {
+                errs.push(&k.span(), e.0);
+                continue;
+            }
+        };
+        if name.as_str() == "settings" && val.get_ref().is_table() {
+            errs.push(
+                &val.span(),
+                format!("put settings directly under [postgres] (e.g. shared_buffers = \"1GB\"), not in a `settings` table ({ctx})"),
+            );
+            continue;
+        }
+        let Some(raw) = scalar_string(val.get_ref()) else {
+            errs.push(
+                &val.span(),
+                format!(
+                    "setting `{name}` in {ctx} must be a string, a number or a boolean, found {}",
+                    type_name(val.get_ref())
+                ),
+            );
+            continue;
+        };
+        let Some(s) = subst(errs, &raw, &val.span(), vars) else {
+            continue;
+        };
+        match PgSettingValue::new(&s) {
+            Ok(value) => {
+                out.insert(
+                    name.as_str().to_ascii_lowercase(),
+                    PgSetting { name, value },
+                );
+            }
+            Err(e) => errs.push(&val.span(), e.0),
+        }
+    }
+    out.into_values().collect()
+}
+
+fn zfs_props(
+    errs: &mut Errors<'_>,
+    v: &Val<'_>,
+    ctx: &str,
+    vars: &[(String, String)],
+) -> Vec<ZfsProperty> {
+    let DeValue::Table(t) = v.get_ref() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (k, val) in t.iter() {
+        let name = match ZfsPropertyName::new(k.get_ref()) {
+            Ok(n) => n,
+            Err(e) => {
+                errs.push(&k.span(), e.0);
+                continue;
+            }
+        };
+        let Some(raw) = scalar_string(val.get_ref()) else {
+            errs.push(
+                &val.span(),
+                format!(
+                    "property `{name}` in {ctx} must be a string or a number, found {}",
+                    type_name(val.get_ref())
+                ),
+            );
+            continue;
+        };
+        let Some(s) = subst(errs, &raw, &val.span(), vars) else {
+            continue;
+        };
+        match ZfsPropertyValue::new(&s) {
+            Ok(value) => out.push(ZfsProperty { name, value }),
+            Err(e) => errs.push(&val.span(), e.0),
+        }
+    }
+    out
+}
+
+/// Replace `{key}` with the vary value; an unknown key or a lone brace is an error.
+fn subst(
+    errs: &mut Errors<'_>,
+    template: &str,
+    span: &Range<usize>,
+    vars: &[(String, String)],
+) -> Option<String> {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('}') else {
+            errs.push(
+                span,
+                format!("`{template}` has a `{{` without `}}`; write {{key}} with a key of `vary`"),
+            );
+            return None;
+        };
+        let key = &after[..close];
+        match vars.iter().find(|(k, _)| k == key) {
+            Some((_, v)) => out.push_str(v),
+            None => {
+                let keys: Vec<&str> = vars.iter().map(|(k, _)| k.as_str()).collect();
+                errs.push(
+                    span,
+                    format!(
+                        "`{{{key}}}` in `{template}` is not a key of `vary`; valid: {}",
+                        if keys.is_empty() {
+                            "(no vary table here)".to_string()
+                        } else {
+                            keys.join(", ")
+                        }
+                    ),
+                );
+                return None;
+            }
+        }
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+fn uses(template: &str, key: &str) -> bool {
+    template.contains(&format!("{{{key}}}"))
+}
+
+/// One [[filesystem]] entry → its variants (one per vary combination).
+fn filesystem(
+    errs: &mut Errors<'_>,
+    t: &DeTable<'_>,
+    span: &Range<usize>,
+) -> Vec<(FsVariant, Range<usize>)> {
+    let label = t
+        .iter()
+        .find(|(k, _)| k.get_ref().as_ref() == "name")
+        .and_then(|(_, v)| v.get_ref().as_str().map(str::to_string))
+        .unwrap_or_else(|| "?".into());
+    let ctx = format!("[[filesystem]] `{label}`");
+    let f = Tbl { t, span, ctx: &ctx };
+    f.check_keys(errs, FS_KEYS);
+    let before = errs.list.len();
+    let name_t = match f.get("name") {
+        Some(_) => f.str(errs, "name"),
+        None => {
+            errs.push(span, format!("{ctx} has no `name`"));
+            None
+        }
+    };
+    let fs_type = match f.get("type") {
+        Some(_) => f.str(errs, "type").and_then(|s| match FsType::parse(s.get_ref()) {
+            Some(t) => Some(t),
+            None => {
+                errs.push(
+                    &s.span(),
+                    format!(
+                        "unknown filesystem type `{}` in {ctx}; valid: ext3, ext4, xfs, btrfs, zfs, ufs, hammer, hammer2",
+                        s.get_ref()
+                    ),
+                );
+                None
+            }
+        }),
+        None => {
+            errs.push(
+                span,
+                format!("{ctx} has no `type` (ext3, ext4, xfs, btrfs, zfs, ufs, hammer, hammer2)"),
+            );
+            None
+        }
+    };
+    let mkfs_t = f.str_list(errs, "mkfs_options").unwrap_or_default();
+    let mount_t = f.str_list(errs, "mount_options").unwrap_or_default();
+    let props_v = f.table(errs, "properties");
+    let pool_v = f.table(errs, "pool_properties");
+    let pg_v = f.table(errs, "postgres");
+    if let Some(ft) = fs_type {
+        if ft != FsType::Zfs {
+            for key in ["properties", "pool_properties"] {
+                if let Some(v) = f.get(key) {
+                    errs.push(
+                        &v.span(),
+                        format!(
+                            "`{key}` are ZFS properties but {ctx} is {}; use mount_options and mkfs_options",
+                            ft.as_str()
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    // vary: key -> values, combined in key order (first key varies slowest).
+    let mut axes: Vec<(Spanned<String>, Vec<String>)> = Vec::new();
+    if let Some(v) = f.table(errs, "vary") {
+        if let DeValue::Table(vt) = v.get_ref() {
+            for (k, vals) in vt.iter() {
+                let key: String = k.get_ref().to_string();
+                if let Err(e) = ZfsPropertyName::new(&key) {
+                    errs.push(&k.span(), format!("vary key: {}", e.0));
+                    continue;
+                }
+                let DeValue::Array(a) = vals.get_ref() else {
+                    errs.push(
+                        &vals.span(),
+                        format!(
+                            "vary `{key}` in {ctx} must be an array of values, found {}",
+                            type_name(vals.get_ref())
+                        ),
+                    );
+                    continue;
+                };
+                if a.is_empty() {
+                    errs.push(
+                        &vals.span(),
+                        format!("vary `{key}` in {ctx} is empty; give at least one value"),
+                    );
+                    continue;
+                }
+                let mut values = Vec::new();
+                for item in a.iter() {
+                    match scalar_string(item.get_ref()) {
+                        Some(s) => match check_vary_value(&s) {
+                            Ok(()) => {
+                                if values.contains(&s) {
+                                    errs.push(
+                                        &item.span(),
+                                        format!("vary `{key}` lists `{s}` twice; list each value once"),
+                                    );
+                                }
+                                values.push(s)
+                            }
+                            Err(e) => errs.push(&item.span(), e.0),
+                        },
+                        None => errs.push(
+                            &item.span(),
+                            format!(
+                                "every vary value must be a string, a number or a boolean, found {}",
+                                type_name(item.get_ref())
+                            ),
+                        ),
+                    }
+                }
+                axes.push((Spanned::new(k.span(), key), values));
+            }
+        }
+    }
+    if errs.list.len() > before {
+        return Vec::new();
+    }
+    let (Some(name_t), Some(fs_type)) = (name_t, fs_type) else {
+        return Vec::new();
+    };
+    // Which vary keys are used by a template other than the name?
+    let mut templates: Vec<Spanned<String>> = Vec::new();
+    templates.extend(mkfs_t.iter().cloned());
+    templates.extend(mount_t.iter().cloned());
+    for v in [props_v, pool_v, pg_v].into_iter().flatten() {
+        if let DeValue::Table(t) = v.get_ref() {
+            templates.extend(
+                t.values()
+                    .filter_map(|v| scalar_string(v.get_ref()).map(|s| Spanned::new(v.span(), s))),
+            );
+        }
+    }
+    // Every {placeholder} must be a vary key (reported once, at its template).
+    let no_values: Vec<(String, String)> = axes
+        .iter()
+        .map(|(k, _)| (k.get_ref().clone(), String::new()))
+        .collect();
+    for t in templates.iter().chain(std::iter::once(&name_t)) {
+        subst(errs, t.get_ref(), &t.span(), &no_values);
+    }
+    if errs.list.len() > before {
+        return Vec::new();
+    }
+    let templates: Vec<String> = templates.into_iter().map(|s| s.into_inner()).collect();
+    let mut implicit_props: Vec<&Spanned<String>> = Vec::new();
+    for (key, _) in &axes {
+        if templates.iter().any(|t| uses(t, key.get_ref())) {
+            continue;
+        }
+        if fs_type == FsType::Zfs {
+            implicit_props.push(key);
+        } else {
+            errs.push(
+                &key.span(),
+                format!(
+                    "vary `{}` in {ctx} changes nothing: put `{{{}}}` in a mount option, mkfs option or postgres setting (only on zfs does a vary key name a property by itself)",
+                    key.get_ref(),
+                    key.get_ref()
+                ),
+            );
+        }
+    }
+    for (key, _) in &axes {
+        if !uses(name_t.get_ref(), key.get_ref())
+            && axes.iter().map(|a| a.1.len()).product::<usize>() > 1
+        {
+            errs.push(
+                &name_t.span(),
+                format!(
+                    "the name `{}` of {ctx} does not contain `{{{}}}`: its variants would share a name",
+                    name_t.get_ref(),
+                    key.get_ref()
+                ),
+            );
+        }
+    }
+    if errs.list.len() > before {
+        return Vec::new();
+    }
+
+    // Cartesian product.
+    let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for (key, values) in &axes {
+        let mut next = Vec::new();
+        for c in &combos {
+            for v in values {
+                let mut c = c.clone();
+                c.push((key.get_ref().clone(), v.clone()));
+                next.push(c);
+            }
+        }
+        combos = next;
+    }
+    let mut out = Vec::new();
+    for vars in combos {
+        let n0 = errs.list.len();
+        let name = subst(errs, name_t.get_ref(), &name_t.span(), &vars).and_then(|n| {
+            match Label::new(&n) {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    errs.push(&name_t.span(), e.0);
+                    None
+                }
+            }
+        });
+        let mut mkfs = Vec::new();
+        for s in &mkfs_t {
+            if let Some(x) = subst(errs, s.get_ref(), &s.span(), &vars) {
+                match MkfsOption::new(&x) {
+                    Ok(o) => mkfs.push(o),
+                    Err(e) => errs.push(&s.span(), e.0),
+                }
+            }
+        }
+        let mut mount = Vec::new();
+        for s in &mount_t {
+            if let Some(x) = subst(errs, s.get_ref(), &s.span(), &vars) {
+                match MountOption::new(&x) {
+                    Ok(o) => mount.push(o),
+                    Err(e) => errs.push(&s.span(), e.0),
+                }
+            }
+        }
+        let mut props = props_v
+            .map(|v| zfs_props(errs, v, &ctx, &vars))
+            .unwrap_or_default();
+        for key in &implicit_props {
+            let value = vars
+                .iter()
+                .find(|(k, _)| k == key.get_ref())
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default();
+            match (
+                ZfsPropertyName::new(key.get_ref()),
+                ZfsPropertyValue::new(&value),
+            ) {
+                (Ok(name), Ok(value)) => {
+                    props.retain(|p| p.name != name);
+                    props.push(ZfsProperty { name, value });
+                }
+                (Err(e), _) | (_, Err(e)) => errs.push(&key.span(), e.0),
+            }
+        }
+        props.sort();
+        let mut pool = pool_v
+            .map(|v| zfs_props(errs, v, &ctx, &vars))
+            .unwrap_or_default();
+        pool.sort();
+        let pg = pg_v
+            .map(|v| settings(errs, v, &ctx, &vars))
+            .unwrap_or_default();
+        if errs.list.len() > n0 {
+            continue;
+        }
+        if let Some(name) = name {
+            out.push((
+                FsVariant {
+                    name,
+                    fs_type,
+                    mkfs_options: mkfs,
+                    mount_options: mount,
+                    properties: props,
+                    pool_properties: pool,
+                    postgres: pg,
+                    varied: vars,
+                },
+                span.clone(),
+            ));
+        }
+    }
+    out
+}
+
+fn sha256_hex(data: &[u8]) -> String {
+    Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn workload(
+    errs: &mut Errors<'_>,
+    t: &DeTable<'_>,
+    span: &Range<usize>,
+    base: &Path,
+    d: &WlDefaults,
+) -> Option<Workload> {
+    let label = t
+        .iter()
+        .find(|(k, _)| k.get_ref().as_ref() == "name")
+        .and_then(|(_, v)| v.get_ref().as_str().map(str::to_string))
+        .unwrap_or_else(|| "?".into());
+    let ctx = format!("[[workload]] `{label}`");
+    let w = Tbl { t, span, ctx: &ctx };
+    w.check_keys(errs, WL_KEYS);
+    let before = errs.list.len();
+    let name = match w.get("name") {
+        Some(_) => w.typed(errs, "name", Label::new),
+        None => {
+            errs.push(span, format!("{ctx} has no `name`"));
+            None
+        }
+    };
+    let given: Vec<&str> = ["builtin", "pgbench_script", "sql_script"]
+        .into_iter()
+        .filter(|k| w.get(k).is_some())
+        .collect();
+    if given.len() != 1 {
+        errs.push(
+            span,
+            format!(
+                "{ctx} needs exactly one of builtin (tpcb-like, simple-update, select-only), pgbench_script or sql_script; found {}",
+                if given.is_empty() { "none".to_string() } else { given.join(" and ") }
+            ),
+        );
+        return None;
+    }
+    let kind = match given[0] {
+        "builtin" => w.str(errs, "builtin").and_then(|s| {
+            let b = match s.get_ref().as_str() {
+                "tpcb-like" => Builtin::TpcbLike,
+                "simple-update" => Builtin::SimpleUpdate,
+                "select-only" => Builtin::SelectOnly,
+                other => {
+                    errs.push(
+                        &s.span(),
+                        format!(
+                            "unknown builtin `{other}` in {ctx}; valid: tpcb-like, simple-update, select-only"
+                        ),
+                    );
+                    return None;
+                }
+            };
+            Some(WorkloadKind::Builtin { builtin: b })
+        }),
+        key => w.str(errs, key).and_then(|s| {
+            let path = base.join(s.get_ref());
+            match std::fs::read_to_string(&path) {
+                Ok(content) => {
+                    let sha256 = sha256_hex(content.as_bytes());
+                    let rel = PathBuf::from(s.get_ref());
+                    Some(if key == "sql_script" {
+                        WorkloadKind::SqlScript {
+                            path: rel,
+                            sha256,
+                            content,
+                        }
+                    } else {
+                        WorkloadKind::PgbenchScript {
+                            path: rel,
+                            sha256,
+                            content,
+                        }
+                    })
+                }
+                Err(e) => {
+                    errs.push(
+                        &s.span(),
+                        format!(
+                            "cannot read `{}` ({}): {e}; paths are relative to the matrix file",
+                            s.get_ref(),
+                            path.display()
+                        ),
+                    );
+                    None
+                }
+            }
+        }),
+    };
+    let is_sql = matches!(kind, Some(WorkloadKind::SqlScript { .. }));
+    let scale = match w.get("scale") {
+        Some(v) if is_sql => {
+            errs.push(
+                &v.span(),
+                format!("{ctx} is a SQL script: it makes its own data, so `scale` does not apply"),
+            );
+            None
+        }
+        Some(v) => match v.get_ref() {
+            DeValue::Integer(_) => int_value(errs, v, &format!("`scale` in {ctx}"), 1, 1_000_000)
+                .map(|n| Scale::Factor(*n.get_ref() as u32)),
+            DeValue::String(s) => match s.strip_suffix('%').and_then(|p| p.parse::<u8>().ok()) {
+                Some(p) if (1..=95).contains(&p) => Some(Scale::DevicePercent(p)),
+                _ => {
+                    errs.push(
+                            &v.span(),
+                            format!(
+                                "`scale` in {ctx} is \"{s}\"; valid: a number (pgbench -i -s) or a share of the device from \"1%\" to \"95%\""
+                            ),
+                        );
+                    None
+                }
+            },
+            other => {
+                errs.push(
+                    &v.span(),
+                    format!(
+                        "`scale` in {ctx} must be a number or a percentage string such as \"80%\", found {}",
+                        type_name(other)
+                    ),
+                );
+                None
+            }
+        },
+        None if is_sql => None,
+        None => {
+            errs.push(
+                span,
+                format!("{ctx} has no `scale`; give a number (pgbench -i -s) or a share of the device such as \"80%\""),
+            );
+            None
+        }
+    };
+    let clients = match w.get("clients") {
+        Some(v) => match v.get_ref() {
+            DeValue::Array(a) => {
+                if a.is_empty() {
+                    errs.push(
+                        &v.span(),
+                        format!("`clients` of {ctx} is empty; list at least one client count, e.g. [1, 4]"),
+                    );
+                }
+                let mut out: Vec<u32> = Vec::new();
+                for item in a.iter() {
+                    if let Some(n) =
+                        int_value(errs, item, &format!("a client count of {ctx}"), 1, 10_000)
+                    {
+                        let n = *n.get_ref() as u32;
+                        if out.contains(&n) {
+                            errs.push(
+                                &item.span(),
+                                format!("client count {n} is listed twice in {ctx}"),
+                            );
+                        }
+                        out.push(n);
+                    }
+                }
+                if is_sql && out != [1] {
+                    errs.push(
+                        &v.span(),
+                        format!("{ctx} is a SQL script run once by psql; `clients` must be [1] or absent"),
+                    );
+                }
+                out
+            }
+            other => {
+                errs.push(
+                    &v.span(),
+                    format!(
+                        "`clients` of {ctx} must be an array of integers such as [1, 4], found {}",
+                        type_name(other)
+                    ),
+                );
+                Vec::new()
+            }
+        },
+        None if is_sql => vec![1],
+        None => {
+            errs.push(
+                span,
+                format!("{ctx} has no `clients`; list the client counts, e.g. clients = [1, 4]"),
+            );
+            Vec::new()
+        }
+    };
+    let jobs = match w.get("jobs") {
+        Some(v) => match v.get_ref() {
+            DeValue::String(s) if s.as_ref() == "clients" => Jobs::PerClient,
+            DeValue::Integer(_) => int_value(errs, v, &format!("`jobs` in {ctx}"), 1, 1024)
+                .map(|n| Jobs::Fixed(*n.get_ref() as u32))
+                .unwrap_or(Jobs::Fixed(1)),
+            other => {
+                errs.push(
+                    &v.span(),
+                    format!(
+                        "`jobs` in {ctx} must be a number or \"clients\" (one thread per client), found {}",
+                        match other {
+                            DeValue::String(s) => format!("\"{s}\""),
+                            o => type_name(o).to_string(),
+                        }
+                    ),
+                );
+                Jobs::Fixed(1)
+            }
+        },
+        None => Jobs::Fixed(1),
+    };
+    let duration = w.str(errs, "duration").and_then(|s| match parse_duration(s.get_ref()) {
+        Some(n) => Some(n),
+        None => {
+            errs.push(
+                &s.span(),
+                format!(
+                    "`duration` in {ctx} is \"{}\"; valid: a number with a unit s, m, h or d, e.g. \"10s\", \"15m\", \"2h\", \"1h30m\"",
+                    s.get_ref()
+                ),
+            );
+            None
+        }
+    });
+    let transactions = w
+        .int(errs, "transactions", 1, 1_000_000_000)
+        .map(|n| *n.get_ref() as u64);
+    let estimate = w
+        .str(errs, "estimate")
+        .and_then(|s| match parse_duration(s.get_ref()) {
+            Some(n) => Some(n),
+            None => {
+                errs.push(
+                    &s.span(),
+                    format!(
+                        "`estimate` in {ctx} is \"{}\"; valid: e.g. \"90s\", \"5m\"",
+                        s.get_ref()
+                    ),
+                );
+                None
+            }
+        });
+    let length = if is_sql {
+        for key in ["duration", "transactions", "jobs"] {
+            if let Some(v) = w.get(key) {
+                errs.push(
+                    &v.span(),
+                    format!("{ctx} is a SQL script that runs to its end: `{key}` does not apply (use `estimate` for the ETA)"),
+                );
+            }
+        }
+        Some(Length::ToCompletion {
+            estimate_secs: estimate.unwrap_or(SQL_DEFAULT_ESTIMATE_SECS),
+        })
+    } else {
+        if let Some(v) = w.get("estimate") {
+            errs.push(
+                &v.span(),
+                format!("`estimate` applies to SQL scripts only; {ctx} runs for its `duration`"),
+            );
+        }
+        match (
+            duration,
+            transactions,
+            w.get("duration").is_some() || w.get("transactions").is_some(),
+        ) {
+            (Some(d), None, _) => Some(Length::Seconds(d)),
+            (None, Some(t), _) => Some(Length::Transactions(t)),
+            (Some(_), Some(_), _) => {
+                errs.push(
+                    span,
+                    format!("{ctx} gives both `duration` and `transactions`; give one"),
+                );
+                None
+            }
+            (None, None, true) => None,
+            (None, None, false) => {
+                errs.push(
+                    span,
+                    format!("{ctx} has no `duration` (e.g. \"60s\") or `transactions`"),
+                );
+                None
+            }
+        }
+    };
+    let repeats = w
+        .int(errs, "repeats", 1, 1000)
+        .map(|v| *v.get_ref() as u32)
+        .unwrap_or(d.repeats);
+    let warmup = w.bool(errs, "warmup").unwrap_or(d.warmup);
+    let progress = w.bool(errs, "progress").unwrap_or(d.progress);
+    let drop_caches = w.bool(errs, "drop_caches").unwrap_or(d.drop_caches);
+    if errs.list.len() > before {
+        return None;
+    }
+    Some(Workload {
+        name: name?,
+        kind: kind?,
+        scale,
+        clients,
+        jobs,
+        length: length?,
+        repeats,
+        warmup,
+        progress,
+        drop_caches,
+    })
+}
+
+/// A rule value: a scalar or an array of them, each with its span.
+fn rule_values(errs: &mut Errors<'_>, v: &Val<'_>, what: &str) -> Vec<Spanned<String>> {
+    match v.get_ref() {
+        DeValue::Array(_) => str_list_value(errs, v, what).unwrap_or_default(),
+        DeValue::String(s) => vec![Spanned::new(v.span(), s.to_string())],
+        other => {
+            errs.push(
+                &v.span(),
+                format!(
+                    "{what} must be a string or an array of strings, found {}",
+                    type_name(other)
+                ),
+            );
+            Vec::new()
+        }
+    }
+}
+
+fn or_none(names: &[String]) -> String {
+    if names.is_empty() {
+        "(none defined)".to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
+fn reference(src: &Source, kind: RefKind, s: &Spanned<String>) -> (RefKind, String, ConfigError) {
+    (
+        kind,
+        s.get_ref().clone(),
+        src.error(&s.span(), String::new()),
+    )
+}
+
+fn rules(
+    src: &Source,
+    errs: &mut Errors<'_>,
+    root: &Tbl<'_, '_>,
+    key: &str,
+    names: &Names<'_>,
+    refs: &mut Vec<(RefKind, String, ConfigError)>,
+) -> Vec<Rule> {
+    let Some(v) = root.get(key) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (t, span) in tables(errs, v, key) {
+        let ctx = format!("an `{key}` rule");
+        let r = Tbl {
+            t,
+            span: &span,
+            ctx: &ctx,
+        };
+        r.check_keys(errs, RULE_KEYS);
+        if t.is_empty() {
+            errs.push(
+                &span,
+                format!(
+                    "{ctx} is empty; give at least one of {}",
+                    RULE_KEYS.join(", ")
+                ),
+            );
+            continue;
+        }
+        let mut rule = Rule::default();
+        for (k, val) in t.iter() {
+            let what = format!("`{}` in {ctx}", k.get_ref());
+            match k.get_ref().as_ref() {
+                "host" => {
+                    for s in rule_values(errs, val, &what) {
+                        refs.push(reference(src, RefKind::Host, &s));
+                        rule.host.push(s.into_inner());
+                    }
+                }
+                "host_tag" => {
+                    for s in rule_values(errs, val, &what) {
+                        refs.push(reference(src, RefKind::Tag, &s));
+                        rule.host_tag.push(s.into_inner());
+                    }
+                }
+                "host_os" => {
+                    for s in rule_values(errs, val, &what) {
+                        match Os::parse(s.get_ref()) {
+                            Some(o) => rule.host_os.push(o),
+                            None => errs.push(
+                                &s.span(),
+                                format!(
+                                    "unknown os `{}` in {ctx}; valid: linux, freebsd, dragonfly",
+                                    s.get_ref()
+                                ),
+                            ),
+                        }
+                    }
+                }
+                "fs_type" => {
+                    for s in rule_values(errs, val, &what) {
+                        match FsType::parse(s.get_ref()) {
+                            Some(o) => rule.fs_type.push(o),
+                            None => errs.push(
+                                &s.span(),
+                                format!(
+                                    "unknown filesystem type `{}` in {ctx}; valid: ext3, ext4, xfs, btrfs, zfs, ufs, hammer, hammer2",
+                                    s.get_ref()
+                                ),
+                            ),
+                        }
+                    }
+                }
+                "filesystem" => {
+                    for s in rule_values(errs, val, &what) {
+                        if !names.fs.contains(s.get_ref()) {
+                            errs.push(
+                                &s.span(),
+                                format!(
+                                    "{ctx} names filesystem `{}`, which the matrix does not define; valid: {}",
+                                    s.get_ref(),
+                                    or_none(names.fs)
+                                ),
+                            );
+                        }
+                        rule.filesystem.push(s.into_inner());
+                    }
+                }
+                "workload" => {
+                    for s in rule_values(errs, val, &what) {
+                        if !names.wl.contains(s.get_ref()) {
+                            errs.push(
+                                &s.span(),
+                                format!(
+                                    "{ctx} names workload `{}`, which the matrix does not define; valid: {}",
+                                    s.get_ref(),
+                                    or_none(names.wl)
+                                ),
+                            );
+                        }
+                        rule.workload.push(s.into_inner());
+                    }
+                }
+                "clients" => match val.get_ref() {
+                    DeValue::Array(a) => {
+                        for item in a.iter() {
+                            if let Some(n) = int_value(
+                                errs,
+                                item,
+                                &format!("a client count in {ctx}"),
+                                1,
+                                10_000,
+                            ) {
+                                rule.clients.push(*n.get_ref() as u32);
+                            }
+                        }
+                    }
+                    _ => {
+                        if let Some(n) = int_value(errs, val, &what, 1, 10_000) {
+                            rule.clients.push(*n.get_ref() as u32);
+                        }
+                    }
+                },
+                _ => {}
+            }
+        }
+        if key == "include" && rule.clients.is_empty() && r.get("clients").is_none() {
+            errs.push(
+                &span,
+                "an `include` rule adds client counts to the combinations it matches: give `clients`; to restrict cells use `exclude` or `hosts`",
+            );
+            continue;
+        }
+        out.push(rule);
+    }
+    out
+}
+
+fn host_filter(
+    src: &Source,
+    errs: &mut Errors<'_>,
+    v: &Val<'_>,
+    refs: &mut Vec<(RefKind, String, ConfigError)>,
+) -> HostFilter {
+    let DeValue::Table(t) = v.get_ref() else {
+        return HostFilter::default();
+    };
+    let span = v.span();
+    let h = Tbl {
+        t,
+        span: &span,
+        ctx: "[hosts]",
+    };
+    h.check_keys(errs, &["names", "tags", "os"]);
+    let mut f = HostFilter::default();
+    for s in h.str_list(errs, "names").unwrap_or_default() {
+        refs.push(reference(src, RefKind::Host, &s));
+        f.names.push(s.into_inner());
+    }
+    for s in h.str_list(errs, "tags").unwrap_or_default() {
+        refs.push(reference(src, RefKind::Tag, &s));
+        f.tags.push(s.into_inner());
+    }
+    for s in h.str_list(errs, "os").unwrap_or_default() {
+        match Os::parse(s.get_ref()) {
+            Some(o) => f.os.push(o),
+            None => errs.push(
+                &s.span(),
+                format!(
+                    "unknown os `{}` in [hosts]; valid: linux, freebsd, dragonfly",
+                    s.get_ref()
+                ),
+            ),
+        }
+    }
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        for (s, want) in [
+            ("10s", Some(10)),
+            ("15m", Some(900)),
+            ("2h", Some(7200)),
+            ("1h30m", Some(5400)),
+            ("10", None),
+            ("", None),
+            ("0s", None),
+            ("5x", None),
+            ("m", None),
+        ] {
+            assert_eq!(parse_duration(s), want, "{s:?}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod vary_tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Matrix, ConfigErrors> {
+        Matrix::parse(Path::new("m.toml"), text.to_string())
+    }
+
+    const WL: &str = "[[workload]]\nname = \"w\"\nbuiltin = \"tpcb-like\"\nscale = 1\nclients = [1]\nduration = \"5s\"\n";
+
+    #[test]
+    fn vary_expands_in_key_order_and_interpolates() {
+        let m = parse(&format!(
+            "name = \"m\"\n{WL}[[filesystem]]\nname = \"b-{{compress}}-{{commit}}\"\ntype = \"btrfs\"\nmount_options = [\"compress={{compress}}\", \"commit={{commit}}\"]\npostgres = {{ wal_compression = \"{{compress}}\" }}\nvary = {{ compress = [\"zstd\", \"lzo\"], commit = [5, 30] }}\n[[filesystem]]\nname = \"z-{{recordsize}}\"\ntype = \"zfs\"\nproperties = {{ atime = \"off\" }}\nvary = {{ recordsize = [\"8k\", \"128k\"] }}\n"
+        ));
+        let m = match m {
+            Ok(m) => m,
+            Err(e) => panic!("{e}"),
+        };
+        let got: Vec<String> = m
+            .filesystems
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} mount={:?} props={:?} pg={:?}",
+                    f.name,
+                    f.mount_options
+                        .iter()
+                        .map(|o| o.as_str())
+                        .collect::<Vec<_>>(),
+                    f.properties
+                        .iter()
+                        .map(|p| format!("{}={}", p.name, p.value))
+                        .collect::<Vec<_>>(),
+                    f.postgres
+                        .iter()
+                        .map(|p| format!("{}={}", p.name, p.value))
+                        .collect::<Vec<_>>()
+                )
+            })
+            .collect();
+        // Keys in sorted order (commit before compress): commit varies slowest.
+        assert_eq!(
+            got,
+            [
+                "b-zstd-5 mount=[\"compress=zstd\", \"commit=5\"] props=[] pg=[\"wal_compression=zstd\"]",
+                "b-lzo-5 mount=[\"compress=lzo\", \"commit=5\"] props=[] pg=[\"wal_compression=lzo\"]",
+                "b-zstd-30 mount=[\"compress=zstd\", \"commit=30\"] props=[] pg=[\"wal_compression=zstd\"]",
+                "b-lzo-30 mount=[\"compress=lzo\", \"commit=30\"] props=[] pg=[\"wal_compression=lzo\"]",
+                "z-8k mount=[] props=[\"atime=off\", \"recordsize=8k\"] pg=[]",
+                "z-128k mount=[] props=[\"atime=off\", \"recordsize=128k\"] pg=[]",
+            ]
+        );
+    }
+
+    #[test]
+    fn duplicate_variant_names_across_entries() {
+        let e = parse(&format!(
+            "name = \"m\"\n{WL}[[filesystem]]\nname = \"z-on\"\ntype = \"zfs\"\n[[filesystem]]\nname = \"z-{{compression}}\"\ntype = \"zfs\"\nvary = {{ compression = [\"off\", \"on\"] }}\n"
+        ));
+        let Err(e) = e else {
+            panic!("accepted duplicate names")
+        };
+        assert!(
+            e.to_string()
+                .contains("m.toml:11:1: error: duplicate filesystem variant name `z-on`"),
+            "{e}"
+        );
+    }
+}
