@@ -22,7 +22,6 @@ fn cases() -> Vec<(Kind, String, &'static str)> {
     let host = |extra: &str| {
         format!("{INV_BASE}[[host]]\nname = \"h1\"\naddress = \"10.0.0.1\"\ndevices = [\"/dev/vdb\"]\n{extra}")
     };
-    let mat = |s: &str| format!("name = \"m\"\n{s}");
     let fs = |extra: &str| {
         format!("name = \"m\"\n{WL}[[filesystem]]\nname = \"f\"\ntype = \"ext4\"\n{extra}")
     };
@@ -80,6 +79,12 @@ fn cases() -> Vec<(Kind, String, &'static str)> {
         (Mat, format!("name = \"m\"\n{FS}{WL}[postgres]\nlog_line_prefix = @@\"<%m>\"\n"), "postgresql setting value `<%m>` contains `<`"),
         (Mat, zfs("vary = { compression = [\"lz4\", @@\"x;y\"] }\n").replace("name = \"z\"", "name = \"z-{compression}\""), "vary value `x;y` contains `;`"),
         (Mat, format!("name = @@\"m;x\"\n{FS}{WL}"), "name `m;x` contains `;`"),
+        (Inv, host("tags = [\"lab\", @@\"a;b\"]\n"), "name `a;b` contains `;`"),
+        (Inv, host("disk_bus = @@\"$(x)\"\n"), "name `$(x)` contains `$(`"),
+        (Inv, host("consent_foreign = [@@\"/dev/x|y\"]\n"), "device path `/dev/x|y` contains `|`"),
+        (Inv, inv("[[host]]\nname = \"h1\"\naddress = @@\"-ohost\"\ndevices = [\"/dev/vdb\"]\n"), "address `-ohost` starts with `-` and would be read as a flag"),
+        (Mat, format!("name = \"m\"\n{FS}[[workload]]\nname = @@\"w>x\"\nbuiltin = \"tpcb-like\"\nscale = 1\nclients = [1]\nduration = \"5s\"\n"), "name `w>x` contains `>`"),
+        (Mat, format!("name = \"m\"\n{FS}{WL}[postgres]\nsettings = @@{{ shared_buffers = \"1GB\" }}\n"), "put settings directly under [postgres]"),
         // vary and templates.
         (Mat, fs("vary = { @@barrier = [\"0\", \"1\"] }\n").replace("name = \"f\"", "name = \"f-{barrier}\""), "vary `barrier` in [[filesystem]] `f-{barrier}` changes nothing"),
         (Mat, fs("vary = { barrier = [\"0\"] }\nmount_options = [@@\"barrier={barier}\"]\n"), "`{barier}` in `barrier={barier}` is not a key of `vary`; valid: barrier"),

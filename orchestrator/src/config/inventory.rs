@@ -519,3 +519,101 @@ fn parse_host(
         tags: tags?,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Inventory {
+        match Inventory::parse(Path::new("/etc/fsm/inv.toml"), text.to_string()) {
+            Ok(i) => i,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn defaults_are_inherited_and_overridden() {
+        let inv = parse(
+            r#"
+[defaults]
+user = "bench"
+become = "sudo"
+identity_file = "keys/id"
+pg_port = 5433
+tags = ["rack2"]
+os = "linux"
+[[host]]
+name = "a"
+address = "10.0.0.1"
+devices = ["/dev/vdb"]
+[[host]]
+name = "b"
+address = "10.0.0.2"
+os = "freebsd"
+user = "root"
+agent = true
+tags = []
+devices = ["/dev/ada1"]
+pg_bin = "/opt/pg/bin"
+"#,
+        );
+        let (a, b) = (&inv.hosts[0], &inv.hosts[1]);
+        // (what, host a, host b)
+        let table: Vec<(&str, String, String)> = vec![
+            ("user", a.user.to_string(), b.user.to_string()),
+            (
+                "become",
+                format!("{:?}", a.become_),
+                format!("{:?}", b.become_),
+            ),
+            ("auth", format!("{:?}", a.auth), format!("{:?}", b.auth)),
+            ("port", a.port.to_string(), b.port.to_string()),
+            ("pg_port", a.pg_port.to_string(), b.pg_port.to_string()),
+            ("pg_user", a.pg_user.to_string(), b.pg_user.to_string()),
+            (
+                "pg_bin",
+                a.pg_bin_or_hint().into(),
+                b.pg_bin_or_hint().into(),
+            ),
+            ("work_dir", a.work_dir.to_string(), b.work_dir.to_string()),
+            (
+                "platform",
+                a.platform.as_str().into(),
+                b.platform.as_str().into(),
+            ),
+            ("tags", format!("{:?}", a.tags), format!("{:?}", b.tags)),
+            (
+                "known_hosts",
+                a.known_hosts.display().to_string(),
+                b.known_hosts.display().to_string(),
+            ),
+        ];
+        let want: Vec<(&str, &str, &str)> = vec![
+            ("user", "bench", "root"),
+            ("become", "Some(Sudo)", "Some(Sudo)"),
+            ("auth", "IdentityFile(\"/etc/fsm/keys/id\")", "Agent"),
+            ("port", "22", "22"),
+            ("pg_port", "5433", "5433"),
+            ("pg_user", "postgres", "postgres"),
+            ("pg_bin", "/usr/lib/postgresql/*/bin", "/opt/pg/bin"),
+            ("work_dir", "/var/tmp/fsmatrix", "/var/tmp/fsmatrix"),
+            ("platform", "physical", "physical"),
+            ("tags", "[Label(\"rack2\")]", "[]"),
+            ("known_hosts", "~/.ssh/known_hosts", "~/.ssh/known_hosts"),
+        ];
+        for ((what, ga, gb), (_, wa, wb)) in table.iter().zip(want.iter()) {
+            assert_eq!((ga.as_str(), gb.as_str()), (*wa, *wb), "{what}");
+        }
+    }
+
+    #[test]
+    fn per_os_pg_bin_hints() {
+        for (os, hint) in [
+            (Os::Linux, "/usr/lib/postgresql/*/bin"),
+            (Os::Freebsd, "/usr/local/bin"),
+            (Os::Dragonfly, "/usr/local/bin"),
+        ] {
+            assert_eq!(os.pg_bin_hint(), hint);
+        }
+    }
+}

@@ -593,6 +593,13 @@ fn settings(
                 continue;
             }
         };
+        if name.as_str() == "settings" && val.get_ref().is_table() {
+            errs.push(
+                &val.span(),
+                format!("put settings directly under [postgres] (e.g. shared_buffers = \"1GB\"), not in a `settings` table ({ctx})"),
+            );
+            continue;
+        }
         let Some(raw) = scalar_string(val.get_ref()) else {
             errs.push(
                 &val.span(),
@@ -1529,5 +1536,76 @@ mod tests {
         ] {
             assert_eq!(parse_duration(s), want, "{s:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod vary_tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Matrix, ConfigErrors> {
+        Matrix::parse(Path::new("m.toml"), text.to_string())
+    }
+
+    const WL: &str = "[[workload]]\nname = \"w\"\nbuiltin = \"tpcb-like\"\nscale = 1\nclients = [1]\nduration = \"5s\"\n";
+
+    #[test]
+    fn vary_expands_in_key_order_and_interpolates() {
+        let m = parse(&format!(
+            "name = \"m\"\n{WL}[[filesystem]]\nname = \"b-{{compress}}-{{commit}}\"\ntype = \"btrfs\"\nmount_options = [\"compress={{compress}}\", \"commit={{commit}}\"]\npostgres = {{ wal_compression = \"{{compress}}\" }}\nvary = {{ compress = [\"zstd\", \"lzo\"], commit = [5, 30] }}\n[[filesystem]]\nname = \"z-{{recordsize}}\"\ntype = \"zfs\"\nproperties = {{ atime = \"off\" }}\nvary = {{ recordsize = [\"8k\", \"128k\"] }}\n"
+        ));
+        let m = match m {
+            Ok(m) => m,
+            Err(e) => panic!("{e}"),
+        };
+        let got: Vec<String> = m
+            .filesystems
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} mount={:?} props={:?} pg={:?}",
+                    f.name,
+                    f.mount_options
+                        .iter()
+                        .map(|o| o.as_str())
+                        .collect::<Vec<_>>(),
+                    f.properties
+                        .iter()
+                        .map(|p| format!("{}={}", p.name, p.value))
+                        .collect::<Vec<_>>(),
+                    f.postgres
+                        .iter()
+                        .map(|p| format!("{}={}", p.name, p.value))
+                        .collect::<Vec<_>>()
+                )
+            })
+            .collect();
+        // Keys in sorted order (commit before compress): commit varies slowest.
+        assert_eq!(
+            got,
+            [
+                "b-zstd-5 mount=[\"compress=zstd\", \"commit=5\"] props=[] pg=[\"wal_compression=zstd\"]",
+                "b-lzo-5 mount=[\"compress=lzo\", \"commit=5\"] props=[] pg=[\"wal_compression=lzo\"]",
+                "b-zstd-30 mount=[\"compress=zstd\", \"commit=30\"] props=[] pg=[\"wal_compression=zstd\"]",
+                "b-lzo-30 mount=[\"compress=lzo\", \"commit=30\"] props=[] pg=[\"wal_compression=lzo\"]",
+                "z-8k mount=[] props=[\"atime=off\", \"recordsize=8k\"] pg=[]",
+                "z-128k mount=[] props=[\"atime=off\", \"recordsize=128k\"] pg=[]",
+            ]
+        );
+    }
+
+    #[test]
+    fn duplicate_variant_names_across_entries() {
+        let e = parse(&format!(
+            "name = \"m\"\n{WL}[[filesystem]]\nname = \"z-on\"\ntype = \"zfs\"\n[[filesystem]]\nname = \"z-{{compression}}\"\ntype = \"zfs\"\nvary = {{ compression = [\"off\", \"on\"] }}\n"
+        ));
+        let Err(e) = e else {
+            panic!("accepted duplicate names")
+        };
+        assert!(
+            e.to_string()
+                .contains("m.toml:11:1: error: duplicate filesystem variant name `z-on`"),
+            "{e}"
+        );
     }
 }
