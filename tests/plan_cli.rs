@@ -86,8 +86,8 @@ fn bad_input_exits_2_with_every_error() {
 }
 
 #[test]
-fn commands_is_not_available_yet() {
-    fsmatrix()
+fn commands_shows_every_remote_command_quoted() {
+    let out = fsmatrix()
         .args([
             "plan",
             "-i",
@@ -96,9 +96,43 @@ fn commands_is_not_available_yet() {
             "matrix/quick.toml",
             "--commands",
         ])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "not available until the run engine lands",
-        ));
+        .output()
+        .expect("run fsmatrix");
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    // One section per host, and the steps of a filesystem in order.
+    assert_eq!(text.matches("## lab").count(), 3, "{text}");
+    let order = [
+        "preflight",
+        "make-fs",
+        "mount",
+        "pg-init",
+        "pg-start",
+        "load",
+        "run",
+        "pg-stop",
+        "teardown",
+    ];
+    let first: Vec<usize> = order
+        .iter()
+        .map(|v| {
+            text.find(&format!(" {v} "))
+                .unwrap_or_else(|| panic!("{v} missing: {text}"))
+        })
+        .collect();
+    assert!(
+        first.windows(2).all(|w| w[0] < w[1]) || first[0] > first[8],
+        "steps in order: {first:?}"
+    );
+    // The script runs under /bin/sh explicitly, verbs with name=value words.
+    assert!(
+        text.contains("/bin/sh /var/tmp/fsmatrix/scripts-"),
+        "{text}"
+    );
+    assert!(text.contains("linux.sh make-fs dev=/dev/loop"), "{text}");
+    assert!(text.contains("zfs_prop=compression=on"), "{text}");
+    assert!(
+        text.contains("builtin=tpcb-like clients=4 jobs=4 duration=10"),
+        "{text}"
+    );
 }

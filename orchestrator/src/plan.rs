@@ -614,10 +614,6 @@ pub fn render_cells(p: &Plan) -> String {
 /// Exit 0 with a plan, 2 on bad input (every error printed).
 pub fn cli(args: &crate::cli::PlanArgs) -> std::process::ExitCode {
     use std::process::ExitCode;
-    if args.commands {
-        eprintln!("fsmatrix: `plan --commands` is not available until the run engine lands");
-        return ExitCode::from(2);
-    }
     let (inv, m) = match crate::config::load(&args.inventory, &args.matrix) {
         Ok(x) => x,
         Err(errs) => {
@@ -631,6 +627,10 @@ pub fn cli(args: &crate::cli::PlanArgs) -> std::process::ExitCode {
         }
     };
     let p = plan(&inv, &m);
+    if args.commands {
+        print!("{}", crate::run::render_commands(&inv, &p));
+        return ExitCode::SUCCESS;
+    }
     if args.json {
         match serde_json::to_string_pretty(&p) {
             Ok(s) => println!("{s}"),

@@ -556,9 +556,12 @@ pub fn run_cli(args: &crate::cli::RunArgs) -> ExitCode {
                 print!("{}", crate::results::report::render_markdown(&cells));
             }
             println!("bundle: {}", s.bundle.display());
-            if t.done == 0 {
+            if s.interrupted || (t.done > 0 && t.failed + t.not_run > 0) {
+                ExitCode::from(1)
+            } else if t.done == 0 {
+                // Nothing ran: no host was ready, or every cell failed.
                 ExitCode::from(2)
-            } else if t.failed + t.not_run > 0 || s.interrupted {
+            } else if t.failed + t.not_run > 0 {
                 ExitCode::from(1)
             } else {
                 ExitCode::SUCCESS

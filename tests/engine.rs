@@ -1,0 +1,576 @@
+//! The run engine end to end on the local lab (issue 4's acceptance): a real
+//! sweep over SSH on every lab host in parallel, a bundle that verifies, the
+//! device guard, host keys, an unreachable host and an interrupted sweep.
+//! Needs a standing lab (`fsmatrix lab up`; CI brings one up) or brings one up.
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{fsmatrix, lab_lock, ssh, ssh_ok, Lab, LabHost, LabInventory};
+use serde_json::Value;
+
+/// An inventory for (some of) the lab's hosts, with per-host extra lines.
+fn inventory(lab: &LabInventory, hosts: &[(&LabHost, &str)], defaults_extra: &str) -> String {
+    let mut s = format!(
+        "[defaults]\nuser = \"root\"\nidentity_file = {:?}\nknown_hosts = {:?}\nwork_dir = \"/var/tmp/fsmatrix\"\nos = \"linux\"\nplatform = \"lab\"\npg_bin = {:?}\npg_user = {:?}\npg_port = {}\n{defaults_extra}\n",
+        lab.identity_file, lab.known_hosts, lab.pg_bin, lab.pg_user, lab.pg_port
+    );
+    for (h, extra) in hosts {
+        s.push_str(&format!(
+            "[[host]]\nname = {:?}\naddress = {:?}\ndevices = [{:?}]\n{extra}\n",
+            h.name, h.address, h.device
+        ));
+    }
+    s
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write a test input");
+    p
+}
+
+fn run(inv: &Path, matrix: &Path, out: &Path) -> Output {
+    let t0 = Instant::now();
+    let o = fsmatrix()
+        .args(["run", "--inventory"])
+        .arg(inv)
+        .arg("--matrix")
+        .arg(matrix)
+        .arg("--out")
+        .arg(out)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run fsmatrix");
+    eprintln!(
+        "fsmatrix run -> {:?} in {:.1} s\n{}\n{}",
+        o.status.code(),
+        t0.elapsed().as_secs_f64(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+/// The one bundle folder under `out`.
+fn bundle_in(out: &Path) -> PathBuf {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(out)
+        .expect("read the output folder")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(v.len(), 1, "exactly one bundle in {}: {v:?}", out.display());
+    v.remove(0)
+}
+
+fn results(bundle: &Path) -> Vec<Value> {
+    std::fs::read_to_string(bundle.join("data/results.jsonl"))
+        .expect("results.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a results line is JSON"))
+        .collect()
+}
+
+fn assert_verifies(bundle: &Path) {
+    let v = fsmatrix()
+        .arg("verify")
+        .arg(bundle)
+        .output()
+        .expect("verify");
+    assert!(
+        v.status.success(),
+        "fsmatrix verify failed:\n{}{}",
+        String::from_utf8_lossy(&v.stdout),
+        String::from_utf8_lossy(&v.stderr)
+    );
+    let s = Command::new("sha256sum")
+        .args(["--strict", "--quiet", "-c", "manifest-sha256.txt"])
+        .current_dir(bundle)
+        .output()
+        .expect("sha256sum");
+    assert!(
+        s.status.success(),
+        "sha256sum -c failed:\n{}{}",
+        String::from_utf8_lossy(&s.stdout),
+        String::from_utf8_lossy(&s.stderr)
+    );
+}
+
+/// Over plain SSH: nothing of fsmatrix left on the host.
+fn assert_clean(inv: &LabInventory, h: &LabHost) {
+    let out = ssh_ok(
+        inv,
+        h,
+        r#"dev=$1
+echo "mounts=$(grep -c -e "^$dev " -e ' /var/tmp/fsmatrix/mnt ' /proc/mounts)"
+echo "postgres=$(pgrep -c -x postgres || true)"
+echo "pools=$(zpool list -H -o name 2>/dev/null | grep -c fsmx || true)"
+echo "sig=$(blkid -p -o value -s LABEL "$dev" 2>/dev/null; blkid -p -o value -s TYPE "$dev" 2>/dev/null)"
+"#,
+        &[&h.device],
+    );
+    let sig = out
+        .lines()
+        .find(|l| l.starts_with("sig="))
+        .unwrap_or("sig=?");
+    assert!(
+        out.contains("mounts=0\n"),
+        "{}: something is still mounted: {out}",
+        h.name
+    );
+    assert!(
+        out.contains("postgres=0\n"),
+        "{}: postgres still runs: {out}",
+        h.name
+    );
+    assert!(
+        out.contains("pools=0\n"),
+        "{}: a pool is left: {out}",
+        h.name
+    );
+    assert!(
+        sig == "sig=" || sig.starts_with("sig=fsmx"),
+        "{}: device carries a foreign signature after the sweep: {sig}",
+        h.name
+    );
+}
+
+fn first_mib_sha(inv: &LabInventory, h: &LabHost) -> String {
+    ssh_ok(
+        inv,
+        h,
+        "dd if=\"$1\" bs=1048576 count=1 2>/dev/null | sha256sum",
+        &[&h.device],
+    )
+}
+
+#[test]
+fn sweep_on_every_lab_host_verifies_and_leaves_hosts_clean() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let hosts: Vec<(&LabHost, &str)> = lab.inv.hosts.iter().map(|h| (h, "")).collect();
+    let inv = write(
+        tmp.path(),
+        "inventory.toml",
+        &inventory(&lab.inv, &hosts, ""),
+    );
+    let matrix = write(
+        tmp.path(),
+        "matrix.toml",
+        r#"name = "acceptance"
+repeats = 2
+progress = true
+[postgres]
+shared_buffers = "64MB"
+max_connections = 20
+[[filesystem]]
+name = "ext4"
+type = "ext4"
+mount_options = ["noatime"]
+[[filesystem]]
+name = "xfs"
+type = "xfs"
+[[filesystem]]
+name = "btrfs"
+type = "btrfs"
+mount_options = ["compress=zstd"]
+[[filesystem]]
+name = "zfs"
+type = "zfs"
+properties = { compression = "on", atime = "off" }
+postgres = { full_page_writes = "off" }
+[[workload]]
+name = "tpcb"
+builtin = "tpcb-like"
+scale = 1
+clients = [1, 4]
+duration = "10s"
+[[workload]]
+name = "select"
+builtin = "select-only"
+scale = 1
+clients = [1, 4]
+duration = "10s"
+"#,
+    );
+    let out = tmp.path().join("results");
+    let o = run(&inv, &matrix, &out);
+    assert_eq!(o.status.code(), Some(0), "every cell should succeed");
+    let bundle = bundle_in(&out);
+    assert_verifies(&bundle);
+    let rs = results(&bundle);
+    assert_eq!(
+        rs.len(),
+        lab.inv.hosts.len() * 32,
+        "4 fs × 2 workloads × 2 clients × 2 repeats per host"
+    );
+    for r in &rs {
+        let id = r["cell_id"].as_str().expect("cell_id");
+        assert_eq!(r["status"]["state"], "done", "cell {id}: {r}");
+        // The parsed tps is exactly the number pgbench printed.
+        let raw = std::fs::read_to_string(bundle.join(format!("data/cells/{id}/run.out")))
+            .expect("run.out");
+        let parsed: Value = serde_json::from_str(
+            &std::fs::read_to_string(bundle.join(format!("data/cells/{id}/parsed.json")))
+                .expect("parsed.json"),
+        )
+        .expect("parsed.json is JSON");
+        let text = parsed["summary"]["tps"]["text"].as_str().expect("tps text");
+        assert!(
+            raw.contains(&format!("tps = {text} (")),
+            "cell {id}: {text} not in run.out"
+        );
+        let tps = r["status"]["run"]["tps"].as_f64().expect("tps");
+        assert_eq!(
+            tps,
+            text.parse::<f64>().expect("tps text is a number"),
+            "cell {id}"
+        );
+        assert!(tps > 0.0);
+        // Effective settings recorded.
+        let fs = r["params"]["fs_type"].as_str().expect("fs_type");
+        let opts = r["fs_settings"]["mount_options"].as_str().unwrap_or("");
+        match fs {
+            "ext4" => assert!(
+                opts.split(',').any(|o| o == "noatime"),
+                "ext4 effective options: {opts}"
+            ),
+            "btrfs" => assert!(
+                opts.contains("compress=zstd"),
+                "btrfs effective options: {opts}"
+            ),
+            "zfs" => {
+                assert_eq!(
+                    r["fs_settings"]["zfs_properties"]["compression"], "on",
+                    "{r}"
+                );
+                let ratio = r["sizes"]["zfs_compressratio"]
+                    .as_f64()
+                    .expect("compressratio recorded");
+                assert!(ratio >= 1.0, "compressratio {ratio}");
+            }
+            _ => assert!(
+                !opts.is_empty(),
+                "{fs}: no effective mount options recorded"
+            ),
+        }
+        assert!(
+            r["sizes"]["du_on_disk_bytes"].as_u64().unwrap_or(0) > 0,
+            "cell {id}: du recorded"
+        );
+        for f in ["run.err", "pgstats.json", "progress.csv", "cell.json"] {
+            assert!(
+                bundle.join(format!("data/cells/{id}/{f}")).is_file(),
+                "cell {id}: {f}"
+            );
+        }
+    }
+    let csv = std::fs::read_to_string(bundle.join("data/results.csv")).expect("results.csv");
+    assert_eq!(csv.lines().count(), rs.len() + 1);
+    for h in &lab.inv.hosts {
+        assert!(bundle
+            .join(format!("data/hosts/{}/check.json", h.name))
+            .is_file());
+        assert_clean(&lab.inv, h);
+    }
+    let report = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        report.contains("| lab1 | zfs |"),
+        "the run ends with the report: {report}"
+    );
+}
+
+#[test]
+fn unreachable_host_is_recorded_as_not_run_while_others_finish() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (&lab.inv.hosts[0], &lab.inv.hosts[1]);
+    // Port 1 on a live lab host: refused at once, as with sshd stopped.
+    let inv = write(
+        tmp.path(),
+        "inventory.toml",
+        &inventory(&lab.inv, &[(a, ""), (b, "port = 1")], ""),
+    );
+    let matrix = write(
+        tmp.path(),
+        "matrix.toml",
+        "name = \"fault\"\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n[[workload]]\nname = \"sel\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"3s\"\n",
+    );
+    let out = tmp.path().join("results");
+    let o = run(&inv, &matrix, &out);
+    assert_eq!(o.status.code(), Some(1), "some cells did not run");
+    let bundle = bundle_in(&out);
+    assert_verifies(&bundle);
+    let rs = results(&bundle);
+    assert_eq!(rs.len(), 2);
+    for r in rs {
+        if r["params"]["host"] == a.name.as_str() {
+            assert_eq!(r["status"]["state"], "done", "{r}");
+        } else {
+            assert_eq!(r["status"]["state"], "not_run", "{r}");
+            let why = r["status"]["reason"].as_str().unwrap_or("");
+            assert!(
+                why.contains("connect") && why.contains(":1"),
+                "reason names the failed connection: {why}"
+            );
+        }
+    }
+    assert_clean(&lab.inv, a);
+}
+
+#[test]
+fn guard_refuses_foreign_signature_unless_consented_and_a_mounted_device() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let h = &lab.inv.hosts[1];
+    // Someone else's filesystem on the device.
+    ssh_ok(
+        &lab.inv,
+        h,
+        "mkfs.ext4 -q -F -L precious \"$1\"",
+        &[&h.device],
+    );
+    let before = first_mib_sha(&lab.inv, h);
+    let inv = write(
+        tmp.path(),
+        "inventory.toml",
+        &inventory(&lab.inv, &[(h, "")], ""),
+    );
+    let matrix = write(
+        tmp.path(),
+        "matrix.toml",
+        "name = \"guard\"\n[[filesystem]]\nname = \"xfs\"\ntype = \"xfs\"\n[[workload]]\nname = \"sel\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"2s\"\n",
+    );
+    let c = fsmatrix()
+        .args(["check", "-i"])
+        .arg(&inv)
+        .output()
+        .expect("check");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&c.stdout),
+        String::from_utf8_lossy(&c.stderr)
+    );
+    assert_eq!(c.status.code(), Some(1), "check says not ready: {text}");
+    assert!(
+        text.contains("refused") && text.contains("foreign"),
+        "{text}"
+    );
+
+    let out = tmp.path().join("r1");
+    let o = run(&inv, &matrix, &out);
+    assert_eq!(o.status.code(), Some(2), "nothing ran");
+    let rs = results(&bundle_in(&out));
+    assert_eq!(rs[0]["status"]["state"], "not_run");
+    assert!(
+        rs[0]["status"]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("refused"),
+        "{}",
+        rs[0]
+    );
+    assert_eq!(
+        first_mib_sha(&lab.inv, h),
+        before,
+        "the refused device was not written"
+    );
+
+    // A mounted device is refused too, and stays as it was.
+    ssh_ok(
+        &lab.inv,
+        h,
+        "mkdir -p /mnt/guardtest && mount \"$1\" /mnt/guardtest",
+        &[&h.device],
+    );
+    let c = fsmatrix()
+        .args(["check", "-i"])
+        .arg(&inv)
+        .output()
+        .expect("check");
+    let mounted_text = String::from_utf8_lossy(&c.stdout).to_string();
+    ssh_ok(&lab.inv, h, "umount /mnt/guardtest", &[]);
+    assert_eq!(c.status.code(), Some(1), "{mounted_text}");
+    assert!(mounted_text.contains("mounted"), "{mounted_text}");
+
+    // With the owner's consent for this host and device, the sweep proceeds.
+    let consent = format!("consent_foreign = [{:?}]", h.device);
+    let inv2 = write(
+        tmp.path(),
+        "inventory2.toml",
+        &inventory(&lab.inv, &[(h, &consent)], ""),
+    );
+    let out = tmp.path().join("r2");
+    let o = run(&inv2, &matrix, &out);
+    assert_eq!(o.status.code(), Some(0), "consented device is formatted");
+    assert_clean(&lab.inv, h);
+}
+
+#[test]
+fn unknown_or_changed_host_key_is_refused_and_nothing_runs() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let h = &lab.inv.hosts[0];
+    let real = std::fs::read_to_string(&lab.inv.known_hosts).expect("lab known_hosts");
+    // Changed: the host's line carries another key.
+    let key = tmp.path().join("other");
+    let k = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(&key)
+        .status()
+        .expect("ssh-keygen");
+    assert!(k.success());
+    let other = std::fs::read_to_string(key.with_extension("pub")).expect("pub key");
+    let other: Vec<&str> = other.split_whitespace().collect();
+    let changed: String = real
+        .lines()
+        .map(|l| {
+            if l.split_whitespace().next() == Some(h.address.as_str()) {
+                format!("{} {} {}\n", h.address, other[0], other[1])
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    let unknown: String = real
+        .lines()
+        .filter(|l| l.split_whitespace().next() != Some(h.address.as_str()))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    // A work_dir no one else uses: proof that nothing ran is its absence.
+    let marker = "/var/tmp/fsmatrix-hostkey-test";
+    ssh_ok(&lab.inv, h, "rm -rf \"$1\"", &[marker]);
+    for (what, text) in [("changed", changed), ("unknown", unknown)] {
+        let kh = write(tmp.path(), &format!("kh-{what}"), &text);
+        let inv_text = inventory(&lab.inv, &[(h, "")], "")
+            .replace(
+                &format!("known_hosts = {:?}", lab.inv.known_hosts),
+                &format!("known_hosts = {kh:?}"),
+            )
+            .replace(
+                "work_dir = \"/var/tmp/fsmatrix\"",
+                &format!("work_dir = {marker:?}"),
+            );
+        let inv = write(tmp.path(), &format!("inv-{what}.toml"), &inv_text);
+        let c = fsmatrix()
+            .args(["check", "-i"])
+            .arg(&inv)
+            .output()
+            .expect("check");
+        let out = format!(
+            "{}{}",
+            String::from_utf8_lossy(&c.stdout),
+            String::from_utf8_lossy(&c.stderr)
+        );
+        assert_eq!(c.status.code(), Some(1), "{what} key: {out}");
+        assert!(
+            out.contains("SHA256:") && out.contains(&h.name),
+            "{what} key: fingerprint and host named: {out}"
+        );
+        let o = ssh(
+            &lab.inv,
+            h,
+            "test -e \"$1\" && echo present || echo absent",
+            &[marker],
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).trim(),
+            "absent",
+            "{what} key: nothing ran on the host"
+        );
+    }
+}
+
+#[test]
+fn sigint_mid_sweep_tears_down_and_closes_an_incomplete_bundle() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let hosts: Vec<(&LabHost, &str)> = lab.inv.hosts.iter().take(2).map(|h| (h, "")).collect();
+    let inv = write(
+        tmp.path(),
+        "inventory.toml",
+        &inventory(&lab.inv, &hosts, ""),
+    );
+    let matrix = write(
+        tmp.path(),
+        "matrix.toml",
+        "name = \"sigint\"\nrepeats = 3\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n[[workload]]\nname = \"tpcb\"\nbuiltin = \"tpcb-like\"\nscale = 1\nclients = [2]\nduration = \"20s\"\n",
+    );
+    let out = tmp.path().join("results");
+    let log = tmp.path().join("stderr.log");
+    let mut child = fsmatrix()
+        .args(["run", "--inventory"])
+        .arg(&inv)
+        .arg("--matrix")
+        .arg(&matrix)
+        .arg("--out")
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log file"))
+        .spawn()
+        .expect("spawn fsmatrix run");
+    // Wait until a measured run is under way on some host (bounded).
+    let t0 = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains(": run ext4") {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "no run started:\n{text}"
+        );
+        assert!(
+            child.try_wait().expect("try_wait").is_none(),
+            "fsmatrix ended early:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .expect("kill")
+        .success());
+    let t1 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            break s;
+        }
+        if t1.elapsed() > Duration::from_secs(180) {
+            let _ = child.kill();
+            panic!("fsmatrix did not stop within 180 s of SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    eprintln!("{text}");
+    assert_eq!(status.code(), Some(1), "interrupted sweep exits 1");
+    assert!(
+        t1.elapsed() < Duration::from_secs(60),
+        "stopped promptly: {:?}",
+        t1.elapsed()
+    );
+    let bundle = bundle_in(&out);
+    assert_verifies(&bundle);
+    let info = std::fs::read_to_string(bundle.join("bag-info.txt")).expect("bag-info");
+    assert!(info.contains("Sweep-Status: incomplete"), "{info}");
+    let rs = results(&bundle);
+    assert_eq!(rs.len(), 6, "every planned cell is recorded, run or not");
+    assert!(
+        rs.iter().any(|r| r["status"]["state"] != "done"),
+        "some cells were cut short"
+    );
+    for (h, _) in &hosts {
+        assert_clean(&lab.inv, h);
+    }
+}
