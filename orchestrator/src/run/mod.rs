@@ -460,6 +460,7 @@ pub async fn sweep(inv: &Inventory, m: &Matrix, out: &Path) -> Result<SweepSumma
                 eta,
             });
             let (report, conn) = prepare(&inv.path, host, &needs).await;
+            let _ = sink.write_json(&format!("hosts/{name}/facts.json"), &report.facts);
             let _ = sink.write_json(&format!("hosts/{name}/check.json"), &report);
             match conn {
                 Some((remote, host, paths)) if report.ready => {
