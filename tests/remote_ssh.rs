@@ -84,6 +84,26 @@ async fn stdin_is_delivered_byte_for_byte_and_lines_are_streamed() {
     assert_eq!(out.stdout.len(), data.len());
     assert!(out.stdout == data, "stdin came back changed");
 
+    // A command that never reads its stdin must not hang the writer.
+    let started = Instant::now();
+    let out = r
+        .exec(
+            &RemoteCommand::raw("exit 4"),
+            ExecOptions {
+                stdin: Some(data.clone()),
+                timeout: Some(Duration::from_secs(30)),
+                on_line: None,
+            },
+        )
+        .await
+        .expect("runs");
+    assert_eq!(out.status, ExitStatus::Code { code: 4 });
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+
     let lines = Arc::new(Mutex::new(Vec::new()));
     let sink = lines.clone();
     let out = r

@@ -256,11 +256,22 @@ impl SshRemote {
                 }
                 tx.eof().await
             };
-            let (w, status) = tokio::join!(write, read_until_closed(&mut rx, &mut out));
-            if let Err(e) = w {
-                tracing::debug!(host = %self.target.host_name, error = %e, "writing stdin failed");
+            let read = read_until_closed(&mut rx, &mut out);
+            tokio::pin!(write, read);
+            // The reader decides: a command that exits without reading all
+            // its stdin leaves the writer waiting for window space forever.
+            let mut writing = true;
+            loop {
+                tokio::select! {
+                    w = &mut write, if writing => {
+                        writing = false;
+                        if let Err(e) = w {
+                            tracing::debug!(host = %self.target.host_name, error = %e, "writing stdin failed");
+                        }
+                    }
+                    status = &mut read => break status,
+                }
             }
-            status
         };
         let status = match options.timeout {
             None => work.await,
