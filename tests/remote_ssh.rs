@@ -577,3 +577,68 @@ async fn tunnel_reaches_postgres_on_the_hosts_loopback() {
         "{err}"
     );
 }
+
+/// PIDs of every descendant of `root` (processes our sshd started).
+fn descendants(root: u32) -> Vec<u32> {
+    let table = run(Command::new("ps").args(["-eo", "pid=,ppid="]));
+    let pairs: Vec<(u32, u32)> = table
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace().map(|x| x.parse::<u32>());
+            Some((f.next()?.ok()?, f.next()?.ok()?))
+        })
+        .collect();
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(
+            pairs
+                .iter()
+                .filter(|(_, pp)| *pp == parent)
+                .map(|(p, _)| *p),
+        );
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+#[tokio::test]
+async fn a_dead_host_is_noticed_by_keepalives_in_under_a_minute() {
+    let sshd = Sshd::start();
+    let r = connect(&sshd).await;
+    assert!(sh(&r, RemoteCommand::raw("true")).await.status.success());
+    let listener = sshd.pid().expect("running");
+    let started = Instant::now();
+    let sleep = RemoteCommand::raw("sleep 300");
+    let long = r.exec(&sleep, ExecOptions::default());
+    let freeze = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        // Freeze the session's processes: the host stops answering, the
+        // TCP connection stays up (like a hung or cut-off host).
+        let frozen = descendants(listener);
+        assert!(!frozen.is_empty());
+        for pid in &frozen {
+            run(Command::new("kill").args(["-STOP", &pid.to_string()]));
+        }
+        frozen
+    };
+    let (result, frozen) = tokio::join!(long, freeze);
+    let noticed = started.elapsed();
+    for pid in &frozen {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    eprintln!("a frozen host was noticed after {noticed:?}: {result:?}");
+    assert!(noticed < Duration::from_secs(40), "{noticed:?}");
+    match result {
+        Ok(out) => panic!("a dropped connection must be an error, got {out:?}"),
+        Err(e) => assert!(e.to_string().contains("connection dropped"), "{e}"),
+    }
+    // The next step reconnects once and runs.
+    let out = sh(&r, RemoteCommand::raw("echo again")).await;
+    assert_eq!(out.stdout, b"again\n");
+    assert_eq!(r.reconnects(), 1);
+}

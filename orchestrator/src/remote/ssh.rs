@@ -182,7 +182,7 @@ impl SshRemote {
 
     /// Open a channel with `open`, retrying `ChannelOpenFailure` with
     /// backoff and reconnecting once if the connection is gone.
-    async fn open_with<T, F, Fut>(&self, open: F) -> Result<T, RemoteError>
+    async fn open_with<T, F, Fut>(&self, open: F) -> Result<(T, Arc<Handle<Client>>), RemoteError>
     where
         F: Fn(Arc<Handle<Client>>) -> Fut,
         Fut: std::future::Future<Output = Result<T, russh::Error>>,
@@ -196,7 +196,7 @@ impl SshRemote {
                 reconnected = true;
             }
             match open(handle.clone()).await {
-                Ok(ch) => return Ok(ch),
+                Ok(ch) => return Ok((ch, handle)),
                 Err(russh::Error::ChannelOpenFailure(reason)) if attempt < OPEN_RETRIES => {
                     attempt += 1;
                     let wait = Duration::from_millis(50 << attempt);
@@ -227,7 +227,7 @@ impl SshRemote {
             .acquire()
             .await
             .map_err(|e| self.channel_error(e))?;
-        let channel = self
+        let (channel, handle) = self
             .open_with(|h| async move { h.channel_open_session().await })
             .await?;
         let (mut rx, tx) = channel.split();
@@ -293,6 +293,11 @@ impl SshRemote {
         };
         guard.close().await;
         out.finish();
+        if status == ExitStatus::Unknown && handle.is_closed() {
+            return Err(self.channel_error(
+                "the SSH connection dropped while the command ran (no answer to keepalives or closed by the host); its outcome is unknown",
+            ));
+        }
         Ok(ExecOutput {
             status,
             stdout: out.stdout,
@@ -343,7 +348,7 @@ impl Remote for SshRemote {
             })
             .await
             .map_err(|e| self.channel_error(format!("tunnel to 127.0.0.1:{port}: {e}")))?;
-        Ok(channel.into_stream())
+        Ok(channel.0.into_stream())
     }
 }
 
