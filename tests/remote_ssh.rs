@@ -285,6 +285,35 @@ async fn twenty_concurrent_commands_share_one_connection() {
 }
 
 #[tokio::test]
+async fn refused_channel_opens_are_retried_with_backoff() {
+    // sshd allows 2 sessions per connection here; 8 commands at once (our
+    // limit) make it refuse channel opens, which must be retried, not failed.
+    let sshd = Sshd::start_with_config("MaxSessions 2\n");
+    let r = connect(&sshd).await;
+    let runs = (0..8).map(|i| {
+        let r = &r;
+        async move {
+            (
+                i,
+                sh(r, RemoteCommand::raw("sleep 0.3; echo").arg(i.to_string())).await,
+            )
+        }
+    });
+    for (i, out) in futures::future::join_all(runs).await {
+        assert!(out.status.success(), "{i}: {out:?}");
+        assert_eq!(out.stdout_lossy(), format!("{i}\n"));
+    }
+    // sshd did refuse some: the retry path really ran.
+    let refusals = sshd.log().matches("no more sessions").count();
+    eprintln!("sshd refused {refusals} channel opens; all 8 commands ran");
+    assert!(
+        refusals > 0,
+        "sshd never refused a channel, the test proves nothing:\n{}",
+        sshd.log()
+    );
+}
+
+#[tokio::test]
 async fn upload_is_verified_and_a_corrupted_file_is_detected() {
     let sshd = Sshd::start();
     let r = connect(&sshd).await;

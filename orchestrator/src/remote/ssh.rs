@@ -54,11 +54,16 @@ pub struct SshTarget {
 
 /// First line of every command's stderr: `fsmatrix-pgid <N>`, the process
 /// group sshd created for this session (OpenSSH calls setsid() for each
-/// session), read without a fork on Linux and with `ps` elsewhere.
+/// session), read without a fork on Linux and with `ps` elsewhere.  It is
+/// reported only if that group is also the session (pgid = sid): on a
+/// server that did not make a session per command, the group could hold
+/// sshd itself, and a timeout must then only close the channel.
 const PGID_MARKER: &str = "fsmatrix-pgid ";
-const PROLOGUE: &str = "if [ -r /proc/$$/stat ]; then read -r _ _ _ _ fsmx_pg _ < /proc/$$/stat; \
-else fsmx_pg=$(ps -o pgid= -p $$ 2>/dev/null | tr -d ' '); fi; \
-printf 'fsmatrix-pgid %s\\n' \"${fsmx_pg:-}\" >&2; unset fsmx_pg";
+const PROLOGUE: &str =
+    "if [ -r /proc/$$/stat ]; then read -r _ _ _ _ fsmx_pg fsmx_sid _ < /proc/$$/stat; \
+else set -- $(ps -o pgid= -o sid= -p $$ 2>/dev/null); fsmx_pg=${1:-}; fsmx_sid=${2:-}; set --; fi; \
+[ \"$fsmx_pg\" = \"$fsmx_sid\" ] || fsmx_pg=; \
+printf 'fsmatrix-pgid %s\\n' \"$fsmx_pg\" >&2; unset fsmx_pg fsmx_sid";
 
 /// Kill process group `$1`: TERM, up to 2 s for it to go, then KILL.
 /// dash's `kill` needs `--` before a negative pid and busybox's refuses
