@@ -671,3 +671,47 @@ async fn a_dead_host_is_noticed_by_keepalives_in_under_a_minute() {
     assert_eq!(out.stdout, b"again\n");
     assert_eq!(r.reconnects(), 1);
 }
+
+#[tokio::test]
+async fn a_silent_server_hits_connect_timeout() {
+    // Accepts TCP but never speaks SSH (a hung host / wrong service).
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hold = tokio::spawn(async move {
+        let (sock, _) = listener.accept().await.expect("accept");
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        drop(sock);
+    });
+    let sshd = Sshd::start();
+    let mut target = sshd.trusted_target();
+    target.port = port;
+    target.connect_timeout = Duration::from_secs(1);
+    // Trust is checked after the handshake; the file only has to exist.
+    let started = Instant::now();
+    let err = SshRemote::connect(&target).await.unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        err.to_string().contains("no SSH handshake within 1.0 s"),
+        "{err}"
+    );
+    hold.abort();
+}
+
+#[tokio::test]
+async fn a_background_process_holding_stdout_does_not_hold_the_step() {
+    let sshd = Sshd::start();
+    let r = connect(&sshd).await;
+    let started = Instant::now();
+    let out = sh(&r, RemoteCommand::raw("sleep 6 & echo launched")).await;
+    let took = started.elapsed();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.stdout, b"launched\n");
+    assert!(
+        took < Duration::from_secs(5),
+        "waited for the daemon: {took:?}"
+    );
+}
