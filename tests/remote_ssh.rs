@@ -715,3 +715,25 @@ async fn a_background_process_holding_stdout_does_not_hold_the_step() {
         "waited for the daemon: {took:?}"
     );
 }
+
+/// Random strings (any char but NUL) through quoting, SSH, the login
+/// shell, the /bin/sh wrapper and `printf '%s'`: back byte for byte.
+#[test]
+fn random_values_round_trip_through_a_real_remote_shell() {
+    use proptest::test_runner::{Config, TestRunner};
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let sshd = Sshd::start();
+    let r = rt.block_on(connect(&sshd));
+    let mut runner = TestRunner::new(Config {
+        cases: 32,
+        ..Config::default()
+    });
+    runner
+        .run(&"[^\u{0}]{0,64}", |v| {
+            let out = rt.block_on(sh(&r, RemoteCommand::new("printf").arg("%s").arg(&v)));
+            proptest::prop_assert!(out.status.success());
+            proptest::prop_assert_eq!(out.stdout, v.as_bytes());
+            Ok(())
+        })
+        .expect("every value came back unchanged");
+}
