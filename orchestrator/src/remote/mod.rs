@@ -1,1 +1,330 @@
 //! The Remote trait and its SSH implementation.
+//!
+//! A [`Remote`] is one host: run a [`RemoteCommand`] under `/bin/sh` with
+//! optional stdin, get stdout, stderr and the exit status (optionally
+//! streamed line by line), with a timeout that kills the remote process
+//! group; upload files (checked by sha256 on the host); open a tunnel to a
+//! TCP port on the host's 127.0.0.1.  [`ssh::SshRemote`] is the real one.
+//!
+//! The trait is generic, not object-safe (its methods return `impl Future`):
+//! a host worker is written as `async fn work<R: Remote>(remote: &R, ..)`.
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite};
+
+pub mod known_hosts;
+pub mod quote;
+pub mod recording;
+pub mod ssh;
+
+pub use quote::{login_shell_safe, sh_quote, QuoteError, RemoteCommand};
+pub use recording::{Recorded, RecordingRemote};
+pub use ssh::{SshRemote, SshTarget};
+
+/// Which output stream a line came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputStream {
+    Stdout,
+    Stderr,
+}
+
+/// Called for every complete line (without its `\n`, lossily decoded) as it
+/// arrives; a last line without `\n` is delivered when the command ends.
+pub type LineCallback = Arc<dyn Fn(OutputStream, &str) + Send + Sync>;
+
+/// How to run one command.
+#[derive(Clone, Default)]
+pub struct ExecOptions {
+    /// Bytes written to the command's stdin, then EOF.  `None`: EOF at once.
+    pub stdin: Option<Vec<u8>>,
+    /// Wall-clock limit; on expiry the remote process group gets TERM, then
+    /// KILL 2 s later, and the result is [`ExitStatus::TimedOut`].
+    pub timeout: Option<Duration>,
+    /// Streaming of output lines (output is captured in full either way).
+    pub on_line: Option<LineCallback>,
+}
+
+impl ExecOptions {
+    pub fn with_timeout(timeout: Duration) -> Self {
+        ExecOptions {
+            timeout: Some(timeout),
+            ..Default::default()
+        }
+    }
+}
+
+impl std::fmt::Debug for ExecOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecOptions")
+            .field("stdin_len", &self.stdin.as_ref().map(Vec::len))
+            .field("timeout", &self.timeout)
+            .field("on_line", &self.on_line.is_some())
+            .finish()
+    }
+}
+
+/// How a remote command ended.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum ExitStatus {
+    /// It exited with this code.
+    Code { code: u32 },
+    /// It was killed by this signal (name as SSH reports it, e.g. `KILL`).
+    Signal { signal: String },
+    /// It ran past the timeout and its process group was killed.
+    TimedOut { after_ms: u64 },
+    /// The channel closed without an exit status (e.g. the connection dropped).
+    Unknown,
+}
+
+impl ExitStatus {
+    pub fn success(&self) -> bool {
+        matches!(self, ExitStatus::Code { code: 0 })
+    }
+}
+
+impl std::fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExitStatus::Code { code } => write!(f, "exit status {code}"),
+            ExitStatus::Signal { signal } => write!(f, "killed by signal {signal}"),
+            ExitStatus::TimedOut { after_ms } => {
+                write!(f, "timed out after {:.1} s", *after_ms as f64 / 1000.0)
+            }
+            ExitStatus::Unknown => f.write_str("no exit status (channel closed)"),
+        }
+    }
+}
+
+/// What a command printed and how it ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecOutput {
+    pub status: ExitStatus,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+impl ExecOutput {
+    pub fn stdout_lossy(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    pub fn stderr_lossy(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).into_owned()
+    }
+
+    /// The last `lines` lines of stderr, for error messages and cell records.
+    pub fn stderr_tail(&self, lines: usize) -> String {
+        tail(&self.stderr_lossy(), lines)
+    }
+
+    /// `Ok(self)` on exit status 0, else [`RemoteError::Failed`] naming `what`.
+    pub fn success(self, host: &str, what: &str) -> Result<ExecOutput, RemoteError> {
+        if self.status.success() {
+            Ok(self)
+        } else {
+            Err(RemoteError::Failed {
+                host: host.to_string(),
+                what: what.to_string(),
+                status: self.status.clone(),
+                stderr_tail: self.stderr_tail(20),
+            })
+        }
+    }
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// Errors of the remote layer.  Messages read after "failed to …".
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    /// Boxed: the host-key error carries everything a user needs to act.
+    #[error(transparent)]
+    HostKey(Box<known_hosts::HostKeyError>),
+    #[error("connect to {host} ({address}:{port}): {reason}")]
+    Connect {
+        host: String,
+        address: String,
+        port: u16,
+        reason: String,
+    },
+    #[error("log in to {host} as {user}: {reason}")]
+    Auth {
+        host: String,
+        user: String,
+        reason: String,
+    },
+    #[error("run a command on {host}: {reason}")]
+    Channel { host: String, reason: String },
+    #[error("{what} on {host}: {status}{}", if stderr_tail.is_empty() { String::new() } else { format!("; stderr ends with:\n{stderr_tail}") })]
+    Failed {
+        host: String,
+        what: String,
+        status: ExitStatus,
+        stderr_tail: String,
+    },
+    #[error("verify {path} on {host}: its sha256 is {actual}, expected {expected}")]
+    ChecksumMismatch {
+        host: String,
+        path: String,
+        expected: String,
+        actual: String,
+    },
+    #[error(transparent)]
+    Quote(#[from] QuoteError),
+}
+
+impl From<known_hosts::HostKeyError> for RemoteError {
+    fn from(e: known_hosts::HostKeyError) -> Self {
+        RemoteError::HostKey(Box::new(e))
+    }
+}
+
+/// One host, reached somehow.  See the module documentation.
+pub trait Remote: Send + Sync {
+    /// The byte stream a tunnel gives (usable with
+    /// `tokio_postgres::Config::connect_raw(stream, NoTls)`).
+    type Tunnel: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+
+    /// The host's name, for messages.
+    fn host(&self) -> &str;
+
+    /// Run `command` under `/bin/sh` on the host.  A non-zero exit is an
+    /// `Ok` with that status; `Err` means the command could not be run or
+    /// its outcome is unknown.
+    fn exec(
+        &self,
+        command: &RemoteCommand,
+        options: ExecOptions,
+    ) -> impl Future<Output = Result<ExecOutput, RemoteError>> + Send;
+
+    /// Write `bytes` to `remote_path` (through a temp file and a rename)
+    /// with permission bits `mode`, creating the parent folder.
+    fn upload(
+        &self,
+        remote_path: &str,
+        bytes: &[u8],
+        mode: u32,
+    ) -> impl Future<Output = Result<(), RemoteError>> + Send {
+        let parent = match remote_path.rsplit_once('/') {
+            Some(("", _)) => "/".to_string(),
+            Some((p, _)) => p.to_string(),
+            None => ".".to_string(),
+        };
+        let tmp = format!("{remote_path}.fsmatrix-upload");
+        let cmd = RemoteCommand::raw("umask 077 && mkdir -p --")
+            .arg(&parent)
+            .raw_arg("&& cat >")
+            .arg(&tmp)
+            .raw_arg("&& chmod")
+            .arg(format!("{mode:o}"))
+            .arg(&tmp)
+            .raw_arg("&& mv -f --")
+            .arg(&tmp)
+            .arg(remote_path);
+        let options = ExecOptions {
+            stdin: Some(bytes.to_vec()),
+            timeout: Some(Duration::from_secs(120)),
+            on_line: None,
+        };
+        let what = format!("upload {remote_path}");
+        async move {
+            self.exec(&cmd, options)
+                .await?
+                .success(self.host(), &what)?;
+            Ok(())
+        }
+    }
+
+    /// The sha256 (lowercase hex) of a file on the host, with `sha256sum`
+    /// (Linux) or `sha256 -q` (BSD), whichever exists.
+    fn remote_sha256(
+        &self,
+        remote_path: &str,
+    ) -> impl Future<Output = Result<String, RemoteError>> + Send {
+        let cmd = RemoteCommand::raw("set --").arg(remote_path).raw_arg(
+            "; if command -v sha256sum >/dev/null 2>&1; then sha256sum < \"$1\"; \
+             elif command -v sha256 >/dev/null 2>&1; then sha256 -q < \"$1\"; \
+             else echo 'neither sha256sum nor sha256 is installed' >&2; exit 127; fi",
+        );
+        let what = format!("compute the sha256 of {remote_path}");
+        async move {
+            let out = self
+                .exec(&cmd, ExecOptions::with_timeout(Duration::from_secs(60)))
+                .await?
+                .success(self.host(), &what)?;
+            let text = out.stdout_lossy();
+            let hex = text
+                .split_whitespace()
+                .next()
+                .unwrap_or("")
+                .to_ascii_lowercase();
+            if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(RemoteError::Failed {
+                    host: self.host().to_string(),
+                    what,
+                    status: out.status,
+                    stderr_tail: format!("unexpected output {text:?}, expected 64 hex digits"),
+                });
+            }
+            Ok(hex)
+        }
+    }
+
+    /// Check that `remote_path` on the host has sha256 `expected_hex`.
+    fn verify_sha256(
+        &self,
+        remote_path: &str,
+        expected_hex: &str,
+    ) -> impl Future<Output = Result<(), RemoteError>> + Send {
+        let path = remote_path.to_string();
+        let expected = expected_hex.to_ascii_lowercase();
+        async move {
+            let actual = self.remote_sha256(&path).await?;
+            if actual != expected {
+                return Err(RemoteError::ChecksumMismatch {
+                    host: self.host().to_string(),
+                    path,
+                    expected,
+                    actual,
+                });
+            }
+            Ok(())
+        }
+    }
+
+    /// [`Remote::upload`], then [`Remote::verify_sha256`] against `bytes`.
+    fn upload_verified(
+        &self,
+        remote_path: &str,
+        bytes: &[u8],
+        mode: u32,
+    ) -> impl Future<Output = Result<(), RemoteError>> + Send {
+        let expected = sha256_hex(bytes);
+        let path = remote_path.to_string();
+        let upload = self.upload(remote_path, bytes, mode);
+        async move {
+            upload.await?;
+            self.verify_sha256(&path, &expected).await
+        }
+    }
+
+    /// A byte stream to `127.0.0.1:port` as seen from the host.
+    fn tunnel(&self, port: u16) -> impl Future<Output = Result<Self::Tunnel, RemoteError>> + Send;
+}
+
+/// Lowercase hex sha256 of `bytes` (sha2 0.11 digests no longer format with `{:x}`).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(bytes);
+    let mut hex = String::with_capacity(64);
+    for b in digest.iter() {
+        hex.push_str(&format!("{b:02x}"));
+    }
+    hex
+}

@@ -1,0 +1,711 @@
+//! [`SshRemote`]: the [`Remote`] of a real host, over one russh connection.
+//!
+//! - Host keys are checked strictly ([`super::known_hosts`]) before any
+//!   authentication: a refused host never sees a command.
+//! - One connection per host, many channels over it, at most
+//!   [`MAX_CHANNELS`] in flight (sshd's MaxSessions is 10 and frees slots
+//!   late); `ChannelOpenFailure` is retried with backoff; every channel is
+//!   closed on every path (a dropped russh `Channel` sends no CLOSE).
+//! - Keepalives every 5 s, 3 unanswered close the connection: a dead host is
+//!   noticed in about 20 s.  A channel that cannot be opened on a dropped
+//!   connection triggers one reconnect, then the step fails.
+//! - Every command runs under `/bin/sh` ([`login_shell_safe`]), behind a
+//!   prologue that reports the process group sshd made for it, so a
+//!   timeout kills the whole remote group (TERM, then KILL after 2 s).
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::{Duration, Instant};
+
+use russh::client::{self, Handle, Msg};
+use russh::keys::{PrivateKeyWithHashAlg, PublicKeyOrCertificate};
+use russh::{ChannelMsg, ChannelReadHalf, ChannelWriteHalf, Sig};
+use tokio::sync::{Mutex, Semaphore};
+
+use super::known_hosts::{HostId, HostKeyError, KnownHosts};
+use super::{
+    login_shell_safe, ExecOptions, ExecOutput, ExitStatus, LineCallback, OutputStream, Remote,
+    RemoteCommand, RemoteError,
+};
+
+/// Channels in flight per connection (sshd MaxSessions defaults to 10).
+pub const MAX_CHANNELS: usize = 8;
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
+const KEEPALIVE_MAX: usize = 3;
+/// After the exit status, how long to wait for the rest of the output (a
+/// daemon that kept our stdout open would otherwise hold the step forever).
+const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+const OPEN_RETRIES: u32 = 6;
+
+/// Where and how to reach one host.
+#[derive(Debug, Clone)]
+pub struct SshTarget {
+    /// Inventory name, used in messages (and also looked up in known_hosts).
+    pub host_name: String,
+    pub address: String,
+    pub port: u16,
+    pub user: String,
+    /// Private key file; `None` = ssh-agent through `SSH_AUTH_SOCK`.
+    pub identity_file: Option<PathBuf>,
+    pub known_hosts: PathBuf,
+    /// Limit for TCP connect + handshake + authentication.
+    pub connect_timeout: Duration,
+}
+
+/// First line of every command's stderr: `fsmatrix-pgid <N>`, the process
+/// group sshd created for this session (OpenSSH calls setsid() for each
+/// session), read without a fork on Linux and with `ps` elsewhere.  It is
+/// reported only if that group is also the session (pgid = sid): on a
+/// server that did not make a session per command, the group could hold
+/// sshd itself, and a timeout must then only close the channel.
+const PGID_MARKER: &str = "fsmatrix-pgid ";
+const PROLOGUE: &str =
+    "if [ -r /proc/$$/stat ]; then read -r _ _ _ _ fsmx_pg fsmx_sid _ < /proc/$$/stat; \
+else set -- $(ps -o pgid= -o sid= -p $$ 2>/dev/null); fsmx_pg=${1:-}; fsmx_sid=${2:-}; set --; fi; \
+[ \"$fsmx_pg\" = \"$fsmx_sid\" ] || fsmx_pg=; \
+printf 'fsmatrix-pgid %s\\n' \"$fsmx_pg\" >&2; unset fsmx_pg fsmx_sid";
+
+/// Kill process group `$1`: TERM, up to 2 s for it to go, then KILL.
+/// dash's `kill` needs `--` before a negative pid and busybox's refuses
+/// `--`, so each signal is tried both ways.
+const KILL_GROUP: &str =
+    "; sig() { kill -s \"$1\" -- \"-$2\" 2>/dev/null || kill -s \"$1\" \"-$2\" 2>/dev/null; }; \
+pg=$1; sig TERM \"$pg\" || exit 0; i=0; \
+while [ \"$i\" -lt 20 ] && sig 0 \"$pg\"; do sleep 0.1; i=$((i + 1)); done; \
+sig KILL \"$pg\"; exit 0";
+
+/// The russh handler: strict known_hosts check, verdict kept for the caller.
+struct Client {
+    known: KnownHosts,
+    host: HostId,
+    verdict: Arc<StdMutex<Option<HostKeyError>>>,
+}
+
+impl client::Handler for Client {
+    type Error = russh::Error;
+
+    async fn check_server_key(
+        &mut self,
+        server_public_key: &PublicKeyOrCertificate,
+    ) -> Result<bool, Self::Error> {
+        let result = match server_public_key {
+            PublicKeyOrCertificate::PublicKey { key, .. } => self.known.check(&self.host, key),
+            PublicKeyOrCertificate::Certificate(_) => Err(self.known.certificate_error(&self.host)),
+        };
+        match result {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                if let Ok(mut v) = self.verdict.lock() {
+                    *v = Some(e);
+                }
+                Ok(false)
+            }
+        }
+    }
+}
+
+struct Conn {
+    handle: Arc<Handle<Client>>,
+    generation: u64,
+}
+
+/// One host over SSH.  See the module documentation.
+pub struct SshRemote {
+    target: SshTarget,
+    conn: Mutex<Conn>,
+    slots: Semaphore,
+    reconnects: AtomicU64,
+}
+
+impl std::fmt::Debug for SshRemote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SshRemote")
+            .field("target", &self.target)
+            .finish()
+    }
+}
+
+impl SshRemote {
+    /// Connect, check the host key, authenticate.
+    pub async fn connect(target: &SshTarget) -> Result<SshRemote, RemoteError> {
+        let handle = open_connection(target).await?;
+        Ok(SshRemote {
+            target: target.clone(),
+            conn: Mutex::new(Conn {
+                handle: Arc::new(handle),
+                generation: 0,
+            }),
+            slots: Semaphore::new(MAX_CHANNELS),
+            reconnects: AtomicU64::new(0),
+        })
+    }
+
+    pub fn target(&self) -> &SshTarget {
+        &self.target
+    }
+
+    /// How many times the connection was re-established.
+    pub fn reconnects(&self) -> u64 {
+        self.reconnects.load(Ordering::Relaxed)
+    }
+
+    /// Close the connection politely.
+    pub async fn disconnect(&self) {
+        let conn = self.conn.lock().await;
+        let _ = conn
+            .handle
+            .disconnect(russh::Disconnect::ByApplication, "", "en")
+            .await;
+    }
+
+    fn channel_error(&self, reason: impl std::fmt::Display) -> RemoteError {
+        RemoteError::Channel {
+            host: self.target.host_name.clone(),
+            reason: reason.to_string(),
+        }
+    }
+
+    async fn current(&self) -> (Arc<Handle<Client>>, u64) {
+        let conn = self.conn.lock().await;
+        (conn.handle.clone(), conn.generation)
+    }
+
+    /// Replace a dropped connection (once per generation: concurrent
+    /// callers that saw the same dead connection share one reconnect).
+    async fn reconnect(&self, seen_generation: u64) -> Result<Arc<Handle<Client>>, RemoteError> {
+        let mut conn = self.conn.lock().await;
+        if conn.generation != seen_generation && !conn.handle.is_closed() {
+            return Ok(conn.handle.clone());
+        }
+        tracing::warn!(host = %self.target.host_name, "connection dropped; reconnecting once");
+        let handle = Arc::new(open_connection(&self.target).await?);
+        conn.handle = handle.clone();
+        conn.generation += 1;
+        self.reconnects.fetch_add(1, Ordering::Relaxed);
+        Ok(handle)
+    }
+
+    /// Open a channel with `open`, retrying `ChannelOpenFailure` with
+    /// backoff and reconnecting once if the connection is gone.
+    async fn open_with<T, F, Fut>(&self, open: F) -> Result<(T, Arc<Handle<Client>>), RemoteError>
+    where
+        F: Fn(Arc<Handle<Client>>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, russh::Error>>,
+    {
+        let (mut handle, generation) = self.current().await;
+        let mut reconnected = false;
+        let mut attempt = 0;
+        loop {
+            if handle.is_closed() && !reconnected {
+                handle = self.reconnect(generation).await?;
+                reconnected = true;
+            }
+            match open(handle.clone()).await {
+                Ok(ch) => return Ok((ch, handle)),
+                Err(russh::Error::ChannelOpenFailure(reason)) if attempt < OPEN_RETRIES => {
+                    attempt += 1;
+                    let wait = Duration::from_millis(50 << attempt);
+                    tracing::debug!(host = %self.target.host_name, ?reason, ?wait, "channel open refused; retrying");
+                    tokio::time::sleep(wait).await;
+                }
+                Err(e) if !reconnected && handle.is_closed() => {
+                    tracing::debug!(host = %self.target.host_name, error = %e, "channel open failed on a closed connection");
+                    handle = self.reconnect(generation).await?;
+                    reconnected = true;
+                }
+                Err(e) => {
+                    return Err(self.channel_error(format!("could not open an SSH channel: {e}")))
+                }
+            }
+        }
+    }
+
+    /// Run `script` (sh source) under /bin/sh; `report_pgid` adds the prologue.
+    async fn run_script(
+        &self,
+        script: &str,
+        options: ExecOptions,
+        report_pgid: bool,
+    ) -> Result<ExecOutput, RemoteError> {
+        let _permit = self
+            .slots
+            .acquire()
+            .await
+            .map_err(|e| self.channel_error(e))?;
+        let (channel, handle) = self
+            .open_with(|h| async move { h.channel_open_session().await })
+            .await?;
+        let (mut rx, tx) = channel.split();
+        let mut guard = CloseGuard(Some(tx));
+        let tx = guard
+            .0
+            .as_ref()
+            .ok_or_else(|| self.channel_error("channel vanished"))?;
+
+        let full = if report_pgid {
+            format!("{PROLOGUE}\n{script}")
+        } else {
+            script.to_string()
+        };
+        tx.exec(true, login_shell_safe(&full))
+            .await
+            .map_err(|e| self.channel_error(format!("the exec request failed: {e}")))?;
+
+        let mut out = Collector::new(options.on_line.clone(), report_pgid);
+        let started = Instant::now();
+        let stdin = options.stdin;
+        let work = async {
+            let write = async {
+                if let Some(bytes) = stdin {
+                    tx.data_bytes(bytes).await?;
+                }
+                tx.eof().await
+            };
+            let read = read_until_closed(&mut rx, &mut out);
+            tokio::pin!(write, read);
+            // The reader decides: a command that exits without reading all
+            // its stdin leaves the writer waiting for window space forever.
+            let mut writing = true;
+            loop {
+                tokio::select! {
+                    w = &mut write, if writing => {
+                        writing = false;
+                        if let Err(e) = w {
+                            tracing::debug!(host = %self.target.host_name, error = %e, "writing stdin failed");
+                        }
+                    }
+                    status = &mut read => break status,
+                }
+            }
+        };
+        let status = match options.timeout {
+            None => work.await,
+            Some(limit) => match tokio::time::timeout(limit, work).await {
+                Ok(status) => status,
+                Err(_) => {
+                    if let Some(pgid) = out.pgid {
+                        if let Err(e) = Box::pin(self.kill_group(pgid)).await {
+                            tracing::warn!(host = %self.target.host_name, error = %e, pgid, "could not kill the timed-out process group");
+                        }
+                    } else {
+                        tracing::warn!(host = %self.target.host_name, "timed out before the process group was known; only closing the channel");
+                    }
+                    ExitStatus::TimedOut {
+                        after_ms: started.elapsed().as_millis() as u64,
+                    }
+                }
+            },
+        };
+        guard.close().await;
+        out.finish();
+        if status == ExitStatus::Unknown && handle.is_closed() {
+            return Err(self.channel_error(
+                "the SSH connection dropped while the command ran (no answer to keepalives or closed by the host); its outcome is unknown",
+            ));
+        }
+        Ok(ExecOutput {
+            status,
+            stdout: out.stdout,
+            stderr: out.stderr,
+        })
+    }
+
+    /// TERM the remote process group, wait up to 2 s, then KILL it.
+    async fn kill_group(&self, pgid: u32) -> Result<(), RemoteError> {
+        // `pgid` is a number we parsed; it is still quoted like any value.
+        let cmd = RemoteCommand::raw("set --")
+            .arg(pgid.to_string())
+            .raw_arg(KILL_GROUP);
+        let text = cmd.to_shell()?;
+        let out = self
+            .run_script(
+                text,
+                ExecOptions::with_timeout(Duration::from_secs(20)),
+                false,
+            )
+            .await?;
+        out.success(&self.target.host_name, "kill a timed-out process group")?;
+        Ok(())
+    }
+}
+
+impl Remote for SshRemote {
+    type Tunnel = russh::ChannelStream<Msg>;
+
+    fn host(&self) -> &str {
+        &self.target.host_name
+    }
+
+    async fn exec(
+        &self,
+        command: &RemoteCommand,
+        options: ExecOptions,
+    ) -> Result<ExecOutput, RemoteError> {
+        let text = command.to_shell()?;
+        self.run_script(text, options, true).await
+    }
+
+    async fn tunnel(&self, port: u16) -> Result<Self::Tunnel, RemoteError> {
+        let channel = self
+            .open_with(|h| async move {
+                h.channel_open_direct_tcpip("127.0.0.1", u32::from(port), "127.0.0.1", 0)
+                    .await
+            })
+            .await
+            .map_err(|e| self.channel_error(format!("tunnel to 127.0.0.1:{port}: {e}")))?;
+        Ok(channel.0.into_stream())
+    }
+}
+
+/// Connect + host key + auth, all within `connect_timeout`.
+async fn open_connection(target: &SshTarget) -> Result<Handle<Client>, RemoteError> {
+    let host = HostId {
+        name: target.host_name.clone(),
+        address: target.address.clone(),
+        port: target.port,
+    };
+    // Read before connecting: a missing file is an error, never "empty".
+    let known = KnownHosts::read(&target.known_hosts, &host)?;
+    let mut config = client::Config {
+        keepalive_interval: Some(KEEPALIVE_INTERVAL),
+        keepalive_max: KEEPALIVE_MAX,
+        nodelay: true,
+        ..Default::default()
+    };
+    if let Some(algorithms) = known.preferred_algorithms(&host, &config.preferred.key) {
+        config.preferred.key = algorithms.into();
+    }
+    let verdict = Arc::new(StdMutex::new(None));
+    let handler = Client {
+        known,
+        host,
+        verdict: verdict.clone(),
+    };
+    let connect_error = |reason: String| RemoteError::Connect {
+        host: target.host_name.clone(),
+        address: target.address.clone(),
+        port: target.port,
+        reason,
+    };
+    let limit = target.connect_timeout;
+    let addr = (target.address.as_str(), target.port);
+    let connected =
+        tokio::time::timeout(limit, client::connect(Arc::new(config), addr, handler)).await;
+    let mut handle = match connected {
+        Err(_) => {
+            return Err(connect_error(format!(
+            "no SSH handshake within {:.1} s (connect_timeout); is the host up and sshd listening?",
+            limit.as_secs_f64()
+        )))
+        }
+        Ok(Err(e)) => {
+            if let Some(host_key) = verdict.lock().ok().and_then(|mut v| v.take()) {
+                return Err(host_key.into());
+            }
+            return Err(connect_error(describe_connect_error(&e)));
+        }
+        Ok(Ok(h)) => h,
+    };
+    match tokio::time::timeout(limit, authenticate(&mut handle, target)).await {
+        Err(_) => Err(RemoteError::Auth {
+            host: target.host_name.clone(),
+            user: target.user.clone(),
+            reason: format!("no answer within {:.1} s", limit.as_secs_f64()),
+        }),
+        Ok(Err(e)) => Err(e),
+        Ok(Ok(())) => Ok(handle),
+    }
+}
+
+fn describe_connect_error(e: &russh::Error) -> String {
+    match e {
+        russh::Error::IO(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+            "connection refused (is sshd running on that port?)".to_string()
+        }
+        other => other.to_string(),
+    }
+}
+
+async fn authenticate(handle: &mut Handle<Client>, target: &SshTarget) -> Result<(), RemoteError> {
+    let auth_error = |reason: String| RemoteError::Auth {
+        host: target.host_name.clone(),
+        user: target.user.clone(),
+        reason,
+    };
+    let rsa_hash = handle
+        .best_supported_rsa_hash()
+        .await
+        .map_err(|e| auth_error(e.to_string()))?
+        .flatten();
+    match &target.identity_file {
+        Some(path) => {
+            let key = russh::keys::load_secret_key(path, None).map_err(|e| {
+                auth_error(format!(
+                    "read the identity file {}: {e} (an unencrypted OpenSSH private key is expected; for a passphrase use ssh-agent)",
+                    path.display()
+                ))
+            })?;
+            let result = handle
+                .authenticate_publickey(
+                    target.user.clone(),
+                    PrivateKeyWithHashAlg::new(Arc::new(key), rsa_hash),
+                )
+                .await
+                .map_err(|e| auth_error(e.to_string()))?;
+            if result.success() {
+                Ok(())
+            } else {
+                Err(auth_error(format!(
+                    "the host refused the key {}; is its public key in ~{}/.ssh/authorized_keys there?",
+                    path.display(),
+                    target.user
+                )))
+            }
+        }
+        None => {
+            let sock = std::env::var_os("SSH_AUTH_SOCK").unwrap_or_default();
+            if sock.is_empty() {
+                return Err(auth_error(
+                    "no identity_file is set and SSH_AUTH_SOCK is unset or empty: set identity_file in the inventory or start ssh-agent and add a key"
+                        .to_string(),
+                ));
+            }
+            let mut agent = russh::keys::agent::client::AgentClient::connect_env()
+                .await
+                .map_err(|e| {
+                    auth_error(format!(
+                        "reach ssh-agent at SSH_AUTH_SOCK={}: {e}",
+                        sock.to_string_lossy()
+                    ))
+                })?;
+            let identities = agent
+                .request_identities()
+                .await
+                .map_err(|e| auth_error(format!("list ssh-agent keys: {e}")))?;
+            if identities.is_empty() {
+                return Err(auth_error(
+                    "ssh-agent holds no keys (add one with ssh-add)".to_string(),
+                ));
+            }
+            for identity in identities {
+                let russh::keys::agent::AgentIdentity::PublicKey { key, .. } = identity else {
+                    continue;
+                };
+                let hash = if matches!(key.algorithm(), russh::keys::Algorithm::Rsa { .. }) {
+                    rsa_hash
+                } else {
+                    None
+                };
+                match handle
+                    .authenticate_publickey_with(target.user.clone(), key, hash, &mut agent)
+                    .await
+                {
+                    Ok(r) if r.success() => return Ok(()),
+                    Ok(_) => continue,
+                    Err(e) => tracing::debug!(error = %e, "agent key failed"),
+                }
+            }
+            Err(auth_error(
+                "the host refused every key ssh-agent offered".to_string(),
+            ))
+        }
+    }
+}
+
+/// Read channel messages until the channel closes; returns the exit status.
+async fn read_until_closed(rx: &mut ChannelReadHalf, out: &mut Collector) -> ExitStatus {
+    let mut status = ExitStatus::Unknown;
+    let mut exit_seen: Option<Instant> = None;
+    loop {
+        let msg = match exit_seen {
+            None => rx.wait().await,
+            Some(at) => {
+                match tokio::time::timeout(DRAIN_AFTER_EXIT.saturating_sub(at.elapsed()), rx.wait())
+                    .await
+                {
+                    Ok(m) => m,
+                    Err(_) => {
+                        tracing::debug!("output still open {DRAIN_AFTER_EXIT:?} after exit; a background process kept it");
+                        break;
+                    }
+                }
+            }
+        };
+        match msg {
+            None | Some(ChannelMsg::Close) => break,
+            Some(ChannelMsg::Data { data }) => out.push(OutputStream::Stdout, &data),
+            Some(ChannelMsg::ExtendedData { data, ext: 1 }) => {
+                out.push(OutputStream::Stderr, &data)
+            }
+            Some(ChannelMsg::ExitStatus { exit_status }) => {
+                status = ExitStatus::Code { code: exit_status };
+                exit_seen.get_or_insert_with(Instant::now);
+            }
+            Some(ChannelMsg::ExitSignal { signal_name, .. }) => {
+                status = ExitStatus::Signal {
+                    signal: signal_label(&signal_name),
+                };
+                exit_seen.get_or_insert_with(Instant::now);
+            }
+            Some(_) => {}
+        }
+    }
+    status
+}
+
+fn signal_label(sig: &Sig) -> String {
+    match sig {
+        Sig::Custom(name) => name.clone(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Closes the channel on every path, also when the exec future is dropped.
+struct CloseGuard(Option<ChannelWriteHalf<Msg>>);
+
+impl CloseGuard {
+    async fn close(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.close().await;
+        }
+    }
+}
+
+impl Drop for CloseGuard {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(async move {
+                    let _ = tx.close().await;
+                });
+            }
+        }
+    }
+}
+
+/// Captures stdout and stderr, splits them into lines for the callback, and
+/// takes the prologue's pgid line off the front of stderr.
+struct Collector {
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+    /// Bytes of the current unfinished line, per stream, for the callback.
+    partial: [Vec<u8>; 2],
+    on_line: Option<LineCallback>,
+    /// `Some(buf)` while the pgid line is still expected at stderr's start.
+    marker: Option<Vec<u8>>,
+    pgid: Option<u32>,
+}
+
+impl Collector {
+    fn new(on_line: Option<LineCallback>, expect_marker: bool) -> Self {
+        Collector {
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            partial: [Vec::new(), Vec::new()],
+            on_line,
+            marker: expect_marker.then(Vec::new),
+            pgid: None,
+        }
+    }
+
+    fn push(&mut self, stream: OutputStream, data: &[u8]) {
+        if stream == OutputStream::Stderr {
+            if let Some(mut buf) = self.marker.take() {
+                buf.extend_from_slice(data);
+                match buf.iter().position(|&b| b == b'\n') {
+                    Some(nl) => {
+                        let line = String::from_utf8_lossy(&buf[..nl]).into_owned();
+                        match line.strip_prefix(PGID_MARKER) {
+                            Some(n) => {
+                                self.pgid = n.trim().parse().ok().filter(|&p: &u32| p > 1);
+                                let rest = buf[nl + 1..].to_vec();
+                                self.deliver(stream, &rest);
+                            }
+                            None => self.deliver(stream, &buf),
+                        }
+                    }
+                    None if PGID_MARKER
+                        .as_bytes()
+                        .starts_with(&buf[..buf.len().min(PGID_MARKER.len())]) =>
+                    {
+                        self.marker = Some(buf);
+                    }
+                    None => self.deliver(stream, &buf),
+                }
+                return;
+            }
+        }
+        self.deliver(stream, data);
+    }
+
+    fn deliver(&mut self, stream: OutputStream, data: &[u8]) {
+        let (all, idx) = match stream {
+            OutputStream::Stdout => (&mut self.stdout, 0),
+            OutputStream::Stderr => (&mut self.stderr, 1),
+        };
+        all.extend_from_slice(data);
+        let Some(cb) = &self.on_line else { return };
+        let partial = &mut self.partial[idx];
+        partial.extend_from_slice(data);
+        while let Some(nl) = partial.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = partial.drain(..=nl).collect();
+            cb(stream, &String::from_utf8_lossy(&line[..nl]));
+        }
+    }
+
+    /// Hand over unfinished last lines.
+    fn finish(&mut self) {
+        if let Some(buf) = self.marker.take() {
+            self.deliver(OutputStream::Stderr, &buf);
+        }
+        if let Some(cb) = &self.on_line {
+            for (idx, stream) in [(0, OutputStream::Stdout), (1, OutputStream::Stderr)] {
+                if !self.partial[idx].is_empty() {
+                    let line = std::mem::take(&mut self.partial[idx]);
+                    cb(stream, &String::from_utf8_lossy(&line));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    #[test]
+    fn collector_strips_the_marker_split_across_chunks_and_streams_lines() {
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        let cb: LineCallback = Arc::new(move |s, l| sink.lock().unwrap().push((s, l.to_string())));
+        let mut c = Collector::new(Some(cb), true);
+        c.push(OutputStream::Stderr, b"fsmatrix-");
+        c.push(OutputStream::Stdout, b"a\nb");
+        c.push(OutputStream::Stderr, b"pgid 4242\nwarn");
+        c.push(OutputStream::Stdout, b"c\n");
+        c.push(OutputStream::Stderr, b"ing\n");
+        c.finish();
+        assert_eq!(c.pgid, Some(4242));
+        assert_eq!(c.stdout, b"a\nbc\n");
+        assert_eq!(c.stderr, b"warning\n");
+        let got = lines.lock().unwrap().clone();
+        assert_eq!(
+            got,
+            vec![
+                (OutputStream::Stdout, "a".to_string()),
+                (OutputStream::Stdout, "bc".to_string()),
+                (OutputStream::Stderr, "warning".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn collector_passes_stderr_through_when_no_marker_comes() {
+        let mut c = Collector::new(None, true);
+        c.push(OutputStream::Stderr, b"sh: csh: not found\n");
+        c.finish();
+        assert_eq!(c.pgid, None);
+        assert_eq!(c.stderr, b"sh: csh: not found\n");
+    }
+}

@@ -1,0 +1,739 @@
+//! The remote layer against a real OpenSSH server on loopback (no lab needed).
+mod support;
+
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fsmatrix::remote::known_hosts::HostKeyError;
+use fsmatrix::remote::{
+    ExecOptions, ExitStatus, OutputStream, Remote, RemoteCommand, RemoteError, SshRemote,
+};
+use support::sshd::{run, Sshd};
+
+async fn connect(sshd: &Sshd) -> SshRemote {
+    match SshRemote::connect(&sshd.trusted_target()).await {
+        Ok(r) => r,
+        Err(e) => panic!("failed to {e}\nsshd log:\n{}", sshd.log()),
+    }
+}
+
+async fn sh(remote: &SshRemote, cmd: RemoteCommand) -> fsmatrix::remote::ExecOutput {
+    remote
+        .exec(&cmd, ExecOptions::with_timeout(Duration::from_secs(30)))
+        .await
+        .expect("command runs")
+}
+
+#[tokio::test]
+async fn exec_reports_exit_codes_signals_and_separate_streams() {
+    let sshd = Sshd::start();
+    let r = connect(&sshd).await;
+    let out = sh(
+        &r,
+        RemoteCommand::raw("echo out; echo err >&2; echo out2; exit 3"),
+    )
+    .await;
+    assert_eq!(out.status, ExitStatus::Code { code: 3 });
+    assert_eq!(out.stdout, b"out\nout2\n");
+    assert_eq!(out.stderr, b"err\n");
+    assert!(out.clone().success("testhost", "the step").is_err());
+
+    let ok = sh(&r, RemoteCommand::raw("true")).await;
+    assert!(ok.status.success(), "{ok:?}");
+    assert!(
+        ok.stderr.is_empty(),
+        "the pgid marker leaked: {:?}",
+        ok.stderr_lossy()
+    );
+
+    // Runs under /bin/sh (dash here), not the login shell (bash for root).
+    let out = sh(&r, RemoteCommand::raw("readlink /proc/$$/exe")).await;
+    assert_eq!(
+        out.stdout_lossy().trim(),
+        std::fs::canonicalize("/bin/sh").unwrap().to_string_lossy()
+    );
+
+    let out = sh(&r, RemoteCommand::raw("kill -s KILL $$")).await;
+    assert_eq!(
+        out.status,
+        ExitStatus::Signal {
+            signal: "KILL".into()
+        },
+        "{out:?}"
+    );
+}
+
+#[tokio::test]
+async fn stdin_is_delivered_byte_for_byte_and_lines_are_streamed() {
+    let sshd = Sshd::start();
+    let r = connect(&sshd).await;
+    let data: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 256) as u8).collect();
+    let out = r
+        .exec(
+            &RemoteCommand::raw("cat"),
+            ExecOptions {
+                stdin: Some(data.clone()),
+                timeout: Some(Duration::from_secs(60)),
+                on_line: None,
+            },
+        )
+        .await
+        .expect("cat runs");
+    assert!(out.status.success());
+    assert_eq!(out.stdout.len(), data.len());
+    assert!(out.stdout == data, "stdin came back changed");
+
+    // A command that never reads its stdin must not hang the writer.
+    let started = Instant::now();
+    let out = r
+        .exec(
+            &RemoteCommand::raw("exit 4"),
+            ExecOptions {
+                stdin: Some(data.clone()),
+                timeout: Some(Duration::from_secs(30)),
+                on_line: None,
+            },
+        )
+        .await
+        .expect("runs");
+    assert_eq!(out.status, ExitStatus::Code { code: 4 });
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    let out = r
+        .exec(
+            &RemoteCommand::raw("echo one; sleep 0.2; echo two >&2; printf three"),
+            ExecOptions {
+                on_line: Some(Arc::new(move |s, l| {
+                    sink.lock()
+                        .unwrap()
+                        .push((s, l.to_string(), Instant::now()))
+                })),
+                ..ExecOptions::with_timeout(Duration::from_secs(10))
+            },
+        )
+        .await
+        .expect("runs");
+    assert!(out.status.success());
+    let got = lines.lock().unwrap().clone();
+    let summary: Vec<(OutputStream, String)> =
+        got.iter().map(|(s, l, _)| (*s, l.clone())).collect();
+    assert_eq!(
+        summary,
+        vec![
+            (OutputStream::Stdout, "one".to_string()),
+            (OutputStream::Stderr, "two".to_string()),
+            (OutputStream::Stdout, "three".to_string()),
+        ]
+    );
+    // Streamed as it came, not all at the end.
+    assert!(got[1].2.duration_since(got[0].2) >= Duration::from_millis(150));
+}
+
+#[tokio::test]
+async fn hostile_values_come_back_byte_for_byte_and_run_nothing() {
+    let sshd = Sshd::start();
+    let r = connect(&sshd).await;
+    let marker = sshd.path("pwned");
+    let m = marker.display();
+    let hostile = vec![
+        "'; rm -rf / #".to_string(),
+        "$(id)".into(),
+        "`id`".into(),
+        "a\nb\n".into(),
+        "!".into(),
+        "!!".into(),
+        "-n".into(),
+        "--version".into(),
+        "héllo ✓ 日本".into(),
+        String::new(),
+        "\\'\"".into(),
+        "${HOME}".into(),
+        "*".into(),
+        format!("x; touch {m}"),
+        format!("$(touch {m})"),
+        format!("`touch {m}`"),
+        format!("'; touch {m}; '"),
+        format!("\ntouch {m}\n"),
+    ];
+    for v in &hostile {
+        let out = sh(&r, RemoteCommand::new("printf").arg("%s").arg(v)).await;
+        assert!(out.status.success(), "{v:?}: {out:?}");
+        assert_eq!(out.stdout, v.as_bytes(), "value changed on its way: {v:?}");
+        // Also as the program name position's neighbour and in a pipeline.
+        let out = sh(
+            &r,
+            RemoteCommand::new("printf")
+                .arg("%s|%s")
+                .arg(v)
+                .arg(v)
+                .raw_arg("| cat"),
+        )
+        .await;
+        assert_eq!(out.stdout, format!("{v}|{v}").as_bytes());
+    }
+    assert!(!marker.exists(), "a hostile value was executed");
+    // NUL is refused before anything is sent.
+    let err = r
+        .exec(
+            &RemoteCommand::new("printf").arg("a\0b"),
+            ExecOptions::default(),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RemoteError::Quote(_)), "{err}");
+}
+
+fn processes_with(needle: &str) -> Vec<String> {
+    let out = run(Command::new("ps").args(["-eo", "pid,pgid,args"]));
+    out.lines()
+        .filter(|l| l.contains(needle))
+        .map(str::to_string)
+        .collect()
+}
+
+#[tokio::test]
+async fn timeout_kills_the_remote_process_group() {
+    let sshd = Sshd::start();
+    let r = connect(&sshd).await;
+    // Unique durations so we can find exactly our sleeps on this machine.
+    let tag = format!("{}.{}", 4000 + std::process::id() % 1000, sshd.port);
+    let script = RemoteCommand::raw("echo started; sleep")
+        .arg(&tag)
+        .raw_arg("& sh -c 'sleep \"$1\"' sh")
+        .arg(format!("{tag}1"))
+        .raw_arg("& sleep")
+        .arg(format!("{tag}2"))
+        .raw_arg("; echo never");
+    let started = Instant::now();
+    let out = r
+        .exec(&script, ExecOptions::with_timeout(Duration::from_secs(1)))
+        .await
+        .expect("exec returns");
+    let took = started.elapsed();
+    assert!(matches!(out.status, ExitStatus::TimedOut { .. }), "{out:?}");
+    assert_eq!(out.stdout, b"started\n");
+    assert!(took < Duration::from_secs(6), "took {took:?}");
+    // Poll: the group gets TERM and is gone within a few seconds.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = processes_with(&format!("sleep {tag}"));
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still running after the timeout: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The connection still works afterwards.
+    assert!(sh(&r, RemoteCommand::raw("true")).await.status.success());
+}
+
+#[tokio::test]
+async fn twenty_concurrent_commands_share_one_connection() {
+    let sshd = Sshd::start();
+    let r = connect(&sshd).await;
+    let started = Instant::now();
+    let runs = (0..20).map(|i| {
+        let r = &r;
+        async move {
+            // Each command reports when it ran, in the host's clock (ns).
+            let cmd = RemoteCommand::raw("s=$(date +%s%N); sleep 0.5; echo")
+                .arg(i.to_string())
+                .raw_arg("\"$s\" \"$(date +%s%N)\"");
+            (i, sh(r, cmd).await)
+        }
+    });
+    let results = futures::future::join_all(runs).await;
+    let took = started.elapsed();
+    let mut spans = Vec::new();
+    for (i, out) in results {
+        assert!(out.status.success(), "{i}: {out:?}");
+        let text = out.stdout_lossy();
+        let f: Vec<&str> = text.split_whitespace().collect();
+        assert_eq!(f[0], i.to_string(), "{text}");
+        let (s, e): (u128, u128) = (f[1].parse().unwrap(), f[2].parse().unwrap());
+        spans.push((s, e));
+    }
+    // Most commands running at once, as seen on the host.
+    let most = spans
+        .iter()
+        .map(|&(s, _)| spans.iter().filter(|&&(s2, e2)| s2 <= s && s < e2).count())
+        .max()
+        .unwrap();
+    eprintln!("20 concurrent commands over one connection: {took:?}, at most {most} at once");
+    assert!(most >= 2, "commands did not overlap: {spans:?}");
+    assert!(
+        most <= fsmatrix::remote::ssh::MAX_CHANNELS,
+        "{most} in flight"
+    );
+    // One TCP connection: sshd logged one accepted key.
+    assert_eq!(
+        sshd.log().matches("Accepted publickey").count(),
+        1,
+        "{}",
+        sshd.log()
+    );
+}
+
+#[tokio::test]
+async fn refused_channel_opens_are_retried_with_backoff() {
+    // sshd allows 2 sessions per connection here; 8 commands at once (our
+    // limit) make it refuse channel opens, which must be retried, not failed.
+    let sshd = Sshd::start_with_config("MaxSessions 2\n");
+    let r = connect(&sshd).await;
+    let runs = (0..8).map(|i| {
+        let r = &r;
+        async move {
+            (
+                i,
+                sh(r, RemoteCommand::raw("sleep 0.3; echo").arg(i.to_string())).await,
+            )
+        }
+    });
+    for (i, out) in futures::future::join_all(runs).await {
+        assert!(out.status.success(), "{i}: {out:?}");
+        assert_eq!(out.stdout_lossy(), format!("{i}\n"));
+    }
+    // sshd did refuse some: the retry path really ran.
+    let refusals = sshd.log().matches("no more sessions").count();
+    eprintln!("sshd refused {refusals} channel opens; all 8 commands ran");
+    assert!(
+        refusals > 0,
+        "sshd never refused a channel, the test proves nothing:\n{}",
+        sshd.log()
+    );
+}
+
+#[tokio::test]
+async fn upload_is_verified_and_a_corrupted_file_is_detected() {
+    let sshd = Sshd::start();
+    let r = connect(&sshd).await;
+    let dest = sshd.path("work dir/it's/script.sh");
+    let dest_s = dest.to_string_lossy().into_owned();
+    let body = b"#!/bin/sh\necho 'hello'\n\x00\xff binary tail".to_vec();
+    r.upload_verified(&dest_s, &body, 0o750)
+        .await
+        .expect("upload");
+    assert_eq!(std::fs::read(&dest).expect("uploaded file"), body);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&dest).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o750);
+    // Uploading again replaces it.
+    r.upload_verified(&dest_s, b"v2", 0o644)
+        .await
+        .expect("re-upload");
+    assert_eq!(std::fs::read(&dest).unwrap(), b"v2");
+
+    // Corrupt it on the host: the check before use fails, naming both hashes.
+    std::fs::write(&dest, b"v3 tampered").unwrap();
+    let expected = fsmatrix::remote::sha256_hex(b"v2");
+    let err = r.verify_sha256(&dest_s, &expected).await.unwrap_err();
+    match &err {
+        RemoteError::ChecksumMismatch {
+            expected: e,
+            actual,
+            ..
+        } => {
+            assert_eq!(e, &expected);
+            assert_eq!(actual, &fsmatrix::remote::sha256_hex(b"v3 tampered"));
+        }
+        other => panic!("wrong error: {other}"),
+    }
+    assert!(err.to_string().contains(&dest_s));
+}
+
+fn host_key_error(result: Result<SshRemote, RemoteError>) -> HostKeyError {
+    match result {
+        Err(RemoteError::HostKey(e)) => *e,
+        Err(other) => panic!("expected a host key error, got: {other}"),
+        Ok(_) => panic!("connected to a host whose key is not trusted"),
+    }
+}
+
+#[tokio::test]
+async fn unknown_host_key_is_refused_with_its_fingerprint_and_nothing_runs() {
+    let sshd = Sshd::start();
+    let marker = sshd.path("ran");
+    // A known_hosts that knows another host only.
+    let other = sshd.path("other");
+    support::sshd::keygen(&other, "ed25519");
+    let other_pub = std::fs::read_to_string(sshd.path("other.pub")).unwrap();
+    let kh = sshd.known_hosts("kh_unknown", &format!("[10.203.0.99]:22 {other_pub}"));
+    let result = SshRemote::connect(&sshd.target(kh.clone())).await;
+    if let Ok(r) = &result {
+        let _ = r
+            .exec(
+                &RemoteCommand::new("touch").arg(marker.to_string_lossy()),
+                ExecOptions::default(),
+            )
+            .await;
+    }
+    let err = host_key_error(result);
+    let msg = err.to_string();
+    assert!(matches!(err, HostKeyError::Unknown { .. }), "{msg}");
+    assert!(msg.contains(&sshd.fingerprint("ed25519")), "{msg}");
+    assert!(
+        msg.contains("ssh-ed25519") && msg.contains("testhost"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(&format!(
+            "ssh-keyscan -p {} -t ed25519 127.0.0.1 >> {}",
+            sshd.port,
+            kh.display()
+        )),
+        "{msg}"
+    );
+    assert!(!marker.exists());
+    // The server saw no authentication attempt at all.
+    assert!(!sshd.log().contains("Accepted publickey"), "{}", sshd.log());
+
+    // A missing known_hosts file is an error too, not "empty".
+    let err = host_key_error(SshRemote::connect(&sshd.target(sshd.path("nope"))).await);
+    assert!(matches!(err, HostKeyError::File { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn changed_host_key_is_refused_and_nothing_runs() {
+    let sshd = Sshd::start();
+    let other = sshd.path("impostor");
+    support::sshd::keygen(&other, "ed25519");
+    let other_pub = std::fs::read_to_string(sshd.path("impostor.pub")).unwrap();
+    let kh = sshd.known_hosts(
+        "kh_changed",
+        &format!(
+            "# old key of the host\n[127.0.0.1]:{} {other_pub}",
+            sshd.port
+        ),
+    );
+    let err = host_key_error(SshRemote::connect(&sshd.target(kh)).await);
+    let msg = err.to_string();
+    assert!(matches!(err, HostKeyError::Changed { .. }), "{msg}");
+    assert!(msg.contains(&sshd.fingerprint("ed25519")), "{msg}");
+    assert!(msg.contains("line(s) 2"), "{msg}");
+    assert!(!sshd.log().contains("Accepted publickey"), "{}", sshd.log());
+}
+
+#[tokio::test]
+async fn hashed_port_and_rsa_only_entries_are_accepted() {
+    let sshd = Sshd::start_with_rsa();
+    // Plain `[127.0.0.1]:PORT` entries from ssh-keyscan.
+    let plain = sshd.keyscan("ed25519");
+    assert!(
+        plain.starts_with(&format!("[127.0.0.1]:{} ", sshd.port)),
+        "{plain}"
+    );
+    // Hashed with ssh-keygen -H.
+    let kh = sshd.known_hosts("kh_hashed", &plain);
+    run(Command::new("ssh-keygen").arg("-H").arg("-f").arg(&kh));
+    let hashed = std::fs::read_to_string(&kh).unwrap();
+    assert!(hashed.starts_with("|1|"), "{hashed}");
+    let r = SshRemote::connect(&sshd.target(kh))
+        .await
+        .expect("hashed entry accepted");
+    assert!(sh(&r, RemoteCommand::raw("true")).await.status.success());
+    // Known only by its RSA key: we must ask for that key, not call it unknown.
+    let kh = sshd.known_hosts("kh_rsa", &sshd.keyscan("rsa"));
+    let r = SshRemote::connect(&sshd.target(kh))
+        .await
+        .expect("rsa-only entry accepted");
+    assert!(sh(&r, RemoteCommand::raw("true")).await.status.success());
+}
+
+#[tokio::test]
+async fn stopped_sshd_fails_fast_with_a_clear_error() {
+    let mut sshd = Sshd::start();
+    let target = sshd.trusted_target();
+    sshd.stop();
+    let started = Instant::now();
+    let err = SshRemote::connect(&target).await.unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(matches!(err, RemoteError::Connect { .. }), "{msg}");
+    assert!(
+        msg.contains("connection refused") && msg.contains("127.0.0.1"),
+        "{msg}"
+    );
+}
+
+#[tokio::test]
+async fn a_dropped_connection_is_reestablished_once() {
+    let sshd = Sshd::start();
+    let r = connect(&sshd).await;
+    assert!(sh(&r, RemoteCommand::raw("true")).await.status.success());
+    // Kill the sshd process serving our connection (a child of our sshd).
+    let listener = sshd.pid().expect("running");
+    let children = run(Command::new("ps").args(["-o", "pid=", "--ppid", &listener.to_string()]));
+    let children: Vec<&str> = children.split_whitespace().collect();
+    assert!(!children.is_empty());
+    for pid in &children {
+        run(Command::new("kill").args(["-KILL", pid]));
+    }
+    // Wait for russh to notice the connection is gone.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let out = sh(&r, RemoteCommand::raw("echo back")).await;
+    assert_eq!(out.stdout, b"back\n");
+    assert_eq!(r.reconnects(), 1);
+}
+
+/// A throwaway PostgreSQL on 127.0.0.1, stopped on drop.
+struct Postgres {
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
+
+impl Postgres {
+    fn start() -> Postgres {
+        let dir = tempfile::Builder::new()
+            .prefix("fsmatrix-pg-")
+            .tempdir()
+            .expect("temp dir");
+        run(Command::new("chown")
+            .arg("postgres:postgres")
+            .arg(dir.path()));
+        let data = dir.path().join("data");
+        run(Command::new("runuser")
+            .args([
+                "-u",
+                "postgres",
+                "--",
+                &format!("{PG_BIN}/initdb"),
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "-D",
+            ])
+            .arg(&data)
+            .env("LC_ALL", "C"));
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let opts = format!(
+            "-p {port} -c listen_addresses=127.0.0.1 -k {}",
+            dir.path().display()
+        );
+        run(Command::new("runuser")
+            .args([
+                "-u",
+                "postgres",
+                "--",
+                &format!("{PG_BIN}/pg_ctl"),
+                "-w",
+                "-t",
+                "30",
+                "-D",
+            ])
+            .arg(&data)
+            .args(["-l"])
+            .arg(dir.path().join("log"))
+            .args(["-o", &opts, "start"]));
+        Postgres { dir, port }
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        let _ = Command::new("runuser")
+            .args([
+                "-u",
+                "postgres",
+                "--",
+                &format!("{PG_BIN}/pg_ctl"),
+                "-m",
+                "immediate",
+                "-w",
+                "-D",
+            ])
+            .arg(self.dir.path().join("data"))
+            .arg("stop")
+            .output();
+    }
+}
+
+#[tokio::test]
+async fn tunnel_reaches_postgres_on_the_hosts_loopback() {
+    let sshd = Sshd::start();
+    let pg = Postgres::start();
+    let r = connect(&sshd).await;
+    let stream = r.tunnel(pg.port).await.expect("tunnel opens");
+    let mut config = tokio_postgres::Config::new();
+    config.user("postgres").dbname("postgres");
+    let (client, connection) = config
+        .connect_raw(stream, tokio_postgres::NoTls)
+        .await
+        .expect("postgres handshake through the tunnel");
+    let conn = tokio::spawn(connection);
+    let row = client
+        .query_one("SELECT version()", &[])
+        .await
+        .expect("query");
+    let version: String = row.get(0);
+    assert!(version.starts_with("PostgreSQL 15"), "{version}");
+    let port: String = client.query_one("SHOW port", &[]).await.unwrap().get(0);
+    assert_eq!(port, pg.port.to_string());
+    drop(client);
+    let _ = conn.await;
+    // A port nobody listens on: a clear error, not a hang.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let err = match r.tunnel(closed).await {
+        Ok(_) => panic!("a tunnel to a closed port opened"),
+        Err(e) => e,
+    };
+    assert!(
+        err.to_string().contains(&format!("127.0.0.1:{closed}")),
+        "{err}"
+    );
+}
+
+/// PIDs of every descendant of `root` (processes our sshd started).
+fn descendants(root: u32) -> Vec<u32> {
+    let table = run(Command::new("ps").args(["-eo", "pid=,ppid="]));
+    let pairs: Vec<(u32, u32)> = table
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace().map(|x| x.parse::<u32>());
+            Some((f.next()?.ok()?, f.next()?.ok()?))
+        })
+        .collect();
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(
+            pairs
+                .iter()
+                .filter(|(_, pp)| *pp == parent)
+                .map(|(p, _)| *p),
+        );
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+#[tokio::test]
+async fn a_dead_host_is_noticed_by_keepalives_in_under_a_minute() {
+    let sshd = Sshd::start();
+    let r = connect(&sshd).await;
+    assert!(sh(&r, RemoteCommand::raw("true")).await.status.success());
+    let listener = sshd.pid().expect("running");
+    let started = Instant::now();
+    let sleep = RemoteCommand::raw("sleep 300");
+    let long = r.exec(&sleep, ExecOptions::default());
+    let freeze = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        // Freeze the session's processes: the host stops answering, the
+        // TCP connection stays up (like a hung or cut-off host).
+        let frozen = descendants(listener);
+        assert!(!frozen.is_empty());
+        for pid in &frozen {
+            run(Command::new("kill").args(["-STOP", &pid.to_string()]));
+        }
+        frozen
+    };
+    let (result, frozen) = tokio::join!(long, freeze);
+    let noticed = started.elapsed();
+    for pid in &frozen {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    eprintln!("a frozen host was noticed after {noticed:?}: {result:?}");
+    assert!(noticed < Duration::from_secs(40), "{noticed:?}");
+    match result {
+        Ok(out) => panic!("a dropped connection must be an error, got {out:?}"),
+        Err(e) => assert!(e.to_string().contains("connection dropped"), "{e}"),
+    }
+    // The next step reconnects once and runs.
+    let out = sh(&r, RemoteCommand::raw("echo again")).await;
+    assert_eq!(out.stdout, b"again\n");
+    assert_eq!(r.reconnects(), 1);
+}
+
+#[tokio::test]
+async fn a_silent_server_hits_connect_timeout() {
+    // Accepts TCP but never speaks SSH (a hung host / wrong service).
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hold = tokio::spawn(async move {
+        let (sock, _) = listener.accept().await.expect("accept");
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        drop(sock);
+    });
+    let sshd = Sshd::start();
+    let mut target = sshd.trusted_target();
+    target.port = port;
+    target.connect_timeout = Duration::from_secs(1);
+    // Trust is checked after the handshake; the file only has to exist.
+    let started = Instant::now();
+    let err = SshRemote::connect(&target).await.unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        err.to_string().contains("no SSH handshake within 1.0 s"),
+        "{err}"
+    );
+    hold.abort();
+}
+
+#[tokio::test]
+async fn a_background_process_holding_stdout_does_not_hold_the_step() {
+    let sshd = Sshd::start();
+    let r = connect(&sshd).await;
+    let started = Instant::now();
+    let out = sh(&r, RemoteCommand::raw("sleep 6 & echo launched")).await;
+    let took = started.elapsed();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.stdout, b"launched\n");
+    assert!(
+        took < Duration::from_secs(5),
+        "waited for the daemon: {took:?}"
+    );
+}
+
+/// Random strings (any char but NUL) through quoting, SSH, the login
+/// shell, the /bin/sh wrapper and `printf '%s'`: back byte for byte.
+#[test]
+fn random_values_round_trip_through_a_real_remote_shell() {
+    use proptest::test_runner::{Config, TestRunner};
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let sshd = Sshd::start();
+    let r = rt.block_on(connect(&sshd));
+    let mut runner = TestRunner::new(Config {
+        cases: 32,
+        ..Config::default()
+    });
+    runner
+        .run(&"[^\u{0}]{0,64}", |v| {
+            let out = rt.block_on(sh(&r, RemoteCommand::new("printf").arg("%s").arg(&v)));
+            proptest::prop_assert!(out.status.success());
+            proptest::prop_assert_eq!(out.stdout, v.as_bytes());
+            Ok(())
+        })
+        .expect("every value came back unchanged");
+}

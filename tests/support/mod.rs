@@ -1,0 +1,2 @@
+//! Fixtures shared by integration tests.
+pub mod sshd;
