@@ -95,7 +95,10 @@ fn compare(before: &Snapshot, after: &Snapshot, lab: &[String]) {
         return;
     }
     let ours = |l: &&String| {
-        l.contains("fsmx") || l.contains("/run/netns") || lab.iter().any(|x| l.contains(x))
+        ["fsmx-lab", "fsmx-br0", "fsmx-v", "/run/netns"]
+            .iter()
+            .any(|x| l.contains(x))
+            || lab.iter().any(|x| l.contains(x))
     };
     let pick = |s: &BTreeSet<String>| s.iter().filter(ours).cloned().collect::<BTreeSet<_>>();
     assert_eq!(pick(&before.netns), pick(&after.netns), "network namespaces");
@@ -207,6 +210,7 @@ fn lab_lifecycle() {
         assert!(got[3].starts_with("pid:["), "{out}");
         pid_ns.insert(got[3].to_string());
         lab_things.push(format!("{} ", h.device));
+        lab_things.push(format!("{}:", h.device));
     }
     assert_eq!(pid_ns.len(), 3, "each host has its own pid namespace");
 
