@@ -101,7 +101,11 @@ fn compare(before: &Snapshot, after: &Snapshot, lab: &[String]) {
             || lab.iter().any(|x| l.contains(x))
     };
     let pick = |s: &BTreeSet<String>| s.iter().filter(ours).cloned().collect::<BTreeSet<_>>();
-    assert_eq!(pick(&before.netns), pick(&after.netns), "network namespaces");
+    assert_eq!(
+        pick(&before.netns),
+        pick(&after.netns),
+        "network namespaces"
+    );
     assert_eq!(pick(&before.loops), pick(&after.loops), "loop devices");
     assert_eq!(pick(&before.mounts), pick(&after.mounts), "mounts");
     for (what, b, a) in [
@@ -284,10 +288,7 @@ fn lab_lifecycle() {
 
 /// A state dir for bad-use tests, which must never be created.
 fn scratch_dir() -> PathBuf {
-    PathBuf::from(format!(
-        "/var/lib/fsmatrix/lab-test-{}",
-        std::process::id()
-    ))
+    PathBuf::from(format!("/var/lib/fsmatrix/lab-test-{}", std::process::id()))
 }
 
 #[test]

@@ -86,9 +86,7 @@ pub fn run_script(args: &[String]) -> Result<u8, LabError> {
         .args(args)
         .status()
         .map_err(LabError::Bash)?;
-    Ok(status
-        .code()
-        .map_or(1, |c| u8::try_from(c).unwrap_or(1)))
+    Ok(status.code().map_or(1, |c| u8::try_from(c).unwrap_or(1)))
 }
 
 /// `fsmatrix lab up | down | status`.
@@ -129,7 +127,17 @@ mod tests {
         for ok in ["4G", "2048M", "1073741824", "1T", "512K"] {
             assert!(valid_disk_size(ok), "{ok}");
         }
-        for bad in ["", "G", "0G", "4g", "4GB", "1.5G", "-4G", "4G; rm -rf /", "$(id)"] {
+        for bad in [
+            "",
+            "G",
+            "0G",
+            "4g",
+            "4GB",
+            "1.5G",
+            "-4G",
+            "4G; rm -rf /",
+            "$(id)",
+        ] {
             assert!(!valid_disk_size(bad), "{bad}");
         }
     }

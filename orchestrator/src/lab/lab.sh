@@ -93,8 +93,11 @@ install_packages() {
 			"create_main_cluster = false" >/etc/postgresql-common/createcluster.d/fsmatrix-lab.conf
 	fi
 	log "installing: ${pkgs[*]}"
-	DEBIAN_FRONTEND=noninteractive apt-get update -q >&2 ||
-		die 1 "apt-get update failed (see above); check the machine's package sources"
+	# .ci/run sets FSMATRIX_LAB_APT_UPDATED=1 when it has just run apt-get update.
+	if [ "${FSMATRIX_LAB_APT_UPDATED:-0}" != 1 ]; then
+		DEBIAN_FRONTEND=noninteractive apt-get update -q >&2 ||
+			die 1 "apt-get update failed (see above); check the machine's package sources"
+	fi
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${pkgs[@]}" >&2 ||
 		die 1 "apt-get install ${pkgs[*]} failed (see above)"
 	log "installed packages in $(elapsed "$t0") s"
