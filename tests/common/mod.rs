@@ -1,0 +1,212 @@
+//! Shared helpers for tests that stand on the local lab (`fsmatrix lab up`): where the
+//! lab lives, its hosts as its inventory names them, plain OpenSSH to them with strict
+//! host-key checking, and a guard that brings a lab up for a test and down after it.
+//!
+//! Conventions: the lab's state dir is `FSMATRIX_LAB_DIR` or /var/lib/fsmatrix/lab.
+//! A test binary that needs a lab calls [`Lab::standing_or_up`]: it uses a standing lab
+//! (CI keeps one up for the whole `cargo test`) or builds one and removes it on drop.
+#![allow(dead_code)] // each test binary uses its own part of these helpers
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+
+/// The lab's state folder.
+pub fn lab_dir() -> PathBuf {
+    std::env::var_os("FSMATRIX_LAB_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/lib/fsmatrix/lab"))
+}
+
+/// The fsmatrix binary of this build.
+pub fn fsmatrix() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fsmatrix"))
+}
+
+/// Runs `fsmatrix lab <args> --dir <dir>` and returns its output (stderr passed on as
+/// text in the output, not to the terminal).
+pub fn lab_cmd(args: &[&str], dir: &Path) -> Output {
+    let out = fsmatrix()
+        .arg("lab")
+        .args(args)
+        .arg("--dir")
+        .arg(dir)
+        .stdin(Stdio::null())
+        .output()
+        .expect("failed to run the fsmatrix binary");
+    eprintln!(
+        "$ fsmatrix lab {} --dir {} -> {:?}\n{}{}",
+        args.join(" "),
+        dir.display(),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Serialises the tests of one binary that use or change the lab (tests in a binary run
+/// in parallel; cargo runs test binaries one after another).
+pub fn lab_lock() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// One lab host as the lab's inventory.toml names it.
+#[derive(Debug, Clone)]
+pub struct LabHost {
+    pub name: String,
+    pub address: String,
+    pub device: String,
+}
+
+/// What the tests read from the lab's inventory.toml.
+#[derive(Debug, Clone)]
+pub struct LabInventory {
+    pub identity_file: PathBuf,
+    pub known_hosts: PathBuf,
+    pub pg_bin: String,
+    pub pg_user: String,
+    pub pg_port: u16,
+    pub hosts: Vec<LabHost>,
+}
+
+/// Reads `<dir>/inventory.toml`; None if there is none (no lab up).
+pub fn read_inventory(dir: &Path) -> Option<LabInventory> {
+    let text = std::fs::read_to_string(dir.join("inventory.toml")).ok()?;
+    let v: toml::Table = toml::from_str(&text).expect("the lab's inventory.toml is valid TOML");
+    let d = v["defaults"].as_table().expect("[defaults] table");
+    let s = |t: &toml::Table, k: &str| -> String {
+        t.get(k)
+            .and_then(|x| x.as_str())
+            .unwrap_or_else(|| panic!("inventory key {k} is a string"))
+            .to_string()
+    };
+    let hosts = v["host"]
+        .as_array()
+        .expect("[[host]] array")
+        .iter()
+        .map(|h| {
+            let h = h.as_table().expect("host table");
+            let devices = h["devices"].as_array().expect("devices array");
+            LabHost {
+                name: s(h, "name"),
+                address: s(h, "address"),
+                device: devices[0].as_str().expect("device string").to_string(),
+            }
+        })
+        .collect();
+    Some(LabInventory {
+        identity_file: PathBuf::from(s(d, "identity_file")),
+        known_hosts: PathBuf::from(s(d, "known_hosts")),
+        pg_bin: s(d, "pg_bin"),
+        pg_user: s(d, "pg_user"),
+        pg_port: d["pg_port"]
+            .as_integer()
+            .and_then(|p| u16::try_from(p).ok())
+            .expect("pg_port is a port"),
+        hosts,
+    })
+}
+
+/// Plain OpenSSH to a lab host, strict host-key checking against `known_hosts`.
+/// `script` runs under `sh -s` with `args` as its positional parameters (quoted for
+/// the remote shell by single quotes; the tests pass only plain words).
+pub fn ssh_with(
+    inv: &LabInventory,
+    known_hosts: &Path,
+    host: &LabHost,
+    script: &str,
+    args: &[&str],
+) -> Output {
+    use std::io::Write;
+    for a in args {
+        assert!(
+            !a.contains('\''),
+            "test arguments for the remote shell are plain words"
+        );
+    }
+    let remote = std::iter::once("sh -s --".to_string())
+        .chain(args.iter().map(|a| format!("'{a}'")))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut child = Command::new("ssh")
+        .args(["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes"])
+        .arg("-o")
+        .arg(format!("UserKnownHostsFile={}", known_hosts.display()))
+        .args(["-o", "ConnectTimeout=5", "-o", "LogLevel=ERROR", "-i"])
+        .arg(&inv.identity_file)
+        .arg(format!("root@{}", host.address))
+        .arg(remote)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("failed to run ssh");
+    child
+        .stdin
+        .take()
+        .expect("ssh stdin")
+        .write_all(script.as_bytes())
+        .expect("failed to send the script to ssh");
+    child.wait_with_output().expect("failed to wait for ssh")
+}
+
+/// [`ssh_with`] using the lab's own known_hosts.
+pub fn ssh(inv: &LabInventory, host: &LabHost, script: &str, args: &[&str]) -> Output {
+    ssh_with(inv, &inv.known_hosts, host, script, args)
+}
+
+/// Like [`ssh`], and asserts success; returns stdout.
+pub fn ssh_ok(inv: &LabInventory, host: &LabHost, script: &str, args: &[&str]) -> String {
+    let out = ssh(inv, host, script, args);
+    assert!(
+        out.status.success(),
+        "on {}: script failed with {:?}\nstdout:\n{}\nstderr:\n{}",
+        host.name,
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A lab for a test: the standing one, or one this guard built and removes on drop.
+pub struct Lab {
+    pub dir: PathBuf,
+    pub inv: LabInventory,
+    owned: bool,
+}
+
+impl Lab {
+    /// Uses the lab standing in [`lab_dir`], or brings up `hosts` hosts there.
+    pub fn standing_or_up(hosts: u32) -> Lab {
+        let dir = lab_dir();
+        if let Some(inv) = read_inventory(&dir) {
+            return Lab {
+                dir,
+                inv,
+                owned: false,
+            };
+        }
+        let out = lab_cmd(&["up", "--hosts", &hosts.to_string()], &dir);
+        assert!(out.status.success(), "fsmatrix lab up failed");
+        let inv = read_inventory(&dir).expect("lab up wrote an inventory");
+        Lab {
+            dir,
+            inv,
+            owned: true,
+        }
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if self.owned {
+            let out = lab_cmd(&["down"], &self.dir);
+            if !out.status.success() && !std::thread::panicking() {
+                panic!("fsmatrix lab down failed");
+            }
+        }
+    }
+}
