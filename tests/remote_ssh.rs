@@ -84,6 +84,26 @@ async fn stdin_is_delivered_byte_for_byte_and_lines_are_streamed() {
     assert_eq!(out.stdout.len(), data.len());
     assert!(out.stdout == data, "stdin came back changed");
 
+    // A command that never reads its stdin must not hang the writer.
+    let started = Instant::now();
+    let out = r
+        .exec(
+            &RemoteCommand::raw("exit 4"),
+            ExecOptions {
+                stdin: Some(data.clone()),
+                timeout: Some(Duration::from_secs(30)),
+                on_line: None,
+            },
+        )
+        .await
+        .expect("runs");
+    assert_eq!(out.status, ExitStatus::Code { code: 4 });
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+
     let lines = Arc::new(Mutex::new(Vec::new()));
     let sink = lines.clone();
     let out = r
@@ -260,6 +280,35 @@ async fn twenty_concurrent_commands_share_one_connection() {
         sshd.log().matches("Accepted publickey").count(),
         1,
         "{}",
+        sshd.log()
+    );
+}
+
+#[tokio::test]
+async fn refused_channel_opens_are_retried_with_backoff() {
+    // sshd allows 2 sessions per connection here; 8 commands at once (our
+    // limit) make it refuse channel opens, which must be retried, not failed.
+    let sshd = Sshd::start_with_config("MaxSessions 2\n");
+    let r = connect(&sshd).await;
+    let runs = (0..8).map(|i| {
+        let r = &r;
+        async move {
+            (
+                i,
+                sh(r, RemoteCommand::raw("sleep 0.3; echo").arg(i.to_string())).await,
+            )
+        }
+    });
+    for (i, out) in futures::future::join_all(runs).await {
+        assert!(out.status.success(), "{i}: {out:?}");
+        assert_eq!(out.stdout_lossy(), format!("{i}\n"));
+    }
+    // sshd did refuse some: the retry path really ran.
+    let refusals = sshd.log().matches("no more sessions").count();
+    eprintln!("sshd refused {refusals} channel opens; all 8 commands ran");
+    assert!(
+        refusals > 0,
+        "sshd never refused a channel, the test proves nothing:\n{}",
         sshd.log()
     );
 }
@@ -556,4 +605,135 @@ async fn tunnel_reaches_postgres_on_the_hosts_loopback() {
         err.to_string().contains(&format!("127.0.0.1:{closed}")),
         "{err}"
     );
+}
+
+/// PIDs of every descendant of `root` (processes our sshd started).
+fn descendants(root: u32) -> Vec<u32> {
+    let table = run(Command::new("ps").args(["-eo", "pid=,ppid="]));
+    let pairs: Vec<(u32, u32)> = table
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace().map(|x| x.parse::<u32>());
+            Some((f.next()?.ok()?, f.next()?.ok()?))
+        })
+        .collect();
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(
+            pairs
+                .iter()
+                .filter(|(_, pp)| *pp == parent)
+                .map(|(p, _)| *p),
+        );
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+#[tokio::test]
+async fn a_dead_host_is_noticed_by_keepalives_in_under_a_minute() {
+    let sshd = Sshd::start();
+    let r = connect(&sshd).await;
+    assert!(sh(&r, RemoteCommand::raw("true")).await.status.success());
+    let listener = sshd.pid().expect("running");
+    let started = Instant::now();
+    let sleep = RemoteCommand::raw("sleep 300");
+    let long = r.exec(&sleep, ExecOptions::default());
+    let freeze = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        // Freeze the session's processes: the host stops answering, the
+        // TCP connection stays up (like a hung or cut-off host).
+        let frozen = descendants(listener);
+        assert!(!frozen.is_empty());
+        for pid in &frozen {
+            run(Command::new("kill").args(["-STOP", &pid.to_string()]));
+        }
+        frozen
+    };
+    let (result, frozen) = tokio::join!(long, freeze);
+    let noticed = started.elapsed();
+    for pid in &frozen {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    eprintln!("a frozen host was noticed after {noticed:?}: {result:?}");
+    assert!(noticed < Duration::from_secs(40), "{noticed:?}");
+    match result {
+        Ok(out) => panic!("a dropped connection must be an error, got {out:?}"),
+        Err(e) => assert!(e.to_string().contains("connection dropped"), "{e}"),
+    }
+    // The next step reconnects once and runs.
+    let out = sh(&r, RemoteCommand::raw("echo again")).await;
+    assert_eq!(out.stdout, b"again\n");
+    assert_eq!(r.reconnects(), 1);
+}
+
+#[tokio::test]
+async fn a_silent_server_hits_connect_timeout() {
+    // Accepts TCP but never speaks SSH (a hung host / wrong service).
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hold = tokio::spawn(async move {
+        let (sock, _) = listener.accept().await.expect("accept");
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        drop(sock);
+    });
+    let sshd = Sshd::start();
+    let mut target = sshd.trusted_target();
+    target.port = port;
+    target.connect_timeout = Duration::from_secs(1);
+    // Trust is checked after the handshake; the file only has to exist.
+    let started = Instant::now();
+    let err = SshRemote::connect(&target).await.unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        err.to_string().contains("no SSH handshake within 1.0 s"),
+        "{err}"
+    );
+    hold.abort();
+}
+
+#[tokio::test]
+async fn a_background_process_holding_stdout_does_not_hold_the_step() {
+    let sshd = Sshd::start();
+    let r = connect(&sshd).await;
+    let started = Instant::now();
+    let out = sh(&r, RemoteCommand::raw("sleep 6 & echo launched")).await;
+    let took = started.elapsed();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.stdout, b"launched\n");
+    assert!(
+        took < Duration::from_secs(5),
+        "waited for the daemon: {took:?}"
+    );
+}
+
+/// Random strings (any char but NUL) through quoting, SSH, the login
+/// shell, the /bin/sh wrapper and `printf '%s'`: back byte for byte.
+#[test]
+fn random_values_round_trip_through_a_real_remote_shell() {
+    use proptest::test_runner::{Config, TestRunner};
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let sshd = Sshd::start();
+    let r = rt.block_on(connect(&sshd));
+    let mut runner = TestRunner::new(Config {
+        cases: 32,
+        ..Config::default()
+    });
+    runner
+        .run(&"[^\u{0}]{0,64}", |v| {
+            let out = rt.block_on(sh(&r, RemoteCommand::new("printf").arg("%s").arg(&v)));
+            proptest::prop_assert!(out.status.success());
+            proptest::prop_assert_eq!(out.stdout, v.as_bytes());
+            Ok(())
+        })
+        .expect("every value came back unchanged");
 }

@@ -44,15 +44,21 @@ fn free_port() -> u16 {
 impl Sshd {
     /// Start sshd with an ed25519 host key.
     pub fn start() -> Sshd {
-        Sshd::start_with(false)
+        Sshd::start_with(false, "")
+    }
+
+    /// Start sshd with extra `sshd_config` lines (they win: sshd takes the
+    /// first value it reads for most keywords).
+    pub fn start_with_config(extra: &str) -> Sshd {
+        Sshd::start_with(false, extra)
     }
 
     /// Start sshd with an ed25519 and an RSA host key (RSA keygen is slow).
     pub fn start_with_rsa() -> Sshd {
-        Sshd::start_with(true)
+        Sshd::start_with(true, "")
     }
 
-    fn start_with(rsa: bool) -> Sshd {
+    fn start_with(rsa: bool, extra: &str) -> Sshd {
         let dir = tempfile::Builder::new()
             .prefix("fsmatrix-sshd-")
             .tempdir()
@@ -77,7 +83,7 @@ impl Sshd {
             let port = free_port();
             let d = sshd.dir.path();
             let config = format!(
-                "Port {port}\nListenAddress 127.0.0.1\n{host_keys}\
+                "{extra}Port {port}\nListenAddress 127.0.0.1\n{host_keys}\
                  PidFile {d}/sshd.pid\nAuthorizedKeysFile {d}/authorized_keys\nUsePAM no\n\
                  StrictModes no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n\
                  KbdInteractiveAuthentication no\nLogLevel VERBOSE\nMaxSessions 10\n",

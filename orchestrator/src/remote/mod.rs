@@ -16,9 +16,11 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 pub mod known_hosts;
 pub mod quote;
+pub mod recording;
 pub mod ssh;
 
 pub use quote::{login_shell_safe, sh_quote, QuoteError, RemoteCommand};
+pub use recording::{Recorded, RecordingRemote};
 pub use ssh::{SshRemote, SshTarget};
 
 /// Which output stream a line came from.

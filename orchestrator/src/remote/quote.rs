@@ -235,14 +235,20 @@ mod tests {
 
     #[test]
     fn login_shell_safe_runs_under_bin_sh_from_any_login_shell() {
-        // The wrapped string must survive bash, dash and a csh-like shell
-        // would be better still; here we check sh-family shells and that the
-        // outer layer holds only csh-safe characters.
+        // sshd hands the exec string to the login shell; FreeBSD root had
+        // csh.  csh is checked when installed (Debian: `apt-get install
+        // tcsh`; CI installs it).
+        let mut logins = vec!["bash", "dash", "posh"];
+        if Command::new("csh").arg("-fc").arg("true").output().is_ok() {
+            logins.push("csh");
+        } else {
+            eprintln!("csh not installed: the csh login-shell case is NOT checked");
+        }
         for v in HOSTILE {
             let script = RemoteCommand::new("printf").arg("%s").arg(v);
             let wrapped = login_shell_safe(script.to_shell().unwrap());
             assert!(!wrapped.contains('\n') && !wrapped.contains('!'));
-            for login in ["bash", "dash"] {
+            for login in &logins {
                 let out = Command::new(login)
                     .arg("-c")
                     .arg(&wrapped)

@@ -54,11 +54,16 @@ pub struct SshTarget {
 
 /// First line of every command's stderr: `fsmatrix-pgid <N>`, the process
 /// group sshd created for this session (OpenSSH calls setsid() for each
-/// session), read without a fork on Linux and with `ps` elsewhere.
+/// session), read without a fork on Linux and with `ps` elsewhere.  It is
+/// reported only if that group is also the session (pgid = sid): on a
+/// server that did not make a session per command, the group could hold
+/// sshd itself, and a timeout must then only close the channel.
 const PGID_MARKER: &str = "fsmatrix-pgid ";
-const PROLOGUE: &str = "if [ -r /proc/$$/stat ]; then read -r _ _ _ _ fsmx_pg _ < /proc/$$/stat; \
-else fsmx_pg=$(ps -o pgid= -p $$ 2>/dev/null | tr -d ' '); fi; \
-printf 'fsmatrix-pgid %s\\n' \"${fsmx_pg:-}\" >&2; unset fsmx_pg";
+const PROLOGUE: &str =
+    "if [ -r /proc/$$/stat ]; then read -r _ _ _ _ fsmx_pg fsmx_sid _ < /proc/$$/stat; \
+else set -- $(ps -o pgid= -o sid= -p $$ 2>/dev/null); fsmx_pg=${1:-}; fsmx_sid=${2:-}; set --; fi; \
+[ \"$fsmx_pg\" = \"$fsmx_sid\" ] || fsmx_pg=; \
+printf 'fsmatrix-pgid %s\\n' \"$fsmx_pg\" >&2; unset fsmx_pg fsmx_sid";
 
 /// Kill process group `$1`: TERM, up to 2 s for it to go, then KILL.
 /// dash's `kill` needs `--` before a negative pid and busybox's refuses
@@ -182,7 +187,7 @@ impl SshRemote {
 
     /// Open a channel with `open`, retrying `ChannelOpenFailure` with
     /// backoff and reconnecting once if the connection is gone.
-    async fn open_with<T, F, Fut>(&self, open: F) -> Result<T, RemoteError>
+    async fn open_with<T, F, Fut>(&self, open: F) -> Result<(T, Arc<Handle<Client>>), RemoteError>
     where
         F: Fn(Arc<Handle<Client>>) -> Fut,
         Fut: std::future::Future<Output = Result<T, russh::Error>>,
@@ -196,7 +201,7 @@ impl SshRemote {
                 reconnected = true;
             }
             match open(handle.clone()).await {
-                Ok(ch) => return Ok(ch),
+                Ok(ch) => return Ok((ch, handle)),
                 Err(russh::Error::ChannelOpenFailure(reason)) if attempt < OPEN_RETRIES => {
                     attempt += 1;
                     let wait = Duration::from_millis(50 << attempt);
@@ -227,7 +232,7 @@ impl SshRemote {
             .acquire()
             .await
             .map_err(|e| self.channel_error(e))?;
-        let channel = self
+        let (channel, handle) = self
             .open_with(|h| async move { h.channel_open_session().await })
             .await?;
         let (mut rx, tx) = channel.split();
@@ -256,11 +261,22 @@ impl SshRemote {
                 }
                 tx.eof().await
             };
-            let (w, status) = tokio::join!(write, read_until_closed(&mut rx, &mut out));
-            if let Err(e) = w {
-                tracing::debug!(host = %self.target.host_name, error = %e, "writing stdin failed");
+            let read = read_until_closed(&mut rx, &mut out);
+            tokio::pin!(write, read);
+            // The reader decides: a command that exits without reading all
+            // its stdin leaves the writer waiting for window space forever.
+            let mut writing = true;
+            loop {
+                tokio::select! {
+                    w = &mut write, if writing => {
+                        writing = false;
+                        if let Err(e) = w {
+                            tracing::debug!(host = %self.target.host_name, error = %e, "writing stdin failed");
+                        }
+                    }
+                    status = &mut read => break status,
+                }
             }
-            status
         };
         let status = match options.timeout {
             None => work.await,
@@ -282,6 +298,11 @@ impl SshRemote {
         };
         guard.close().await;
         out.finish();
+        if status == ExitStatus::Unknown && handle.is_closed() {
+            return Err(self.channel_error(
+                "the SSH connection dropped while the command ran (no answer to keepalives or closed by the host); its outcome is unknown",
+            ));
+        }
         Ok(ExecOutput {
             status,
             stdout: out.stdout,
@@ -332,7 +353,7 @@ impl Remote for SshRemote {
             })
             .await
             .map_err(|e| self.channel_error(format!("tunnel to 127.0.0.1:{port}: {e}")))?;
-        Ok(channel.into_stream())
+        Ok(channel.0.into_stream())
     }
 }
 

@@ -1,0 +1,587 @@
+#!/bin/bash
+# The local lab: N throwaway Linux hosts on this machine (see README, "The local lab").
+#
+#   lab.sh up     DIR HOSTS DISK_SIZE INSTALL(0|1)
+#   lab.sh down   DIR
+#   lab.sh status DIR
+#
+# Each host labI is:
+#   - a network namespace fsmx-labI with eth0 = 10.203.0.(10+I)/24, joined by a veth
+#     (fsmx-vI) to the bridge fsmx-br0 = 10.203.0.1/24 in the root namespace;
+#   - a persistent mount + uts + ipc + pid namespace held by a small init (PID 1 of the
+#     host), with private tmpfs on /tmp /var/tmp /mnt /run/postgresql /run/zfs /run/lock
+#     /etc/zfs /run/sshd, entered with nsenter;
+#   - an sshd (own host key, key auth for root only) and a zfs-fuse daemon inside it;
+#   - a sparse file under DIR + a loop device as its spare disk.
+# Every resource is recorded in DIR before or right after it is made, and `down` only
+# removes what DIR records (or what is provably ours: loop devices backed by DIR's files).
+#
+# Test hook (documented in the README): FSMATRIX_LAB_LOOP_CONTROL overrides the path
+# checked for loop device support (default /dev/loop-control), so a test can simulate a
+# machine without loop devices.
+set -euo pipefail
+shopt -s nullglob
+
+readonly BRIDGE=fsmx-br0
+readonly NET=10.203.0
+readonly LOCK=/run/lock/fsmatrix-lab.lock
+readonly LOOP_CONTROL="${FSMATRIX_LAB_LOOP_CONTROL:-/dev/loop-control}"
+# Folders each host gets its own tmpfs on; DIR must not live under one of them.
+readonly PRIVATE_DIRS="/tmp /var/tmp /mnt /run/postgresql /run/zfs /run/lock /etc/zfs /run/sshd"
+
+log() { printf '%s\n' "$*" >&2; }
+die() {
+	# $1 exit code, rest: a sentence.
+	local code=$1
+	shift
+	log "fsmatrix lab: $*"
+	exit "$code"
+}
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# --- checks ------------------------------------------------------------------------------
+
+need_root() {
+	[ "$(id -u)" -eq 0 ] ||
+		die 2 "the lab needs root (it creates network namespaces, loop devices and mounts); run it as root, e.g. with sudo"
+}
+
+need_linux() {
+	[ "$(uname -s)" = Linux ] || die 2 "the lab needs Linux (namespaces and loop devices); this is $(uname -s)"
+}
+
+need_loop() {
+	[ -e "$LOOP_CONTROL" ] ||
+		die 2 "this machine has no loop device support ($LOOP_CONTROL is missing); load the loop module (modprobe loop) or run the lab on a machine or container that allows loop devices"
+	[ -e /dev/fuse ] ||
+		die 2 "this machine has no FUSE support (/dev/fuse is missing), which zfs-fuse needs; load the fuse module (modprobe fuse)"
+}
+
+pg_bin_dir() {
+	# The highest installed PostgreSQL major version with initdb and pgbench.
+	local d
+	for d in /usr/lib/postgresql/*/bin; do
+		[ -x "$d/initdb" ] && [ -x "$d/pgbench" ] && printf '%s\n' "$d"
+	done | sort -V | tail -n 1
+}
+
+# Prints the Debian packages that are missing, one per line.
+missing_packages() {
+	local pair cmd pkg
+	for pair in /usr/sbin/sshd:openssh-server ssh:openssh-client ssh-keygen:openssh-client \
+		mkfs.ext4:e2fsprogs mkfs.xfs:xfsprogs mkfs.btrfs:btrfs-progs \
+		zfs-fuse:zfs-fuse zpool:zfs-fuse ip:iproute2 nsenter:util-linux unshare:util-linux \
+		runuser:util-linux flock:util-linux losetup:mount; do
+		cmd=${pair%%:*}
+		pkg=${pair#*:}
+		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin command -v "$cmd" >/dev/null 2>&1 ||
+			printf '%s\n' "$pkg"
+	done
+	[ -n "$(pg_bin_dir)" ] || printf '%s\n' postgresql
+	return 0
+}
+
+install_packages() {
+	local pkgs=("$@") t0
+	t0=$(now)
+	# Debian's postgresql creates and starts a "main" cluster on install; the lab hosts
+	# run their own clusters on their devices, so ask postgresql-common not to.
+	if printf '%s\n' "${pkgs[@]}" | grep -qx postgresql; then
+		mkdir -p /etc/postgresql-common/createcluster.d
+		printf '%s\n' "# Written by fsmatrix lab up --install: the lab hosts run their own clusters." \
+			"create_main_cluster = false" >/etc/postgresql-common/createcluster.d/fsmatrix-lab.conf
+	fi
+	log "installing: ${pkgs[*]}"
+	# .ci/run sets FSMATRIX_LAB_APT_UPDATED=1 when it has just run apt-get update.
+	if [ "${FSMATRIX_LAB_APT_UPDATED:-0}" != 1 ]; then
+		DEBIAN_FRONTEND=noninteractive apt-get update -q >&2 ||
+			die 1 "apt-get update failed (see above); check the machine's package sources"
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${pkgs[@]}" >&2 ||
+		die 1 "apt-get install ${pkgs[*]} failed (see above)"
+	log "installed packages in $(elapsed "$t0") s"
+}
+
+check_packages() {
+	local install=$1 missing
+	missing=$(missing_packages | sort -u | tr '\n' ' ')
+	missing=${missing% }
+	[ -z "$missing" ] && return 0
+	if [ "$install" = 1 ]; then
+		# shellcheck disable=SC2086 # word splitting of the package list is meant
+		install_packages $missing
+		missing=$(missing_packages | sort -u | tr '\n' ' ')
+		missing=${missing% }
+		[ -z "$missing" ] || die 2 "packages still missing after installation: $missing"
+	else
+		die 2 "the lab needs packages that are missing: $missing; install them with \`apt-get install $missing\` or run \`fsmatrix lab up --install\`"
+	fi
+}
+
+check_dir() {
+	local dir=$1 p
+	case "$dir" in
+	/*) ;;
+	*) die 2 "the lab's state dir must be an absolute path, not '$dir'" ;;
+	esac
+	for p in $PRIVATE_DIRS; do
+		case "$dir/" in
+		"$p"/*) die 2 "the lab's state dir '$dir' is under $p, which every lab host replaces with a private tmpfs; choose a folder elsewhere, e.g. /var/lib/fsmatrix/lab" ;;
+		esac
+	done
+}
+
+# --- up ----------------------------------------------------------------------------------
+
+# Records a line in DIR/created (what `down` may remove), before the thing is made.
+record() { printf '%s\n' "$*" >>"$DIR/created"; }
+
+# The init of a host: PID 1 of its pid namespace, owner of its mount/uts/ipc namespaces.
+# Arguments: host name.  It makes the private mounts, sets the hostname, then reaps
+# children until it is told to stop (TERM), which ends every process of the host.
+# shellcheck disable=SC2016 # expanded by the init's own bash
+INIT_SCRIPT='
+set -eu
+host=$1
+for d in '"$PRIVATE_DIRS"'; do
+	if [ "$d" = /etc/zfs ]; then
+		# Keep the packaged zfs-fuse config (zfsrc) in the private copy.
+		mkdir /tmp/.fsmx-etc-zfs
+		cp -a /etc/zfs/. /tmp/.fsmx-etc-zfs/
+		mount -t tmpfs -o mode=0755,size=64m "fsmx-$host" /etc/zfs
+		cp -a /tmp/.fsmx-etc-zfs/. /etc/zfs/
+		rm -rf /tmp/.fsmx-etc-zfs
+	else
+		mount -t tmpfs -o mode=0755,size=64m "fsmx-$host" "$d"
+	fi
+done
+chmod 1777 /tmp /var/tmp /run/lock
+chown postgres:postgres /run/postgresql 2>/dev/null || true
+chmod 2775 /run/postgresql
+mkdir -p /run/lock/zfs
+hostname "$host"
+trap "exit 0" TERM INT
+while :; do
+	sleep 3600 &
+	wait $! || true
+done
+'
+
+host_ip() { printf '%s.%d' "$NET" $((10 + $1)); }
+
+# nsenter into host I: all its namespaces.
+in_host() {
+	local i=$1
+	shift
+	local pid
+	pid=$(cat "$DIR/hosts/lab$i/init.pid")
+	# fd 9 (the lab lock) must not live on in daemons.
+	nsenter -t "$pid" -n -m -u -i -p -- "$@" 9>&-
+}
+
+wait_for() {
+	# wait_for SECONDS DESCRIPTION COMMAND...: poll every 0.1 s.
+	local secs=$1 what=$2 n
+	shift 2
+	for ((n = 0; n < secs * 10; n++)); do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	log "fsmatrix lab: timed out after ${secs} s waiting for $what"
+	return 1
+}
+
+# /proc files read as size 0: test the content.
+has_child() { [ -n "$(cat "/proc/$1/task/$1/children" 2>/dev/null)" ]; }
+
+init_ready() {
+	# The init mounts /run/sshd last; its hostname is set right after.
+	local pid=$1 host=$2
+	awk -v h="fsmx-$host" '$1 == h && $2 == "/run/sshd" { f = 1 } END { exit !f }' "/proc/$pid/mounts" &&
+		[ "$(nsenter -t "$pid" -u -- hostname)" = "$host" ]
+}
+
+up_host() {
+	local i=$1 disk_size=$2
+	local host="lab$i" ns="fsmx-lab$i" veth="fsmx-v$i" ip hd outer inner loop
+	ip=$(host_ip "$i")
+	hd="$DIR/hosts/$host"
+	mkdir -p "$hd"
+
+	# Network: namespace, veth into the bridge.
+	record netns "$ns"
+	ip netns add "$ns"
+	record link "$veth"
+	ip link add "$veth" type veth peer name eth0 netns "$ns"
+	ip link set "$veth" master "$BRIDGE" up
+	ip -n "$ns" link set lo up
+	ip -n "$ns" addr add "$ip/24" dev eth0
+	ip -n "$ns" link set eth0 up
+
+	# Disk: a sparse file and a loop device.
+	truncate -s "$disk_size" "$hd/disk.img"
+	loop=$(losetup --find --show "$hd/disk.img")
+	printf '%s\n' "$loop" >"$hd/device"
+
+	# Host: mount/uts/ipc/pid namespaces held by the init.
+	setsid ip netns exec "$ns" unshare --mount --uts --ipc --pid --fork --mount-proc \
+		--propagation private bash -c "$INIT_SCRIPT" fsmx-init "$host" \
+		</dev/null >"$hd/init.log" 2>&1 9>&- &
+	outer=$!
+	printf '%s\n' "$outer" >"$hd/unshare.pid"
+	wait_for 10 "the init of $host" has_child "$outer" ||
+		die 1 "failed to start the init of $host (see $hd/init.log)"
+	inner=$(tr -d ' \n' <"/proc/$outer/task/$outer/children")
+	is_lab_init "$inner" || die 1 "failed to find the init of $host (child of $outer: '$inner')"
+	printf '%s\n' "$inner" >"$hd/init.pid"
+	wait_for 10 "the init of $host to mount its private folders" init_ready "$inner" "$host" ||
+		die 1 "failed to start the init of $host (see $hd/init.log)"
+
+	# sshd: its own host key and config; the lab client key for root.
+	ssh-keygen -q -t ed25519 -N '' -C "$host" -f "$hd/ssh_host_ed25519_key"
+	cat >"$hd/sshd_config" <<EOF
+# Written by fsmatrix lab up: sshd of lab host $host.
+ListenAddress $ip:22
+HostKey $hd/ssh_host_ed25519_key
+PidFile /run/sshd/sshd.pid
+AuthorizedKeysFile $DIR/authorized_keys
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PrintMotd no
+AcceptEnv LANG LC_*
+Subsystem sftp /usr/lib/openssh/sftp-server
+EOF
+	in_host "$i" /usr/sbin/sshd -f "$hd/sshd_config" -E "$hd/sshd.log"
+	printf '%s %s\n' "$ip" "$(cut -d' ' -f1,2 "$hd/ssh_host_ed25519_key.pub")" >>"$DIR/known_hosts"
+
+	# zfs-fuse: one daemon per host, its socket/lock/cache private to the host.
+	in_host "$i" /usr/sbin/zfs-fuse --pidfile /run/zfs/zfs-fuse.pid
+}
+
+write_inventory() {
+	local n=$1 pg_bin=$2 i
+	{
+		printf '%s\n' "# Written by \`fsmatrix lab up\` on $(date -u +%Y-%m-%dT%H:%M:%SZ): the local lab's hosts."
+		printf '[defaults]\n'
+		printf 'user = "root"\n'
+		printf 'identity_file = "%s/id_ed25519"\n' "$DIR"
+		printf 'known_hosts = "%s/known_hosts"\n' "$DIR"
+		printf 'work_dir = "/var/tmp/fsmatrix"\n'
+		printf 'os = "linux"\n'
+		printf 'platform = "lab"            # network + mount namespace on one machine, loop-device disk\n'
+		printf 'pg_bin = "%s"\n' "$pg_bin"
+		printf 'pg_user = "postgres"\n'
+		printf 'pg_port = 5433\n'
+		printf 'tags = ["lab"]\n'
+		for ((i = 1; i <= n; i++)); do
+			printf '\n[[host]]\n'
+			printf 'name = "lab%d"\n' "$i"
+			printf 'address = "%s"\n' "$(host_ip "$i")"
+			printf 'port = 22\n'
+			printf 'devices = ["%s"]\n' "$(cat "$DIR/hosts/lab$i/device")"
+		done
+	} >"$DIR/inventory.toml.tmp"
+	mv "$DIR/inventory.toml.tmp" "$DIR/inventory.toml"
+}
+
+ssh_lab() {
+	local ip=$1
+	shift
+	ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$DIR/known_hosts" \
+		-o ConnectTimeout=3 -o LogLevel=ERROR -i "$DIR/id_ed25519" "root@$ip" "$@"
+}
+
+up_failed() {
+	local rc=$?
+	[ "$rc" = 0 ] && return 0
+	log "fsmatrix lab: up failed; removing what it made"
+	down_all || log "fsmatrix lab: could not remove everything; run \`fsmatrix lab down\`"
+	exit "$rc"
+}
+
+lab_exists() {
+	# Any trace of a lab, ours or one in another state dir (the names are machine-wide).
+	[ -e "$DIR/created" ] && return 0
+	ip link show "$BRIDGE" >/dev/null 2>&1 && return 0
+	ip netns list 2>/dev/null | grep -q '^fsmx-lab' && return 0
+	return 1
+}
+
+cmd_up() {
+	local n=$1 disk_size=$2 install=$3 t0 pg_bin i ips=()
+	need_linux
+	need_root
+	need_loop
+	check_dir "$DIR"
+	case "$n" in
+	'' | *[!0-9]*) die 2 "--hosts must be a number from 1 to 16, not '$n'" ;;
+	esac
+	if [ "$n" -lt 1 ] || [ "$n" -gt 16 ]; then die 2 "--hosts must be from 1 to 16, not $n"; fi
+	[[ "$disk_size" =~ ^[1-9][0-9]*[KMGT]?$ ]] ||
+		die 2 "--disk-size must be a size like 4G or 2048M, not '$disk_size'"
+
+	exec 9>"$LOCK"
+	flock -n 9 || die 1 "another \`fsmatrix lab\` command is running (lock $LOCK)"
+	if lab_exists; then
+		die 1 "a lab is already up (state in $DIR, or bridge $BRIDGE / fsmx-lab* namespaces exist); nothing changed. Use \`fsmatrix lab status\` to see it or \`fsmatrix lab down\` to remove it"
+	fi
+	if ip -4 -o addr show | grep -q " $NET\."; then
+		die 2 "the lab's network $NET.0/24 is already used by an interface of this machine (ip -4 addr); nothing changed"
+	fi
+	check_packages "$install"
+	pg_bin=$(pg_bin_dir)
+
+	t0=$(now)
+	mkdir -p "$DIR"
+	: >"$DIR/created"
+	# From here on a failure (or Ctrl-C) removes what was made.
+	trap 'up_failed' EXIT
+	trap 'exit 130' INT TERM
+
+	# ip netns add bind-mounts /run/netns onto itself: record it so down undoes it.
+	[ -d /run/netns ] || record dir /run/netns
+	mountpoint -q /run/netns 2>/dev/null || record netns-mount /run/netns
+	for d in $PRIVATE_DIRS; do
+		[ -d "$d" ] || {
+			record dir "$d"
+			mkdir -p "$d"
+		}
+	done
+
+	rm -f "$DIR/id_ed25519" "$DIR/id_ed25519.pub"
+	ssh-keygen -q -t ed25519 -N '' -C "fsmatrix-lab" -f "$DIR/id_ed25519"
+	cp "$DIR/id_ed25519.pub" "$DIR/authorized_keys"
+	: >"$DIR/known_hosts"
+
+	record link "$BRIDGE"
+	ip link add "$BRIDGE" type bridge
+	ip addr add "$NET.1/24" dev "$BRIDGE"
+	ip link set "$BRIDGE" up
+
+	for ((i = 1; i <= n; i++)); do
+		up_host "$i" "$disk_size"
+		ips+=("$(host_ip "$i")")
+	done
+	for ip in "${ips[@]}"; do
+		wait_for 15 "sshd on $ip" ssh_lab "$ip" true || false
+	done
+	write_inventory "$n" "$pg_bin"
+	printf 'up\n' >"$DIR/state"
+	trap - EXIT INT TERM
+	log "lab up: $n hosts in $(elapsed "$t0") s; inventory: $DIR/inventory.toml"
+	for ((i = 1; i <= n; i++)); do
+		printf 'lab%d %s %s\n' "$i" "$(host_ip "$i")" "$(cat "$DIR/hosts/lab$i/device")"
+	done
+}
+
+# --- down --------------------------------------------------------------------------------
+
+# Is PID the init (or unshare) this lab recorded, not a reused PID?
+is_lab_init() {
+	local pid=$1
+	[ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q 'fsmx-init'
+}
+
+# PIDs (root namespace numbering) of processes whose pid namespace is that of PID.
+pids_in_ns_of() {
+	local ref
+	ref=$(readlink "/proc/$1/ns/pid" 2>/dev/null) || return 0
+	# One find for all processes (a readlink per process is slow); brackets as ?.
+	ref=${ref//[\[\]]/?}
+	find /proc/[0-9]*/ns/pid -maxdepth 0 -lname "$ref" 2>/dev/null | cut -d/ -f3
+	return 0
+}
+
+comm_of() { cat "/proc/$1/comm" 2>/dev/null || true; }
+
+down_host() {
+	local hd=$1 host pid p dev n pools mnt left
+	host=$(basename "$hd")
+	pid=$(cat "$hd/init.pid" 2>/dev/null || true)
+	p=$(cat "$hd/unshare.pid" 2>/dev/null || true)
+	if [ -z "$pid" ] && is_lab_init "$p"; then
+		# up stopped before it recorded the init: it is the unshare's child.
+		pid=$(tr -d ' \n' <"/proc/$p/task/$p/children" 2>/dev/null || true)
+	fi
+	dev=$(cat "$hd/device" 2>/dev/null || true)
+	if is_lab_init "$pid"; then
+		# 1. PostgreSQL: a fast shutdown of every postmaster of the host.
+		for p in $(pids_in_ns_of "$pid"); do
+			if [ "$(comm_of "$p")" = postgres ]; then kill -INT "$p" 2>/dev/null || true; fi
+		done
+		for ((n = 0; n < 150; n++)); do
+			left=0
+			for p in $(pids_in_ns_of "$pid"); do
+				[ "$(comm_of "$p")" = postgres ] && left=1
+			done
+			[ "$left" = 0 ] && break
+			sleep 0.1
+		done
+		# 2. Unmount what is mounted from the host's device (deepest first).
+		if [ -n "$dev" ]; then
+			awk -v d="$dev" '$1 == d { print $2 }' "/proc/$pid/mounts" | sort -r |
+				while read -r mnt; do
+					nsenter -t "$pid" -m -- umount "$mnt" 2>/dev/null ||
+						nsenter -t "$pid" -m -- umount -l "$mnt" 2>/dev/null || true
+				done
+		fi
+		# 3. zfs-fuse pools: destroy (they live only on this host's device); "pool is
+		#    busy" for a second or so after postgres stops, so retry.
+		pools=$(nsenter -t "$pid" -n -m -u -i -p -- zpool list -H -o name 2>/dev/null || true)
+		for p in $pools; do
+			for ((n = 0; n < 20; n++)); do
+				nsenter -t "$pid" -n -m -u -i -p -- zpool destroy -f "$p" 2>/dev/null && break
+				sleep 0.5
+			done
+		done
+		# 4. zfs-fuse: ask it to stop so it flushes; then end the host (TERM its init: the
+		#    kernel ends every process of its pid namespace with it).
+		for p in $(pids_in_ns_of "$pid"); do
+			if [ "$(comm_of "$p")" = zfs-fuse ]; then kill -TERM "$p" 2>/dev/null || true; fi
+		done
+		for ((n = 0; n < 50; n++)); do
+			left=0
+			for p in $(pids_in_ns_of "$pid"); do
+				[ "$(comm_of "$p")" = zfs-fuse ] && left=1
+			done
+			[ "$left" = 0 ] && break
+			sleep 0.1
+		done
+		kill -TERM "$pid" 2>/dev/null || true
+		for ((n = 0; n < 100; n++)); do
+			[ -e "/proc/$pid" ] || break
+			sleep 0.1
+		done
+		[ -e "/proc/$pid" ] && kill -KILL "$pid" 2>/dev/null
+	fi
+	p=$(cat "$hd/unshare.pid" 2>/dev/null || true)
+	if is_lab_init "$p"; then
+		kill -TERM "$p" 2>/dev/null || true
+		wait_for 5 "the unshare of $host to end" test ! -e "/proc/$p" || kill -KILL "$p" 2>/dev/null || true
+	fi
+	# 5. The loop device: only one backed by this host's own file.
+	if [ -e "$hd/disk.img" ]; then
+		for ((n = 0; n < 100; n++)); do
+			left=$(losetup -n -O NAME -j "$hd/disk.img" 2>/dev/null || true)
+			[ -z "$left" ] && break
+			for dev in $left; do losetup -d "$dev" 2>/dev/null || true; done
+			sleep 0.1
+		done
+		[ -z "$left" ] || log "fsmatrix lab: loop device $left of $host is still busy; it is set to detach when released"
+	fi
+}
+
+down_all() {
+	local hd kind what rc=0
+	[ -d "$DIR" ] || return 0
+	# Hosts in parallel: stopping zfs-fuse takes seconds each.
+	for hd in "$DIR"/hosts/*/; do
+		down_host "${hd%/}" &
+	done
+	wait
+	if [ -e "$DIR/created" ]; then
+		# Undo in reverse order of creation.
+		while read -r kind what; do
+			case "$kind" in
+			netns) ip netns del "$what" 2>/dev/null || true ;;
+			link) ! ip link show "$what" >/dev/null 2>&1 || ip link del "$what" || rc=1 ;;
+			netns-mount)
+				if mountpoint -q "$what" && [ -z "$(ls -A "$what")" ]; then umount "$what" || rc=1; fi
+				;;
+			dir) rmdir "$what" 2>/dev/null || true ;;
+			esac
+		done < <(tac "$DIR/created")
+	fi
+	[ "$rc" = 0 ] || return 1
+	rm -rf "${DIR:?}/hosts" "$DIR/created" "$DIR/state" "$DIR/inventory.toml" "$DIR/known_hosts" \
+		"$DIR/authorized_keys" "$DIR/id_ed25519" "$DIR/id_ed25519.pub"
+	rmdir "$DIR" 2>/dev/null || true
+}
+
+cmd_down() {
+	local t0
+	need_linux
+	need_root
+	check_dir "$DIR"
+	exec 9>"$LOCK"
+	flock -w 60 9 || die 1 "another \`fsmatrix lab\` command is running (lock $LOCK)"
+	if [ ! -d "$DIR" ]; then
+		log "lab down: no lab in $DIR; nothing to do"
+		return 0
+	fi
+	t0=$(now)
+	down_all || die 1 "could not remove every part of the lab in $DIR (see above); run \`fsmatrix lab down\` again"
+	log "lab down: removed in $(elapsed "$t0") s"
+}
+
+# --- status ------------------------------------------------------------------------------
+
+cmd_status() {
+	local hd host i ip dev pid reach att mounts pools bad=0
+	need_linux
+	need_root
+	if [ ! -e "$DIR/state" ]; then
+		if [ -e "$DIR/created" ]; then
+			log "fsmatrix lab: the lab in $DIR is half made (a failed or running \`lab up\`); remove it with \`fsmatrix lab down\`"
+		else
+			log "fsmatrix lab: no lab is up in $DIR; start one with \`fsmatrix lab up\`"
+		fi
+		return 2
+	fi
+	printf '%-6s %-12s %-11s %-22s %s\n' HOST ADDRESS SSH DEVICE MOUNTED
+	for hd in "$DIR"/hosts/*/; do
+		hd=${hd%/}
+		host=$(basename "$hd")
+		i=${host#lab}
+		ip=$(host_ip "$i")
+		dev=$(cat "$hd/device" 2>/dev/null || true)
+		pid=$(cat "$hd/init.pid" 2>/dev/null || true)
+		if ssh_lab "$ip" true </dev/null 2>/dev/null; then reach=reachable; else
+			reach=unreachable
+			bad=1
+		fi
+		if [ -n "$dev" ] && losetup -n -O BACK-FILE "$dev" 2>/dev/null | grep -qF "$hd/disk.img"; then
+			att="$dev attached"
+		else
+			att="${dev:-?} DETACHED"
+			bad=1
+		fi
+		mounts=""
+		pools=""
+		if is_lab_init "$pid"; then
+			mounts=$(awk -v d="$dev" '$1 == d { printf "%s on %s; ", $3, $2 }' "/proc/$pid/mounts" 2>/dev/null || true)
+			pools=$(nsenter -t "$pid" -n -m -u -i -p -- zfs list -H -o name,mountpoint 2>/dev/null |
+				awk -F '\t' '{ printf "%s on %s, ", $1, $2 }' || true)
+			pools=${pools%, }
+		else
+			mounts="(host init not running) "
+			bad=1
+		fi
+		[ -n "$pools" ] && mounts="${mounts}zfs-fuse: $pools; "
+		mounts=${mounts%; }
+		printf '%-6s %-12s %-11s %-22s %s\n' "$host" "$ip" "$reach" "$att" "${mounts:-nothing}"
+	done
+	return "$bad"
+}
+
+main() {
+	[ $# -ge 2 ] || die 2 "usage: lab.sh up|down|status DIR [HOSTS DISK_SIZE INSTALL]"
+	DIR=${2%/}
+	readonly DIR
+	case "$1" in
+	up)
+		[ $# -eq 5 ] || die 2 "usage: lab.sh up DIR HOSTS DISK_SIZE INSTALL"
+		cmd_up "$3" "$4" "$5"
+		;;
+	down) cmd_down ;;
+	status) cmd_status ;;
+	*) die 2 "unknown lab action '$1'; valid: up, down, status" ;;
+	esac
+}
+
+main "$@"
