@@ -113,6 +113,16 @@ impl RemoteCommand {
         self
     }
 
+    /// `self && other`: both already quoted, so no value is re-parsed.
+    pub fn and_then(mut self, other: &RemoteCommand) -> Self {
+        if self.error.is_none() {
+            self.error = other.error.clone();
+        }
+        self.push_word("&&");
+        self.push_word(&other.text);
+        self
+    }
+
     /// The command as sh source text, or the first value that could not be quoted.
     pub fn to_shell(&self) -> Result<&str, QuoteError> {
         match &self.error {

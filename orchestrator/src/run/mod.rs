@@ -154,14 +154,21 @@ pub async fn prepare(
         sink: &scratch,
         cancel: crx,
     };
-    if let Err(e) = w.upload_scripts().await {
-        report
-            .problems
-            .push(format!("failed to upload the scripts: {e}"));
-        report.elapsed_ms = t0.elapsed().as_millis();
-        return (report, None);
-    }
-    let facts_and_guard = futures::join!(w.facts(), guard(&w));
+    // One round trip when the scripts are already there (the usual case).
+    let facts_and_guard = match w.facts_and_guard().await {
+        Ok(Some((facts, guard))) => (Ok(facts), guard),
+        Err(e) => (Err(e), guard(&w).await),
+        Ok(None) => {
+            if let Err(e) = w.upload_scripts().await {
+                report
+                    .problems
+                    .push(format!("failed to upload the scripts: {e}"));
+                report.elapsed_ms = t0.elapsed().as_millis();
+                return (report, None);
+            }
+            futures::join!(w.facts(), guard(&w))
+        }
+    };
     match facts_and_guard.0 {
         Ok(kv) => report.facts = kv.to_map(),
         Err(e) => report.problems.push(format!("facts failed: {}", e.message)),

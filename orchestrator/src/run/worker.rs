@@ -26,6 +26,9 @@ use crate::results::model::{
 };
 use crate::results::BundleError;
 
+/// Separates facts' output from the guard's in one round trip.
+const GUARD_MARK: &str = "@@fsmatrix-guard";
+
 /// The pool name fsmatrix gives every ZFS pool it makes (the guard knows
 /// `fsmx*` pools as its own).
 pub const POOL: &str = "fsmx";
@@ -529,20 +532,6 @@ impl<'a, R: Remote> Worker<'a, R> {
         let Some(files) = scripts_for(self.host.os) else {
             return Ok(());
         };
-        // Already there from an earlier sweep or check, and intact?  One
-        // round trip instead of five: `check` is the fast path users run most.
-        let mut intact = true;
-        for (name, body) in files {
-            let path = format!("{}/{name}", self.paths.scripts);
-            let expected = crate::remote::sha256_hex(body.as_bytes());
-            if self.remote.verify_sha256(&path, &expected).await.is_err() {
-                intact = false;
-                break;
-            }
-        }
-        if intact {
-            return Ok(());
-        }
         // work_dir must be traversable by pg_user (the mount point and the
         // socket folder live under it); the upload makes private folders.
         let mk = RemoteCommand::raw("mkdir -p --")
@@ -560,6 +549,58 @@ impl<'a, R: Remote> Worker<'a, R> {
                 .await?;
         }
         Ok(())
+    }
+
+    /// `facts` and the device guard (`preflight`, read-only) in one round
+    /// trip, after checking that the uploaded scripts are there and intact:
+    /// `check` is the fast path users run most, and every SSH command costs
+    /// the login shell's start-up (0.1-0.3 s with a heavy `.bashrc`).
+    /// `Ok(None)`: the scripts must be uploaded first.
+    pub async fn facts_and_guard(&self) -> Result<Option<(Kv, Result<Kv, StepError>)>, StepError> {
+        let Some(files) = scripts_for(self.host.os) else {
+            return Ok(None);
+        };
+        let cmd = RemoteCommand::raw("cd --")
+            .arg(&self.paths.scripts)
+            .raw_arg("2>/dev/null && { sha256sum -- *.sh 2>/dev/null || sha256 -r -- *.sh; }")
+            .and_then(&self.facts_call().command(self.host, &self.paths.scripts))
+            .and_then(&RemoteCommand::raw("echo").arg(GUARD_MARK))
+            .and_then(&FsCalls::preflight(self.host).command(self.host, &self.paths.scripts));
+        let out = self
+            .remote
+            .exec(&cmd, ExecOptions::with_timeout(Duration::from_secs(120)))
+            .await
+            .map_err(|e| StepError::remote("facts", e))?;
+        let text = out.stdout_lossy();
+        let intact = files.iter().all(|(name, body)| {
+            let want = crate::remote::sha256_hex(body.as_bytes());
+            text.lines().any(|l| {
+                let mut w = l.split_whitespace();
+                w.next() == Some(want.as_str()) && w.next() == Some(name)
+            })
+        });
+        if !intact {
+            return Ok(None);
+        }
+        let Some((facts, guard)) = text.split_once(&format!("{GUARD_MARK}\n")) else {
+            // facts itself failed: no marker.
+            return Err(StepError::status("facts", &out));
+        };
+        let guard = if out.status.success() {
+            Ok(Kv::parse(guard))
+        } else {
+            Err(StepError::status("preflight", &out))
+        };
+        Ok(Some((Kv::parse(facts), guard)))
+    }
+
+    fn facts_call(&self) -> Call {
+        Call::new("facts")
+            .args(
+                "dev",
+                self.host.devices.iter().map(|d| d.as_str().to_string()),
+            )
+            .arg("pg_bin", self.host.pg_bin_or_hint())
     }
 
     /// `facts` for the host's devices; written to the bundle.
