@@ -639,7 +639,9 @@ verb_load() {
 			printf '\\timing on\n'
 			cat "$_l_sql"
 		} >"$OUT/input.sql"
-		run_step "$OUT" "$PG_BIN/psql" -X -e -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -U "$PG_USER" -d "$DB" -f "$OUT/input.sql"
+		# -q -e -o: stdout holds only each statement as sent and its `Time:`
+		# line (what the orchestrator's parser pairs); results go to a file.
+		run_step "$OUT" "$PG_BIN/psql" -X -q -e -v ON_ERROR_STOP=1 -o "$OUT/results.txt" -h "$SOCK" -p "$PORT" -U "$PG_USER" -d "$DB" -f "$OUT/input.sql"
 	fi
 }
 
@@ -685,7 +687,9 @@ verb_run() {
 	elif [ -n "$_r_script" ]; then
 		check_abs script "$_r_script"
 		[ -r "$_r_script" ] || die "script=$_r_script: no such readable file"
-		set -- -f "$_r_script" ${1+"$@"}
+		# -n: pgbench's pre-run vacuum of the pgbench_* tables only prints
+		# errors when a custom script does not use them.
+		set -- -n -f "$_r_script" ${1+"$@"}
 	else
 		usage_die "missing argument builtin= or script="
 	fi

@@ -1,7 +1,7 @@
 //! Parsing psql's per-statement timings for SQL-script workloads.
 //!
-//! psql runs as [`crate::load::psql_script_args`] builds it (`-X -q -e -o
-//! RESULTS -c '\timing on' -f FILE`, with `LC_ALL=C`), so its stdout holds
+//! psql runs as the remote script's `load sql=` verb runs it (`-X -q -e -o
+//! RESULTS -f FILE` with `\timing on` prepended, `LC_ALL=C`), so its stdout holds
 //! only each statement as sent (`-e`) followed by its `Time:` line:
 //!
 //! ```text
