@@ -8,23 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{fsmatrix, lab_lock, ssh, ssh_ok, Lab, LabHost, LabInventory};
+use common::{
+    fsmatrix, inventory_for as inventory, lab_lock, ssh, ssh_ok, Lab, LabHost, LabInventory,
+};
 use serde_json::Value;
-
-/// An inventory for (some of) the lab's hosts, with per-host extra lines.
-fn inventory(lab: &LabInventory, hosts: &[(&LabHost, &str)], defaults_extra: &str) -> String {
-    let mut s = format!(
-        "[defaults]\nuser = \"root\"\nidentity_file = {:?}\nknown_hosts = {:?}\nwork_dir = \"/var/tmp/fsmatrix\"\nos = \"linux\"\nplatform = \"lab\"\npg_bin = {:?}\npg_user = {:?}\npg_port = {}\n{defaults_extra}\n",
-        lab.identity_file, lab.known_hosts, lab.pg_bin, lab.pg_user, lab.pg_port
-    );
-    for (h, extra) in hosts {
-        s.push_str(&format!(
-            "[[host]]\nname = {:?}\naddress = {:?}\ndevices = [{:?}]\n{extra}\n",
-            h.name, h.address, h.device
-        ));
-    }
-    s
-}
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);

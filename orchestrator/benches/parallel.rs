@@ -48,28 +48,26 @@ fn sweep(dir: &std::path::Path, inv_text: &str, tag: &str) -> f64 {
     secs
 }
 
-fn inventory(lab: &common::LabInventory, hosts: &[common::LabHost]) -> String {
-    let mut s = format!(
-        "[defaults]\nidentity_file = {:?}\nknown_hosts = {:?}\nos = \"linux\"\nplatform = \"lab\"\npg_bin = {:?}\npg_port = {}\n",
-        lab.identity_file, lab.known_hosts, lab.pg_bin, lab.pg_port
-    );
-    for h in hosts {
-        s.push_str(&format!(
-            "[[host]]\nname = {:?}\naddress = {:?}\ndevices = [{:?}]\n",
-            h.name, h.address, h.device
-        ));
-    }
-    s
-}
-
 fn main() {
     let Some(lab) = common::read_inventory(&common::lab_dir()) else {
         eprintln!("parallel bench: no lab is up (fsmatrix lab up); skipped");
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let one = sweep(dir.path(), &inventory(&lab, &lab.hosts[..1]), "one");
-    let all = sweep(dir.path(), &inventory(&lab, &lab.hosts), "all");
+    let one = sweep(
+        dir.path(),
+        &common::inventory_for(&lab, &[(&lab.hosts[0], "")], ""),
+        "one",
+    );
+    let all = sweep(
+        dir.path(),
+        &common::inventory_for(
+            &lab,
+            &lab.hosts.iter().map(|h| (h, "")).collect::<Vec<_>>(),
+            "",
+        ),
+        "all",
+    );
     let n = lab.hosts.len();
     println!("parallel sweep, 8 cells per host (ext4, select-only, clients 1 and 2, 2 repeats, 5 s runs):");
     println!("  1 host : {one:.1} s");

@@ -210,3 +210,23 @@ impl Drop for Lab {
         }
     }
 }
+
+/// An fsmatrix inventory for some of the lab's hosts, each with extra TOML
+/// lines (e.g. `port = 1`, `consent_foreign = [...]`), and extra `[defaults]` lines.
+pub fn inventory_for(
+    lab: &LabInventory,
+    hosts: &[(&LabHost, &str)],
+    defaults_extra: &str,
+) -> String {
+    let mut s = format!(
+        "[defaults]\nuser = \"root\"\nidentity_file = {:?}\nknown_hosts = {:?}\nwork_dir = \"/var/tmp/fsmatrix\"\nos = \"linux\"\nplatform = \"lab\"\npg_bin = {:?}\npg_user = {:?}\npg_port = {}\n{defaults_extra}\n",
+        lab.identity_file, lab.known_hosts, lab.pg_bin, lab.pg_user, lab.pg_port
+    );
+    for (h, extra) in hosts {
+        s.push_str(&format!(
+            "[[host]]\nname = {:?}\naddress = {:?}\ndevices = [{:?}]\n{extra}\n",
+            h.name, h.address, h.device
+        ));
+    }
+    s
+}
