@@ -561,3 +561,114 @@ fn sigint_mid_sweep_tears_down_and_closes_an_incomplete_bundle() {
         assert_clean(&lab.inv, h);
     }
 }
+
+/// `journal.jsonl`'s finished cells: cell id → (bundle-relative file → sha256).
+fn journal_done(bundle: &Path) -> std::collections::BTreeMap<String, serde_json::Map<String, Value>> {
+    std::fs::read_to_string(bundle.join("journal.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["event"] == "cell_done")
+        .map(|v| {
+            (
+                v["cell"].as_str().unwrap_or_default().to_string(),
+                v["files"].as_object().cloned().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
+fn sha256_of(path: &Path) -> String {
+    let o = Command::new("sha256sum").arg(path).output().expect("sha256sum");
+    String::from_utf8_lossy(&o.stdout)
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn sigkill_mid_cell_then_resume_finishes_the_bundle() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let hosts: Vec<(&LabHost, &str)> = lab.inv.hosts.iter().take(2).map(|h| (h, "")).collect();
+    let inv = write(tmp.path(), "inventory.toml", &inventory(&lab.inv, &hosts, ""));
+    let matrix = write(
+        tmp.path(),
+        "matrix.toml",
+        "name = \"resume\"\nrepeats = 3\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n[[workload]]\nname = \"tpcb\"\nbuiltin = \"tpcb-like\"\nscale = 1\nclients = [1]\nduration = \"6s\"\n",
+    );
+    let out = tmp.path().join("results");
+    let log = tmp.path().join("stderr.log");
+    let mut child = fsmatrix()
+        .args(["run", "--inventory"])
+        .arg(&inv)
+        .arg("--matrix")
+        .arg(&matrix)
+        .arg("--out")
+        .arg(&out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log file"))
+        .spawn()
+        .expect("spawn fsmatrix run");
+    // Kill it (SIGKILL: no teardown, no close) in the middle of a cell, once
+    // at least one cell is finished.
+    let t0 = Instant::now();
+    let bundle = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        let b = std::fs::read_dir(&out)
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+            .map(|e| e.path());
+        if let Some(b) = b {
+            let done = journal_done(&b).len();
+            let started = text.matches(": run ext4").count();
+            if done >= 1 && started > done {
+                break b;
+            }
+        }
+        assert!(t0.elapsed() < Duration::from_secs(180), "no cell finished:\n{text}");
+        assert!(child.try_wait().expect("try_wait").is_none(), "fsmatrix ended early:\n{text}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    child.kill().expect("SIGKILL fsmatrix");
+    let _ = child.wait();
+    let before = journal_done(&bundle);
+    let n_before = before.len();
+    assert!(n_before >= 1 && n_before < 6, "killed mid-sweep: {n_before} cells done");
+    let mut sums = Vec::new();
+    for files in before.values() {
+        for (rel, sum) in files {
+            sums.push((rel.clone(), sum.as_str().unwrap_or_default().to_string()));
+        }
+    }
+
+    let o = fsmatrix().arg("resume").arg(&bundle).output().expect("resume");
+    eprintln!(
+        "resume -> {:?}\n{}{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(0), "resume finishes every cell");
+    assert_verifies(&bundle);
+    let info = std::fs::read_to_string(bundle.join("bag-info.txt")).expect("bag-info");
+    assert!(info.contains("Sweep-Status: complete"), "{info}");
+    let rs = results(&bundle);
+    let mut ids: Vec<&str> = rs.iter().map(|r| r["cell_id"].as_str().unwrap_or_default()).collect();
+    ids.sort();
+    let n = ids.len();
+    ids.dedup();
+    assert_eq!((n, ids.len()), (6, 6), "every cell exactly once");
+    assert!(rs.iter().all(|r| r["status"]["state"] == "done"), "{rs:?}");
+    for (rel, sum) in sums {
+        assert_eq!(sha256_of(&bundle.join(&rel)), sum, "{rel} kept its original bytes");
+    }
+    for (h, _) in &hosts {
+        assert_clean(&lab.inv, h);
+    }
+}

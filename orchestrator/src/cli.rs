@@ -135,7 +135,7 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Plan(args) => crate::plan::cli(&args),
         Command::Check(args) => crate::run::check_cli(&args),
         Command::Run(args) => crate::run::run_cli(&args),
-        Command::Resume(_) => not_yet("resume"),
+        Command::Resume(args) => crate::run::resume_cli(&args),
         Command::Verify(args) => verify_cmd(&args),
         Command::Report(args) => report_cmd(&args),
         Command::Archive(_) => not_yet("archive"),

@@ -10,7 +10,7 @@ pub mod progress;
 pub mod script;
 pub mod worker;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
@@ -107,6 +107,7 @@ pub async fn prepare(
     inv_path: &Path,
     host: &Host,
     needs: &[FsType],
+    pre_clean: bool,
 ) -> (HostReport, Option<(SshRemote, Host, HostPaths)>) {
     let t0 = Instant::now();
     let mut report = HostReport {
@@ -154,6 +155,17 @@ pub async fn prepare(
         sink: &scratch,
         cancel: crx,
     };
+    if pre_clean {
+        // What a killed run left (a mount, postgres, a pool) would make the
+        // guard refuse the device: tear down first.
+        if let Err(e) = w.upload_scripts().await {
+            report.problems.push(format!("failed to upload the scripts: {e}"));
+            report.elapsed_ms = t0.elapsed().as_millis();
+            return (report, None);
+        }
+        let mut log = String::new();
+        w.teardown(None, &mut log).await;
+    }
     // One round trip when the scripts are already there (the usual case).
     let facts_and_guard = match w.facts_and_guard().await {
         Ok(Some((facts, guard))) => (Ok(facts), guard),
@@ -305,7 +317,7 @@ pub fn check_cli(args: &crate::cli::CheckArgs) -> ExitCode {
                 .unwrap_or_default();
             let inv_path = inv.path.clone();
             async move {
-                let (r, conn) = prepare(&inv_path, h, &needs).await;
+                let (r, conn) = prepare(&inv_path, h, &needs, false).await;
                 if let Some((remote, _, _)) = conn {
                     remote.disconnect().await;
                 }
@@ -396,6 +408,18 @@ fn snapshots(sink: &Sink, inv: &Inventory, m: &Matrix, p: &Plan) -> Result<(), S
         .map_err(|e| e.to_string())?;
     sink.write("matrix.toml", &read(&m.path)?)
         .map_err(|e| e.to_string())?;
+    // The scripts a matrix names, at the same relative path, so that the
+    // snapshot plans by itself (`resume`, `run --from`).
+    for w in &m.workloads {
+        if let crate::config::WorkloadKind::PgbenchScript { path, content, .. }
+        | crate::config::WorkloadKind::SqlScript { path, content, .. } = &w.kind
+        {
+            if let Some(rel) = path.to_str().filter(|_| path.is_relative()) {
+                sink.write(rel, content.as_bytes())
+                    .map_err(|e| format!("failed to snapshot {rel}: {e}"))?;
+            }
+        }
+    }
     let mut plan_json = serde_json::to_vec_pretty(p).map_err(|e| e.to_string())?;
     plan_json.push(b'\n');
     sink.write("plan.json", &plan_json)
@@ -414,14 +438,70 @@ pub struct SweepSummary {
 pub async fn sweep(inv: &Inventory, m: &Matrix, out: &Path) -> Result<SweepSummary, String> {
     let p = plan(inv, m);
     let bundle = Bundle::create(out, m.name.as_str()).map_err(|e| format!("failed to {e}"))?;
+    execute(bundle, inv, &p, Some(m), &HashSet::new(), false).await
+}
+
+/// Finish a sweep whose orchestrator died: re-plan from the bundle's own
+/// snapshots (never the files on disk, which may have changed since), tear
+/// down what the dead run left on every host, keep every cell whose files
+/// verify, run the rest, close the bundle.
+pub async fn resume(dir: &Path) -> Result<SweepSummary, String> {
+    let data = dir.join("data");
+    let read = |name: &str| {
+        std::fs::read_to_string(data.join(name))
+            .map_err(|e| format!("failed to read the bundle's snapshot {name}: {e}"))
+    };
+    let inv = Inventory::parse(&data.join("inventory.toml"), read("inventory.toml")?)
+        .map_err(|e| format!("the bundle's inventory snapshot no longer loads:\n{e}"))?;
+    let m = Matrix::parse(&data.join("matrix.toml"), read("matrix.toml")?)
+        .map_err(|e| format!("the bundle's matrix snapshot no longer loads:\n{e}"))?;
+    let p = plan(&inv, &m);
+    let mut bundle = Bundle::open(dir).map_err(|e| format!("failed to {e}"))?;
+    let mut keep = HashSet::new();
+    for c in &p.cells {
+        // A cell recorded as not run (an interrupted sweep) runs now; one
+        // that ran (done or failed) is kept if its files still verify.
+        let ran = std::fs::read(data.join(format!("cells/{}/result.json", c.id)))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<crate::results::CellResult>(&b).ok())
+            .is_some_and(|r| !matches!(r.status, crate::results::CellStatus::NotRun { .. }));
+        if ran && bundle.cell_files_intact(&c.id) {
+            keep.insert(c.id.clone());
+        } else {
+            bundle
+                .discard_cell(&c.id)
+                .map_err(|e| format!("failed to {e}"))?;
+        }
+    }
+    eprintln!(
+        "fsmatrix: resuming {}: {} of {} cells verify and are kept",
+        dir.display(),
+        keep.len(),
+        p.cells.len()
+    );
+    execute(bundle, &inv, &p, None, &keep, true).await
+}
+
+/// Run the cells of `p` not in `keep` into `bundle` and close it.
+/// `pre_clean`: tear every host down before its checks (after a crash).
+async fn execute(
+    bundle: Bundle,
+    inv: &Inventory,
+    p: &Plan,
+    snapshot_of: Option<&Matrix>,
+    keep: &HashSet<String>,
+    pre_clean: bool,
+) -> Result<SweepSummary, String> {
     let root = bundle.path().to_path_buf();
     let (tx, mut rx) = mpsc::unbounded_channel::<RunEvent>();
     let sink = Sink {
         bundle: Some(Mutex::new(bundle)),
         events: tx,
     };
-    snapshots(&sink, inv, m, &p)?;
-    let total = p.cells.len();
+    if let Some(m) = snapshot_of {
+        snapshots(&sink, inv, m, p)?;
+    }
+    let total = p.cells.iter().filter(|c| !keep.contains(&c.id)).count();
     let display = tokio::spawn(async move {
         let mut r = progress::reporter(total);
         while let Some(e) = rx.recv().await {
@@ -451,11 +531,15 @@ pub async fn sweep(inv: &Inventory, m: &Matrix, out: &Path) -> Result<SweepSumma
     });
 
     let futs = p.hosts.iter().map(|hp| {
-        let cells: Vec<&Cell> = p.cells.iter().filter(|c| c.host == hp.host).collect();
+        let cells: Vec<&Cell> = p
+            .cells
+            .iter()
+            .filter(|c| c.host == hp.host && !keep.contains(&c.id))
+            .collect();
         let host = inv.hosts.iter().find(|h| h.name == hp.host);
         let sink = &sink;
         let cancel = cancel_rx.clone();
-        let needs = needs_of(&p, hp.host.as_str());
+        let needs = needs_of(p, hp.host.as_str());
         let eta = hp.eta;
         async move {
             let mut tally = HostTally::default();
@@ -466,7 +550,10 @@ pub async fn sweep(inv: &Inventory, m: &Matrix, out: &Path) -> Result<SweepSumma
                 cells: cells.len(),
                 eta,
             });
-            let (report, conn) = prepare(&inv.path, host, &needs).await;
+            if cells.is_empty() && !pre_clean {
+                return tally;
+            }
+            let (report, conn) = prepare(&inv.path, host, &needs, pre_clean).await;
             let _ = sink.write_json(&format!("hosts/{name}/facts.json"), &report.facts);
             let _ = sink.write_json(&format!("hosts/{name}/check.json"), &report);
             match conn {
@@ -526,6 +613,15 @@ pub async fn sweep(inv: &Inventory, m: &Matrix, out: &Path) -> Result<SweepSumma
     })
 }
 
+/// `fsmatrix resume BUNDLE`: exit codes as `run`.
+pub fn resume_cli(args: &crate::cli::BundleArgs) -> ExitCode {
+    let Some(rt) = runtime() else {
+        return ExitCode::from(2);
+    };
+    let t0 = Instant::now();
+    finish(rt.block_on(resume(&args.bundle)), t0)
+}
+
 /// `fsmatrix run`: 0 every cell done, 1 some failed or did not run, 2 nothing ran.
 pub fn run_cli(args: &crate::cli::RunArgs) -> ExitCode {
     let (Some(i), Some(mp)) = (&args.inventory, &args.matrix) else {
@@ -541,7 +637,12 @@ pub fn run_cli(args: &crate::cli::RunArgs) -> ExitCode {
         return ExitCode::from(2);
     };
     let t0 = Instant::now();
-    match rt.block_on(sweep(&inv, &m, &args.out)) {
+    finish(rt.block_on(sweep(&inv, &m, &args.out)), t0)
+}
+
+/// Print the outcome and the report; the exit code of `run` and `resume`.
+fn finish(outcome: Result<SweepSummary, String>, t0: Instant) -> ExitCode {
+    match outcome {
         Err(e) => {
             eprintln!("fsmatrix: {e}");
             ExitCode::from(2)
@@ -603,7 +704,11 @@ pub fn render_commands(inv: &Inventory, p: &Plan) -> String {
         s.push_str(&show(
             Call::new("facts").args("dev", host.devices.iter().map(|d| d.as_str().to_string())),
         ));
-        let cells: Vec<&Cell> = p.cells.iter().filter(|c| c.host == hp.host).collect();
+        let cells: Vec<&Cell> = p
+            .cells
+            .iter()
+            .filter(|c| c.host == hp.host)
+            .collect();
         let mut last_fs = None;
         let mut last_wl = None;
         for c in &cells {
