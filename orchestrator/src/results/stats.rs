@@ -200,12 +200,35 @@ pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
 }
 
 /// Quantile of Student's t: the `t` with `t_cdf(t, df) == p`, 0 < p < 1.
+/// Memoised per thread: a report asks for t(0.975, n − 1) for thousands of
+/// groups with the same few n.
 pub fn t_quantile(p: f64, df: f64) -> f64 {
+    thread_local! {
+        static CACHE: std::cell::RefCell<std::collections::HashMap<(u64, u64), f64>> =
+            std::cell::RefCell::new(std::collections::HashMap::new());
+    }
+    let key = (p.to_bits(), df.to_bits());
+    if let Some(v) = CACHE.with(|c| c.borrow().get(&key).copied()) {
+        return v;
+    }
+    let v = t_quantile_uncached(p, df);
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        // Fractional Welch df never repeat; keep the cache bounded.
+        if c.len() > 4096 {
+            c.clear();
+        }
+        c.insert(key, v);
+    });
+    v
+}
+
+fn t_quantile_uncached(p: f64, df: f64) -> f64 {
     if !(p > 0.0 && p < 1.0) || df.is_nan() || df <= 0.0 {
         return f64::NAN;
     }
     if p < 0.5 {
-        return -t_quantile(1.0 - p, df);
+        return -t_quantile_uncached(1.0 - p, df);
     }
     if p == 0.5 {
         return 0.0;
