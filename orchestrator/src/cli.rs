@@ -115,12 +115,23 @@ pub struct BundleArgs {
 pub struct ReportArgs {
     #[arg(required = true)]
     pub bundles: Vec<PathBuf>,
+    /// md, csv or json (html is not built yet).
     #[arg(long, default_value = "md")]
     pub format: String,
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Filesystem variant to compare with (default: the first in matrix order).
     #[arg(long)]
     pub baseline: Option<String>,
+    /// Flag a group as noisy when its tps CV exceeds this percentage.
+    #[arg(long, default_value_t = 5.0)]
+    pub noisy_cv_percent: f64,
+    /// Seconds of per-second progress dropped at the start of each run.
+    #[arg(long, default_value_t = 0.0)]
+    pub trim_start_s: f64,
+    /// Seconds of per-second progress dropped at the end of each run.
+    #[arg(long, default_value_t = 0.0)]
+    pub trim_end_s: f64,
 }
 
 /// Say plainly that a command is not built yet, and exit 2: no stub pretends to succeed.
@@ -178,38 +189,86 @@ fn verify_cmd(args: &BundleArgs) -> ExitCode {
     }
 }
 
-/// `fsmatrix report BUNDLE...`: Markdown for now; other formats come with issue 5.
+/// `fsmatrix report BUNDLE...`: statistics and comparisons as md, csv or json.
 fn report_cmd(args: &ReportArgs) -> ExitCode {
-    if args.format != "md" {
+    use crate::results::report;
+    let render: fn(&report::Report) -> String = match args.format.as_str() {
+        "md" => report::render_markdown_report,
+        "csv" => report::render_csv,
+        "json" => report::render_json,
+        "html" => {
+            eprintln!(
+                "fsmatrix: failed to render format \"html\": not built yet; use md, csv or json"
+            );
+            return ExitCode::from(2);
+        }
+        other => {
+            eprintln!(
+                "fsmatrix: failed to render format {other:?}: valid formats are md, csv, json"
+            );
+            return ExitCode::from(2);
+        }
+    };
+    if !(args.noisy_cv_percent.is_finite() && args.noisy_cv_percent >= 0.0) {
         eprintln!(
-            "fsmatrix: failed to render format {:?}: only md is built yet",
-            args.format
+            "fsmatrix: failed to use --noisy-cv-percent {}: give a percentage ≥ 0",
+            args.noisy_cv_percent
         );
         return ExitCode::from(2);
     }
-    if args.baseline.is_some() {
-        eprintln!("fsmatrix: failed to compare against a baseline: --baseline is not built yet");
-        return ExitCode::from(2);
+    for (flag, v) in [
+        ("--trim-start-s", args.trim_start_s),
+        ("--trim-end-s", args.trim_end_s),
+    ] {
+        if !(v.is_finite() && v >= 0.0) {
+            eprintln!("fsmatrix: failed to use {flag} {v}: give seconds ≥ 0");
+            return ExitCode::from(2);
+        }
     }
-    let mut cells = Vec::new();
+    let mut loaded = Vec::new();
     for b in &args.bundles {
-        match crate::results::report::load_bundle_results(b) {
-            Ok(c) => cells.extend(c),
+        match report::load_bundle_results(b) {
+            Ok(c) => {
+                let name = b.file_name().map_or_else(
+                    || b.display().to_string(),
+                    |n| n.to_string_lossy().into_owned(),
+                );
+                loaded.push((name, c));
+            }
             Err(e) => {
                 eprintln!("fsmatrix: failed to {e}");
                 return ExitCode::from(2);
             }
         }
     }
-    let md = crate::results::report::render_markdown(&cells);
+    let sources: Vec<report::Source> = loaded
+        .iter()
+        .map(|(name, cells)| report::Source { name, cells })
+        .collect();
+    let opts = report::ReportOptions {
+        baseline: args.baseline.clone(),
+        stats: crate::results::stats::StatsOptions {
+            cv_threshold: args.noisy_cv_percent / 100.0,
+            trim_start_s: args.trim_start_s,
+            trim_end_s: args.trim_end_s,
+        },
+    };
+    let r = match report::build_report(&sources, &opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("fsmatrix: failed to {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let text = render(&r);
     match &args.out {
         Some(path) => {
-            if let Err(e) = std::fs::write(path, md) {
+            if let Err(e) = std::fs::write(path, text) {
                 eprintln!("fsmatrix: failed to write {}: {e}", path.display());
                 return ExitCode::from(2);
             }
         }
-        None => print!("{md}"),
+        None => print!("{text}"),
     }
     ExitCode::SUCCESS
 }

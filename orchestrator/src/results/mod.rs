@@ -5,14 +5,18 @@
 //! - [`manifest`]: sha256 helpers and manifest files.
 //! - [`verify`]: completeness and checksums of a bag ([`verify::verify`]).
 //! - [`model`]: what a cell's `result.json` / a `results.jsonl` line holds.
+//! - [`compare`]: variants against a baseline on one host (Welch, ratio CI).
+//! - [`stats`]: summaries and Student's t over counted repeats.
 //! - [`report`]: rendering of results ([`report::render_markdown`]).
 use std::path::{Path, PathBuf};
 
 pub mod bundle;
+pub mod compare;
 pub mod journal;
 pub mod manifest;
 pub mod model;
 pub mod report;
+pub mod stats;
 pub mod verify;
 
 pub use bundle::Bundle;

@@ -1,16 +1,21 @@
-//! First report: a Markdown table per workload and client count.
+//! Reports: statistics and comparisons of one or more bundles, rendered as
+//! Markdown, CSV or JSON.
 //!
-//! Pure rendering ([`render_markdown`]) over cell records; the CLI reads
-//! bundles ([`load_bundle_results`]) and prints.  Statistics beyond
-//! median/min/max (CI, CV, significance) come with issue 5.
-use std::collections::BTreeMap;
+//! [`build_report`] turns cell records into a [`Report`] (groups from
+//! [`super::stats`], comparisons from [`super::compare`]); the `render_*`
+//! functions are pure over it; the CLI reads bundles
+//! ([`load_bundle_results`]) and writes the output in one place.
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::bundle::{read_results_jsonl, RESULTS_JSONL};
-use super::model::{CellResult, CellStatus};
-use super::BundleError;
+use serde::Serialize;
 
+use super::bundle::{read_results_jsonl, RESULTS_JSONL};
+use super::compare::{self, Comparison};
+use super::model::{CellResult, CellStatus};
+use super::stats::{group_stats, GroupStats, StatsOptions, Summary};
+use super::BundleError;
 /// The cell records of a bundle: `data/results.jsonl`, or, when that is
 /// absent (a bundle closed before any cell finished writing it), every
 /// `data/cells/*/result.json`.
@@ -48,16 +53,276 @@ pub fn load_bundle_results(dir: &Path) -> Result<Vec<CellResult>, BundleError> {
     Ok(out)
 }
 
-fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
+/// One bundle's cells, named for the notes on merged hosts.
+#[derive(Debug, Clone, Copy)]
+pub struct Source<'a> {
+    pub name: &'a str,
+    pub cells: &'a [CellResult],
+}
+
+/// What the report computes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReportOptions {
+    /// Filesystem variant every other is compared with; `None`: the first
+    /// variant in matrix order (the order cells appear in the bundles).
+    pub baseline: Option<String>,
+    pub stats: StatsOptions,
+}
+
+/// Errors of building a report.  Messages read after "failed to …".
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("compare against baseline {name:?}: no such filesystem variant in the results; valid: {valid}")]
+    UnknownBaseline { name: String, valid: String },
+}
+
+/// Everything a report shows; serialised as is for `--format json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    pub bundles: Vec<String>,
+    /// The baseline asked for with `--baseline`, if any.
+    pub baseline_requested: Option<String>,
+    pub cv_threshold: f64,
+    pub trim_start_s: f64,
+    pub trim_end_s: f64,
+    /// Method and blocking notes, in the order shown.
+    pub notes: Vec<String>,
+    /// One table per (workload, clients), sorted.
+    pub tables: Vec<Table>,
+    pub warmups_excluded: usize,
+    pub problems: Vec<Problem>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Table {
+    pub workload: String,
+    pub clients: u32,
+    /// Hosts sorted by name; variants are compared within a host only.
+    pub hosts: Vec<HostBlock>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostBlock {
+    pub host: String,
+    /// The variant the rows are compared with on this host.
+    pub baseline: Option<String>,
+    /// Named only when it beats every other variant at p < 0.05.
+    pub winner: Option<String>,
+    /// Variants in matrix order.
+    pub rows: Vec<Row>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    pub stats: GroupStats,
+    /// `None` on the baseline row itself.
+    pub comparison: Option<Comparison>,
+}
+
+/// A cell that failed or did not run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Problem {
+    pub cell_id: String,
+    pub host: String,
+    pub filesystem: String,
+    pub workload: String,
+    pub clients: u32,
+    pub repeat: u32,
+    pub status: String,
+    pub detail: String,
+}
+
+const METHOD_NOTE: &str =
+    "Counted repeats only (warm-up runs excluded). 95% CI of the mean: Student t. \
+Ratio: variant mean / baseline mean on the same host, 95% CI by the delta method on the log scale. \
+p: Welch's t-test, two-sided. A verdict or winner is named only at p < 0.05.";
+const BLOCKING_NOTE: &str =
+    "Variants are compared on the same host only; hosts are never compared with each other.";
+
+/// Compute groups, comparisons and notes over the cells of all `sources`
+/// (concatenated: a host of the same name in several bundles is one
+/// blocking factor, and a note says so).
+pub fn build_report(sources: &[Source], opts: &ReportOptions) -> Result<Report, ReportError> {
+    let all: Vec<CellResult> = if sources.len() == 1 {
+        Vec::new()
     } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
+        sources
+            .iter()
+            .flat_map(|s| s.cells.iter().cloned())
+            .collect()
+    };
+    let cells: &[CellResult] = if sources.len() == 1 {
+        sources[0].cells
+    } else {
+        &all
+    };
+    // Matrix order of the variants: first appearance.
+    let mut order: Vec<&str> = Vec::new();
+    for c in cells {
+        if !order.contains(&c.params.filesystem.as_str()) {
+            order.push(&c.params.filesystem);
+        }
+    }
+    if let Some(b) = &opts.baseline {
+        if !order.contains(&b.as_str()) {
+            return Err(ReportError::UnknownBaseline {
+                name: b.clone(),
+                valid: if order.is_empty() {
+                    "none (no cells)".into()
+                } else {
+                    order.join(", ")
+                },
+            });
+        }
+    }
+    let mut notes = vec![METHOD_NOTE.to_owned(), BLOCKING_NOTE.to_owned()];
+    match &opts.baseline {
+        Some(b) => notes.push(format!("Baseline: {b} (--baseline).")),
+        None => {
+            if let Some(first) = order.first() {
+                notes.push(format!(
+                    "Baseline: {first}, the first variant in matrix order; a host that did not run it is compared with its own first variant."
+                ));
+            }
+        }
+    }
+    // Hosts that appear in more than one bundle.
+    let mut host_bundles: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for s in sources {
+        for c in s.cells {
+            host_bundles
+                .entry(c.params.host.as_str())
+                .or_default()
+                .insert(s.name);
+        }
+    }
+    for (host, bundles) in &host_bundles {
+        if bundles.len() > 1 {
+            let names: Vec<&str> = bundles.iter().copied().collect();
+            notes.push(format!(
+                "Host {host} appears in bundles {}: its cells are pooled as one blocking factor because the names match; if these are different machines, rename the host in one inventory.",
+                names.join(", ")
+            ));
+        }
+    }
+
+    let groups = group_stats(cells, &opts.stats);
+    let warmups_excluded = cells
+        .iter()
+        .filter(|c| c.params.warmup && matches!(c.status, CellStatus::Done { .. }))
+        .count();
+    // (workload, clients) → host → groups
+    let mut by_table: BTreeMap<(String, u32), BTreeMap<String, Vec<GroupStats>>> = BTreeMap::new();
+    for g in groups {
+        by_table
+            .entry((g.key.workload.clone(), g.key.clients))
+            .or_default()
+            .entry(g.key.host.clone())
+            .or_default()
+            .push(g);
+    }
+    let rank = |fs: &str| order.iter().position(|o| *o == fs).unwrap_or(usize::MAX);
+    let mut tables = Vec::new();
+    for ((workload, clients), hosts) in by_table {
+        let mut blocks = Vec::new();
+        for (host, mut gs) in hosts {
+            gs.sort_by_key(|g| rank(&g.key.filesystem));
+            let baseline = match &opts.baseline {
+                Some(b) => gs.iter().find(|g| &g.key.filesystem == b),
+                None => gs.first(),
+            };
+            let baseline_name = baseline.map(|b| b.key.filesystem.clone());
+            let baseline_values = baseline.map(|b| b.tps_values.clone());
+            let variants: Vec<(&str, &[f64])> = gs
+                .iter()
+                .map(|g| (g.key.filesystem.as_str(), g.tps_values.as_slice()))
+                .collect();
+            let winner = compare::winner(&variants).map(str::to_owned);
+            let rows = gs
+                .iter()
+                .map(|g| {
+                    let comparison = match (&baseline_name, &baseline_values) {
+                        (Some(b), _) if *b == g.key.filesystem => None,
+                        (Some(b), Some(bv)) => Some(compare::compare(b, &g.tps_values, bv)),
+                        _ => Some(Comparison {
+                            baseline: opts.baseline.clone().unwrap_or_default(),
+                            ratio: None,
+                            welch: None,
+                            verdict: compare::Verdict::NoBaseline,
+                        }),
+                    };
+                    Row {
+                        stats: g.clone(),
+                        comparison,
+                    }
+                })
+                .collect();
+            blocks.push(HostBlock {
+                host,
+                baseline: baseline_name,
+                winner,
+                rows,
+            });
+        }
+        tables.push(Table {
+            workload,
+            clients,
+            hosts: blocks,
+        });
+    }
+
+    let mut problems: Vec<Problem> = cells
+        .iter()
+        .filter_map(|c| {
+            let p = &c.params;
+            let detail = match &c.status {
+                CellStatus::Done { .. } => return None,
+                CellStatus::Failed {
+                    step,
+                    exit_status,
+                    stderr_tail,
+                } => {
+                    let last = stderr_tail
+                        .lines()
+                        .rev()
+                        .find(|l| !l.trim().is_empty())
+                        .unwrap_or("");
+                    let exit = exit_status.map_or("no exit status".into(), |e| format!("exit {e}"));
+                    format!("step {step}, {exit}: {last}")
+                }
+                CellStatus::NotRun { reason } => reason.clone(),
+            };
+            Some(Problem {
+                cell_id: c.cell_id.clone(),
+                host: p.host.clone(),
+                filesystem: p.filesystem.clone(),
+                workload: p.workload.clone(),
+                clients: p.clients,
+                repeat: p.repeat,
+                status: c.status.name().to_owned(),
+                detail,
+            })
+        })
+        .collect();
+    problems.sort_by(|a, b| {
+        (&a.host, &a.filesystem, &a.workload, a.clients, a.repeat).cmp(&(
+            &b.host,
+            &b.filesystem,
+            &b.workload,
+            b.clients,
+            b.repeat,
+        ))
+    });
+    Ok(Report {
+        bundles: sources.iter().map(|s| s.name.to_owned()).collect(),
+        baseline_requested: opts.baseline.clone(),
+        cv_threshold: opts.stats.cv_threshold,
+        trim_start_s: opts.stats.trim_start_s,
+        trim_end_s: opts.stats.trim_end_s,
+        notes,
+        tables,
+        warmups_excluded,
+        problems,
     })
 }
 
@@ -86,155 +351,308 @@ fn cell_text(s: &str) -> String {
 
 const DASH: &str = "—";
 
-#[derive(Default)]
-struct Row<'a> {
-    fs_type: &'a str,
-    tps: Vec<f64>,
-    lat: Vec<f64>,
-    on_disk: Vec<f64>,
-    apparent: Vec<f64>,
-    ratio: Vec<f64>,
+fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "<0.001".into()
+    } else {
+        format!("{p:.3}")
+    }
 }
 
-/// (host, filesystem variant) → its runs in one (workload, clients) group.
-type Rows<'a> = BTreeMap<(&'a str, &'a str), Row<'a>>;
+fn mean_ci_text(s: &Summary, digits: usize) -> String {
+    match s.ci95 {
+        Some((lo, hi)) => format!("{:.digits$} ± {:.digits$}", s.mean, (hi - lo) / 2.0),
+        None => format!("{:.digits$}", s.mean),
+    }
+}
 
-/// Render cell records as Markdown: per (workload, clients) a table with one
-/// row per (host, filesystem): median tps with min–max over counted repeats
-/// (warm-up runs excluded), median latency, median sizes.  Failed and
-/// not-run cells are listed below.
+/// Render cell records as Markdown with default options (the report the
+/// run prints at its end).
 pub fn render_markdown(cells: &[CellResult]) -> String {
+    match build_report(&[Source { name: "", cells }], &ReportOptions::default()) {
+        Ok(r) => render_markdown_report(&r),
+        // Unreachable without a requested baseline; say so rather than panic.
+        Err(e) => format!("# fsmatrix report\n\nfailed to {e}\n"),
+    }
+}
+
+/// Markdown: per (workload, clients) a table with one row per host ×
+/// filesystem (hosts sorted, variants in matrix order), the winner per host,
+/// then failed and not-run cells.
+pub fn render_markdown_report(r: &Report) -> String {
     let mut out = String::from("# fsmatrix report\n\n");
-    if cells.is_empty() {
+    if r.tables.is_empty() && r.problems.is_empty() && r.warmups_excluded == 0 {
         out.push_str("No cell results.\n");
         return out;
     }
-    // (workload, clients) → (host, filesystem) → row
-    let mut groups: BTreeMap<(&str, u32), Rows> = BTreeMap::new();
-    let mut warmups = 0usize;
-    let mut problems: Vec<&CellResult> = Vec::new();
-    for c in cells {
-        let p = &c.params;
-        let run = match &c.status {
-            CellStatus::Done { run } => run,
-            _ => {
-                problems.push(c);
-                continue;
-            }
-        };
-        if p.warmup {
-            warmups += 1;
-            continue;
-        }
-        let row = groups
-            .entry((p.workload.as_str(), p.clients))
-            .or_default()
-            .entry((p.host.as_str(), p.filesystem.as_str()))
-            .or_default();
-        row.fs_type = &p.fs_type;
-        row.tps.push(run.tps);
-        row.lat.extend(run.latency_avg_ms);
-        if let Some(s) = &c.sizes {
-            row.on_disk.extend(s.du_on_disk_bytes.map(|b| b as f64));
-            row.apparent.extend(s.du_apparent_bytes.map(|b| b as f64));
-            row.ratio.extend(s.zfs_compressratio);
-        }
+    for n in &r.notes {
+        let _ = writeln!(out, "- {}", cell_text(n));
     }
-    if groups.is_empty() {
+    let _ = writeln!(
+        out,
+        "- Noisy: CV above {}%.\n",
+        fmt_g(r.cv_threshold * 100.0)
+    );
+    if r.tables.is_empty() {
         out.push_str("No counted run finished.\n\n");
     }
-    for ((workload, clients), rows) in &mut groups {
+    for t in &r.tables {
         let _ = writeln!(
             out,
             "## {} — {} client{}\n",
-            cell_text(workload),
-            clients,
-            if *clients == 1 { "" } else { "s" }
+            cell_text(&t.workload),
+            t.clients,
+            if t.clients == 1 { "" } else { "s" }
         );
         out.push_str(
-            "| host | filesystem | type | runs | median tps | tps min–max | median latency (ms) | on disk | apparent | compressratio |\n\
-             |---|---|---|--:|--:|--:|--:|--:|--:|--:|\n",
+            "| host | filesystem | type | n | median tps | tps min–max | mean tps ± 95% CI | CV | latency ms (mean) | vs baseline (95% CI) | p | verdict | on disk | apparent | compressratio |\n\
+             |---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|\n",
         );
-        for ((host, fs), row) in rows.iter_mut() {
-            let n = row.tps.len();
-            let min = row.tps.iter().copied().fold(f64::INFINITY, f64::min);
-            let max = row.tps.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let med = median(&mut row.tps).map_or(DASH.into(), |m| format!("{m:.1}"));
-            let lat = median(&mut row.lat).map_or(DASH.into(), |m| format!("{m:.3}"));
-            let disk = median(&mut row.on_disk).map_or(DASH.into(), bytes_h);
-            let app = median(&mut row.apparent).map_or(DASH.into(), bytes_h);
-            let ratio = median(&mut row.ratio).map_or(DASH.into(), |r| format!("{r:.2}x"));
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {n} | {med} | {min:.1}–{max:.1} | {lat} | {disk} | {app} | {ratio} |",
-                cell_text(host),
-                cell_text(fs),
-                cell_text(row.fs_type),
-            );
+        for h in &t.hosts {
+            for row in &h.rows {
+                let g = &row.stats;
+                let s = &g.tps;
+                let cv = match g.tps.cv {
+                    Some(cv) if g.noisy => format!("{:.1}% noisy", cv * 100.0),
+                    Some(cv) => format!("{:.1}%", cv * 100.0),
+                    None => DASH.into(),
+                };
+                let lat = g
+                    .latency_ms
+                    .as_ref()
+                    .map_or(DASH.into(), |l| mean_ci_text(l, 3));
+                let (ratio, p, verdict) = match &row.comparison {
+                    None => ("1".to_owned(), DASH.to_owned(), "baseline".to_owned()),
+                    Some(c) => {
+                        let ratio = match c.ratio {
+                            Some(rt) => match rt.ci95 {
+                                Some((lo, hi)) => {
+                                    format!("{:.3} ({lo:.3}–{hi:.3})", rt.ratio)
+                                }
+                                None => format!("{:.3}", rt.ratio),
+                            },
+                            None => DASH.into(),
+                        };
+                        let p = c.welch.map_or(DASH.into(), |w| p_text(w.p));
+                        let verdict = match c.verdict {
+                            compare::Verdict::Faster | compare::Verdict::Slower => {
+                                format!("{} than {}", c.verdict.text(), c.baseline)
+                            }
+                            v => v.text().to_owned(),
+                        };
+                        (ratio, p, verdict)
+                    }
+                };
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {:.1} | {:.1}–{:.1} | {} | {cv} | {lat} | {ratio} | {p} | {} | {} | {} | {} |",
+                    cell_text(&g.key.host),
+                    cell_text(&g.key.filesystem),
+                    cell_text(&g.fs_type),
+                    s.n,
+                    s.median,
+                    s.min,
+                    s.max,
+                    mean_ci_text(s, 1),
+                    cell_text(&verdict),
+                    g.du_on_disk_bytes.map_or(DASH.into(), bytes_h),
+                    g.du_apparent_bytes.map_or(DASH.into(), bytes_h),
+                    g.zfs_compressratio
+                        .map_or(DASH.into(), |x| format!("{x:.2}x")),
+                );
+            }
         }
         out.push('\n');
+        for h in &t.hosts {
+            if h.rows.len() < 2 {
+                continue;
+            }
+            match &h.winner {
+                Some(w) => {
+                    let _ = writeln!(
+                        out,
+                        "- {}: winner **{}** (more tps than every other variant, p < 0.05)",
+                        cell_text(&h.host),
+                        cell_text(w)
+                    );
+                }
+                None => {
+                    let _ = writeln!(
+                        out,
+                        "- {}: no winner (differences within noise or untestable)",
+                        cell_text(&h.host)
+                    );
+                }
+            }
+        }
+        if t.hosts.iter().any(|h| h.rows.len() >= 2) {
+            out.push('\n');
+        }
     }
-    if warmups > 0 {
+    if r.warmups_excluded > 0 {
         let _ = writeln!(
             out,
-            "{warmups} warm-up run{} not counted.\n",
-            if warmups == 1 { "" } else { "s" }
+            "{} warm-up run{} not counted.\n",
+            r.warmups_excluded,
+            if r.warmups_excluded == 1 { "" } else { "s" }
         );
     }
-    if !problems.is_empty() {
+    if !r.problems.is_empty() {
         out.push_str("## Failed and not run\n\n");
         out.push_str(
             "| cell | host | filesystem | workload | clients | repeat | status | detail |\n\
              |---|---|---|---|--:|--:|---|---|\n",
         );
-        problems.sort_by(|a, b| {
-            let k = |c: &CellResult| {
-                let p = &c.params;
-                (
-                    p.host.clone(),
-                    p.filesystem.clone(),
-                    p.workload.clone(),
-                    p.clients,
-                    p.repeat,
-                )
-            };
-            k(a).cmp(&k(b))
-        });
-        for c in problems {
-            let p = &c.params;
-            let detail = match &c.status {
-                CellStatus::Failed {
-                    step,
-                    exit_status,
-                    stderr_tail,
-                } => {
-                    let last = stderr_tail
-                        .lines()
-                        .rev()
-                        .find(|l| !l.trim().is_empty())
-                        .unwrap_or("");
-                    let exit = exit_status.map_or("no exit status".into(), |e| format!("exit {e}"));
-                    format!("step {step}, {exit}: {last}")
-                }
-                CellStatus::NotRun { reason } => reason.clone(),
-                CellStatus::Done { .. } => String::new(),
-            };
+        for p in &r.problems {
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                cell_text(&c.cell_id),
+                cell_text(&p.cell_id),
                 cell_text(&p.host),
                 cell_text(&p.filesystem),
                 cell_text(&p.workload),
                 p.clients,
                 p.repeat,
-                c.status.name(),
-                cell_text(&detail),
+                p.status,
+                cell_text(&p.detail),
             );
         }
         out.push('\n');
     }
     out
+}
+
+/// A float without trailing zeros (5 → "5", 2.5 → "2.5").
+fn fmt_g(x: f64) -> String {
+    let s = format!("{x:.6}");
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// The columns of `--format csv`, one row per host × filesystem × workload × clients.
+pub const REPORT_CSV_HEADER: &[&str] = &[
+    "workload",
+    "clients",
+    "host",
+    "filesystem",
+    "fs_type",
+    "n",
+    "warmups_excluded",
+    "tps_median",
+    "tps_mean",
+    "tps_min",
+    "tps_max",
+    "tps_sd",
+    "tps_cv",
+    "tps_ci95_low",
+    "tps_ci95_high",
+    "noisy",
+    "latency_ms_median",
+    "latency_ms_mean",
+    "latency_ms_ci95_low",
+    "latency_ms_ci95_high",
+    "per_second_n",
+    "per_second_tps_median",
+    "per_second_tps_mean",
+    "per_second_tps_cv",
+    "du_on_disk_bytes",
+    "du_apparent_bytes",
+    "zfs_compressratio",
+    "baseline",
+    "ratio",
+    "ratio_ci95_low",
+    "ratio_ci95_high",
+    "welch_t",
+    "welch_df",
+    "p_value",
+    "verdict",
+    "winner",
+];
+
+fn num(v: Option<f64>) -> String {
+    v.filter(|x| x.is_finite())
+        .map(|x| x.to_string())
+        .unwrap_or_default()
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+/// CSV (RFC 4180, `\n` line ends) of the report's rows, [`REPORT_CSV_HEADER`] first.
+pub fn render_csv(r: &Report) -> String {
+    let mut out = REPORT_CSV_HEADER.join(",");
+    out.push('\n');
+    for t in &r.tables {
+        for h in &t.hosts {
+            for row in &h.rows {
+                let g = &row.stats;
+                let lat = g.latency_ms.as_ref();
+                let ps = g.per_second_tps.as_ref();
+                let c = row.comparison.as_ref();
+                let ratio = c.and_then(|c| c.ratio);
+                let welch = c.and_then(|c| c.welch);
+                let fields = [
+                    t.workload.clone(),
+                    t.clients.to_string(),
+                    h.host.clone(),
+                    g.key.filesystem.clone(),
+                    g.fs_type.clone(),
+                    g.tps.n.to_string(),
+                    g.warmups_excluded.to_string(),
+                    num(Some(g.tps.median)),
+                    num(Some(g.tps.mean)),
+                    num(Some(g.tps.min)),
+                    num(Some(g.tps.max)),
+                    num(g.tps.sd),
+                    num(g.tps.cv),
+                    num(g.tps.ci95.map(|c| c.0)),
+                    num(g.tps.ci95.map(|c| c.1)),
+                    g.noisy.to_string(),
+                    num(lat.map(|l| l.median)),
+                    num(lat.map(|l| l.mean)),
+                    num(lat.and_then(|l| l.ci95).map(|c| c.0)),
+                    num(lat.and_then(|l| l.ci95).map(|c| c.1)),
+                    ps.map_or("0".into(), |p| p.n.to_string()),
+                    num(ps.map(|p| p.median)),
+                    num(ps.map(|p| p.mean)),
+                    num(ps.and_then(|p| p.cv)),
+                    num(g.du_on_disk_bytes),
+                    num(g.du_apparent_bytes),
+                    num(g.zfs_compressratio),
+                    h.baseline.clone().unwrap_or_default(),
+                    num(ratio.map(|x| x.ratio)),
+                    num(ratio.and_then(|x| x.ci95).map(|c| c.0)),
+                    num(ratio.and_then(|x| x.ci95).map(|c| c.1)),
+                    num(welch.map(|w| w.t)),
+                    num(welch.map(|w| w.df)),
+                    num(welch.map(|w| w.p)),
+                    c.map_or("baseline", |c| c.verdict.text()).to_owned(),
+                    (h.winner.as_deref() == Some(g.key.filesystem.as_str())).to_string(),
+                ];
+                let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+                out.push_str(&line.join(","));
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// The report as pretty JSON (the [`Report`] structure; non-finite numbers
+/// become null).
+pub fn render_json(r: &Report) -> String {
+    match serde_json::to_string_pretty(r) {
+        Ok(mut s) => {
+            s.push('\n');
+            s
+        }
+        // Report holds only strings, numbers and maps with string keys.
+        Err(e) => format!("{{\"error\": {:?}}}\n", e.to_string()),
+    }
 }
 
 #[cfg(test)]
@@ -342,9 +760,34 @@ mod tests {
         ]
     }
 
+    fn report(cells: &[CellResult], baseline: Option<&str>) -> Report {
+        let opts = ReportOptions {
+            baseline: baseline.map(str::to_owned),
+            ..ReportOptions::default()
+        };
+        build_report(&[Source { name: "b1", cells }], &opts).unwrap()
+    }
+
     #[test]
     fn markdown_report_snapshot() {
         insta::assert_snapshot!(render_markdown(&sample()));
+    }
+
+    #[test]
+    fn csv_report_snapshot() {
+        let csv = render_csv(&report(&sample(), None));
+        for line in csv.lines() {
+            assert_eq!(line.split(',').count(), REPORT_CSV_HEADER.len(), "{line}");
+        }
+        insta::assert_snapshot!(csv);
+    }
+
+    #[test]
+    fn json_report_snapshot() {
+        let json = render_json(&report(&sample(), Some("zfs-lz4")));
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["tables"].as_array().unwrap().len(), 3);
+        insta::assert_snapshot!(json);
     }
 
     #[test]
@@ -361,6 +804,88 @@ mod tests {
         );
         assert!(md.contains("1 warm-up run not counted."), "{md}");
         assert!(md.contains("wrong fs type \\| bad option"), "{md}");
+        assert!(md.contains("slower than ext4"), "{md}");
+        assert!(md.contains("deb1: winner **ext4**"), "{md}");
+    }
+
+    #[test]
+    fn explicit_baseline_and_unknown_baseline() {
+        let r = report(&sample(), Some("zfs-lz4"));
+        let t = r
+            .tables
+            .iter()
+            .find(|t| t.workload == "tpcb" && t.clients == 4)
+            .unwrap();
+        let h = &t.hosts[0];
+        assert_eq!(h.baseline.as_deref(), Some("zfs-lz4"));
+        let ext4 = &h.rows[0];
+        assert_eq!(ext4.stats.key.filesystem, "ext4");
+        let c = ext4.comparison.as_ref().unwrap();
+        assert_eq!(c.verdict, compare::Verdict::Faster);
+        assert!(c.ratio.unwrap().ratio > 1.0);
+        // select-only ran no zfs-lz4 on deb1: no silent fallback.
+        let sel = r
+            .tables
+            .iter()
+            .find(|t| t.workload == "select-only")
+            .unwrap();
+        assert_eq!(sel.hosts[0].baseline, None);
+        assert_eq!(
+            sel.hosts[0].rows[0].comparison.as_ref().unwrap().verdict,
+            compare::Verdict::NoBaseline
+        );
+        let e = build_report(
+            &[Source {
+                name: "b1",
+                cells: &sample(),
+            }],
+            &ReportOptions {
+                baseline: Some("btrfs".into()),
+                ..ReportOptions::default()
+            },
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("valid: ext4, zfs-lz4, xfs"), "{e}");
+    }
+
+    #[test]
+    fn merged_bundles_pool_a_host_of_the_same_name_and_say_so() {
+        let a = sample();
+        let mut b = sample();
+        for c in &mut b {
+            c.params.repeat += 10;
+            if c.params.host == "deb2" {
+                c.params.host = "bsd1".into();
+            }
+        }
+        let r = build_report(
+            &[
+                Source {
+                    name: "linux",
+                    cells: &a,
+                },
+                Source {
+                    name: "again",
+                    cells: &b,
+                },
+            ],
+            &ReportOptions::default(),
+        )
+        .unwrap();
+        let pooled: Vec<&String> = r
+            .notes
+            .iter()
+            .filter(|n| n.contains("pooled as one blocking factor"))
+            .collect();
+        assert_eq!(pooled.len(), 1, "{:?}", r.notes);
+        assert!(pooled[0].starts_with("Host deb1 appears in bundles again, linux"));
+        let t = r
+            .tables
+            .iter()
+            .find(|t| t.workload == "tpcb" && t.clients == 4)
+            .unwrap();
+        assert_eq!(t.hosts[0].rows[0].stats.tps.n, 6);
     }
 
     #[test]
