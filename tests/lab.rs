@@ -59,7 +59,13 @@ fn snapshot() -> Snapshot {
         }
         let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
         let comm = comm.trim();
-        if ["sshd", "zfs-fuse", "postgres", "unshare"].contains(&comm) {
+        // A zombie holds nothing but its PID until its parent (here the
+        // machine's init, which reaps when it gets to it) collects it.
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+        if !zombie && ["sshd", "zfs-fuse", "postgres", "unshare"].contains(&comm) {
             procs.insert(format!("{name} {comm}"));
         }
     }

@@ -134,12 +134,6 @@ pub struct ReportArgs {
     pub trim_end_s: f64,
 }
 
-/// Say plainly that a command is not built yet, and exit 2: no stub pretends to succeed.
-fn not_yet(what: &str) -> ExitCode {
-    eprintln!("fsmatrix: `{what}` is not implemented yet");
-    ExitCode::from(2)
-}
-
 pub fn main(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Lab { action } => crate::lab::cli(action),
@@ -149,13 +143,37 @@ pub fn main(cli: Cli) -> ExitCode {
         Command::Resume(args) => crate::run::resume_cli(&args),
         Command::Verify(args) => verify_cmd(&args),
         Command::Report(args) => report_cmd(&args),
-        Command::Archive(_) => not_yet("archive"),
+        Command::Archive(args) => archive_cmd(&args),
     }
 }
 
 /// `fsmatrix verify BUNDLE`: 0 the bag verifies, 1 problems found, 2 not a bag.
 fn verify_cmd(args: &BundleArgs) -> ExitCode {
-    match crate::results::verify(&args.bundle) {
+    // An archive is verified as the bag it unpacks to.
+    let unpacked;
+    let bag = if crate::results::archive::is_archive(&args.bundle) {
+        let dir = match tempfile::tempdir() {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("fsmatrix: failed to make a temporary folder: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        match crate::results::archive::unpack(&args.bundle, dir.path()) {
+            Ok(p) => {
+                unpacked = dir;
+                let _ = &unpacked;
+                p
+            }
+            Err(e) => {
+                eprintln!("fsmatrix: failed to {e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        args.bundle.clone()
+    };
+    match crate::results::verify(&bag) {
         Err(e) => {
             eprintln!("fsmatrix: failed to {e}");
             ExitCode::from(2)
@@ -271,4 +289,24 @@ fn report_cmd(args: &ReportArgs) -> ExitCode {
         None => print!("{text}"),
     }
     ExitCode::SUCCESS
+}
+
+/// `fsmatrix archive BUNDLE`: one `.tar.zst` beside it; 0 written, 1 the
+/// bundle does not verify or the archive exists, 2 not a bag.
+fn archive_cmd(args: &BundleArgs) -> ExitCode {
+    use crate::results::archive::{archive, ArchiveError};
+    match archive(&args.bundle, None) {
+        Ok(p) => {
+            println!("{}", p.display());
+            ExitCode::SUCCESS
+        }
+        Err(e @ ArchiveError::NotVerified { .. }) => {
+            eprintln!("fsmatrix: failed to {e}");
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("fsmatrix: failed to {e}");
+            ExitCode::from(2)
+        }
+    }
 }

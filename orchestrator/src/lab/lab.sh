@@ -463,6 +463,10 @@ down_host() {
 	if is_lab_init "$p"; then
 		kill -TERM "$p" 2>/dev/null || true
 		wait_for 5 "the unshare of $host to end" test ! -e "/proc/$p" || kill -KILL "$p" 2>/dev/null || true
+	elif [ -n "$p" ] && [ "$(comm_of "$p")" = unshare ]; then
+		# Already ended with its init, but still a zombie until its parent (the
+		# machine's init, since up's shell is gone) reaps it: wait for that.
+		wait_for 5 "the unshare of $host to be reaped" test ! -e "/proc/$p" || true
 	fi
 	# 5. The loop device: only one backed by this host's own file.
 	if [ -e "$hd/disk.img" ]; then

@@ -10,6 +10,7 @@
 //! - [`report`]: rendering of results ([`report::render_markdown`]).
 use std::path::{Path, PathBuf};
 
+pub mod archive;
 pub mod bundle;
 pub mod compare;
 pub mod journal;

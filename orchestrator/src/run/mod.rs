@@ -159,7 +159,9 @@ pub async fn prepare(
         // What a killed run left (a mount, postgres, a pool) would make the
         // guard refuse the device: tear down first.
         if let Err(e) = w.upload_scripts().await {
-            report.problems.push(format!("failed to upload the scripts: {e}"));
+            report
+                .problems
+                .push(format!("failed to upload the scripts: {e}"));
             report.elapsed_ms = t0.elapsed().as_millis();
             return (report, None);
         }
@@ -441,11 +443,8 @@ pub async fn sweep(inv: &Inventory, m: &Matrix, out: &Path) -> Result<SweepSumma
     execute(bundle, inv, &p, Some(m), &HashSet::new(), false).await
 }
 
-/// Finish a sweep whose orchestrator died: re-plan from the bundle's own
-/// snapshots (never the files on disk, which may have changed since), tear
-/// down what the dead run left on every host, keep every cell whose files
-/// verify, run the rest, close the bundle.
-pub async fn resume(dir: &Path) -> Result<SweepSummary, String> {
+/// The inventory and matrix a bundle was run with, from its own snapshots.
+fn snapshot_inputs(dir: &Path) -> Result<(Inventory, Matrix), String> {
     let data = dir.join("data");
     let read = |name: &str| {
         std::fs::read_to_string(data.join(name))
@@ -455,6 +454,37 @@ pub async fn resume(dir: &Path) -> Result<SweepSummary, String> {
         .map_err(|e| format!("the bundle's inventory snapshot no longer loads:\n{e}"))?;
     let m = Matrix::parse(&data.join("matrix.toml"), read("matrix.toml")?)
         .map_err(|e| format!("the bundle's matrix snapshot no longer loads:\n{e}"))?;
+    Ok((inv, m))
+}
+
+/// `run --from BUNDLE`: the very same sweep again, from the bundle's
+/// snapshots, into a new bundle whose bag-info names the old one.
+pub async fn rerun(from: &Path, out: &Path) -> Result<SweepSummary, String> {
+    let (inv, m) = snapshot_inputs(from)?;
+    let p = plan(&inv, &m);
+    let old = from
+        .canonicalize()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| from.display().to_string());
+    let bundle = Bundle::create_with(
+        out,
+        m.name.as_str(),
+        crate::results::bundle::CreateOptions {
+            rerun_of: Some(old),
+        },
+    )
+    .map_err(|e| format!("failed to {e}"))?;
+    execute(bundle, &inv, &p, Some(&m), &HashSet::new(), false).await
+}
+
+/// Finish a sweep whose orchestrator died: re-plan from the bundle's own
+/// snapshots (never the files on disk, which may have changed since), tear
+/// down what the dead run left on every host, keep every cell whose files
+/// verify, run the rest, close the bundle.
+pub async fn resume(dir: &Path) -> Result<SweepSummary, String> {
+    let data = dir.join("data");
+    let (inv, m) = snapshot_inputs(dir)?;
     let p = plan(&inv, &m);
     let mut bundle = Bundle::open(dir).map_err(|e| format!("failed to {e}"))?;
     let mut keep = HashSet::new();
@@ -624,8 +654,15 @@ pub fn resume_cli(args: &crate::cli::BundleArgs) -> ExitCode {
 
 /// `fsmatrix run`: 0 every cell done, 1 some failed or did not run, 2 nothing ran.
 pub fn run_cli(args: &crate::cli::RunArgs) -> ExitCode {
+    if let Some(from) = &args.from {
+        let Some(rt) = runtime() else {
+            return ExitCode::from(2);
+        };
+        let t0 = Instant::now();
+        return finish(rt.block_on(rerun(from, &args.out)), t0);
+    }
     let (Some(i), Some(mp)) = (&args.inventory, &args.matrix) else {
-        eprintln!("fsmatrix: `run --from` is not implemented yet (issue 5); give --inventory and --matrix");
+        eprintln!("fsmatrix: give --inventory and --matrix, or --from BUNDLE");
         return ExitCode::from(2);
     };
     let (inv, m) = match load_inputs(i, Some(mp)) {
@@ -704,11 +741,7 @@ pub fn render_commands(inv: &Inventory, p: &Plan) -> String {
         s.push_str(&show(
             Call::new("facts").args("dev", host.devices.iter().map(|d| d.as_str().to_string())),
         ));
-        let cells: Vec<&Cell> = p
-            .cells
-            .iter()
-            .filter(|c| c.host == hp.host)
-            .collect();
+        let cells: Vec<&Cell> = p.cells.iter().filter(|c| c.host == hp.host).collect();
         let mut last_fs = None;
         let mut last_wl = None;
         for c in &cells {
