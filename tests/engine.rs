@@ -701,3 +701,66 @@ fn sigkill_mid_cell_then_resume_finishes_the_bundle() {
         assert_clean(&lab.inv, h);
     }
 }
+
+#[test]
+fn run_from_a_bundle_repeats_the_same_sweep_and_the_reports_compare() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let h = &lab.inv.hosts[2];
+    let inv = write(
+        tmp.path(),
+        "inventory.toml",
+        &inventory(&lab.inv, &[(h, "")], ""),
+    );
+    let matrix = write(
+        tmp.path(),
+        "matrix.toml",
+        "name = \"again\"\nrepeats = 2\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n[[filesystem]]\nname = \"xfs\"\ntype = \"xfs\"\n[[workload]]\nname = \"sel\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"3s\"\n",
+    );
+    let first = tmp.path().join("first");
+    assert_eq!(run(&inv, &matrix, &first).status.code(), Some(0));
+    let b1 = bundle_in(&first);
+    // The inputs on disk change afterwards: the re-run uses the bundle's snapshots.
+    std::fs::write(&matrix, "this is no longer a matrix").expect("overwrite");
+    std::fs::remove_file(&inv).expect("remove inventory");
+    let second = tmp.path().join("second");
+    let o = fsmatrix()
+        .args(["run", "--from"])
+        .arg(&b1)
+        .arg("--out")
+        .arg(&second)
+        .output()
+        .expect("run --from");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let b2 = bundle_in(&second);
+    assert_verifies(&b2);
+    let info = std::fs::read_to_string(b2.join("bag-info.txt")).expect("bag-info");
+    let name = b1.file_name().expect("name").to_string_lossy().to_string();
+    assert!(info.contains(&format!("Rerun-Of: {name}")), "{info}");
+    let ids = |b: &Path| {
+        let mut v: Vec<String> = results(b)
+            .iter()
+            .map(|r| r["cell_id"].as_str().unwrap_or_default().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(ids(&b1), ids(&b2), "the very same cells");
+    // Both bundles side by side in one report.
+    let r = fsmatrix()
+        .arg("report")
+        .arg(&b1)
+        .arg(&b2)
+        .output()
+        .expect("report");
+    let text = String::from_utf8_lossy(&r.stdout);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(text.contains(&h.name) && text.contains("xfs"), "{text}");
+    assert_clean(&lab.inv, h);
+}
