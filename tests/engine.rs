@@ -563,7 +563,9 @@ fn sigint_mid_sweep_tears_down_and_closes_an_incomplete_bundle() {
 }
 
 /// `journal.jsonl`'s finished cells: cell id → (bundle-relative file → sha256).
-fn journal_done(bundle: &Path) -> std::collections::BTreeMap<String, serde_json::Map<String, Value>> {
+fn journal_done(
+    bundle: &Path,
+) -> std::collections::BTreeMap<String, serde_json::Map<String, Value>> {
     std::fs::read_to_string(bundle.join("journal.jsonl"))
         .unwrap_or_default()
         .lines()
@@ -579,7 +581,10 @@ fn journal_done(bundle: &Path) -> std::collections::BTreeMap<String, serde_json:
 }
 
 fn sha256_of(path: &Path) -> String {
-    let o = Command::new("sha256sum").arg(path).output().expect("sha256sum");
+    let o = Command::new("sha256sum")
+        .arg(path)
+        .output()
+        .expect("sha256sum");
     String::from_utf8_lossy(&o.stdout)
         .split_whitespace()
         .next()
@@ -593,7 +598,11 @@ fn sigkill_mid_cell_then_resume_finishes_the_bundle() {
     let lab = Lab::standing_or_up(3);
     let tmp = tempfile::tempdir().expect("tempdir");
     let hosts: Vec<(&LabHost, &str)> = lab.inv.hosts.iter().take(2).map(|h| (h, "")).collect();
-    let inv = write(tmp.path(), "inventory.toml", &inventory(&lab.inv, &hosts, ""));
+    let inv = write(
+        tmp.path(),
+        "inventory.toml",
+        &inventory(&lab.inv, &hosts, ""),
+    );
     let matrix = write(
         tmp.path(),
         "matrix.toml",
@@ -630,8 +639,14 @@ fn sigkill_mid_cell_then_resume_finishes_the_bundle() {
                 break b;
             }
         }
-        assert!(t0.elapsed() < Duration::from_secs(180), "no cell finished:\n{text}");
-        assert!(child.try_wait().expect("try_wait").is_none(), "fsmatrix ended early:\n{text}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(180),
+            "no cell finished:\n{text}"
+        );
+        assert!(
+            child.try_wait().expect("try_wait").is_none(),
+            "fsmatrix ended early:\n{text}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     };
     std::thread::sleep(Duration::from_secs(2));
@@ -639,7 +654,10 @@ fn sigkill_mid_cell_then_resume_finishes_the_bundle() {
     let _ = child.wait();
     let before = journal_done(&bundle);
     let n_before = before.len();
-    assert!(n_before >= 1 && n_before < 6, "killed mid-sweep: {n_before} cells done");
+    assert!(
+        n_before >= 1 && n_before < 6,
+        "killed mid-sweep: {n_before} cells done"
+    );
     let mut sums = Vec::new();
     for files in before.values() {
         for (rel, sum) in files {
@@ -647,7 +665,11 @@ fn sigkill_mid_cell_then_resume_finishes_the_bundle() {
         }
     }
 
-    let o = fsmatrix().arg("resume").arg(&bundle).output().expect("resume");
+    let o = fsmatrix()
+        .arg("resume")
+        .arg(&bundle)
+        .output()
+        .expect("resume");
     eprintln!(
         "resume -> {:?}\n{}{}",
         o.status.code(),
@@ -659,14 +681,21 @@ fn sigkill_mid_cell_then_resume_finishes_the_bundle() {
     let info = std::fs::read_to_string(bundle.join("bag-info.txt")).expect("bag-info");
     assert!(info.contains("Sweep-Status: complete"), "{info}");
     let rs = results(&bundle);
-    let mut ids: Vec<&str> = rs.iter().map(|r| r["cell_id"].as_str().unwrap_or_default()).collect();
+    let mut ids: Vec<&str> = rs
+        .iter()
+        .map(|r| r["cell_id"].as_str().unwrap_or_default())
+        .collect();
     ids.sort();
     let n = ids.len();
     ids.dedup();
     assert_eq!((n, ids.len()), (6, 6), "every cell exactly once");
     assert!(rs.iter().all(|r| r["status"]["state"] == "done"), "{rs:?}");
     for (rel, sum) in sums {
-        assert_eq!(sha256_of(&bundle.join(&rel)), sum, "{rel} kept its original bytes");
+        assert_eq!(
+            sha256_of(&bundle.join(&rel)),
+            sum,
+            "{rel} kept its original bytes"
+        );
     }
     for (h, _) in &hosts {
         assert_clean(&lab.inv, h);

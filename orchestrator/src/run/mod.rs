@@ -159,7 +159,9 @@ pub async fn prepare(
         // What a killed run left (a mount, postgres, a pool) would make the
         // guard refuse the device: tear down first.
         if let Err(e) = w.upload_scripts().await {
-            report.problems.push(format!("failed to upload the scripts: {e}"));
+            report
+                .problems
+                .push(format!("failed to upload the scripts: {e}"));
             report.elapsed_ms = t0.elapsed().as_millis();
             return (report, None);
         }
@@ -704,11 +706,7 @@ pub fn render_commands(inv: &Inventory, p: &Plan) -> String {
         s.push_str(&show(
             Call::new("facts").args("dev", host.devices.iter().map(|d| d.as_str().to_string())),
         ));
-        let cells: Vec<&Cell> = p
-            .cells
-            .iter()
-            .filter(|c| c.host == hp.host)
-            .collect();
+        let cells: Vec<&Cell> = p.cells.iter().filter(|c| c.host == hp.host).collect();
         let mut last_fs = None;
         let mut last_wl = None;
         for c in &cells {
