@@ -1,7 +1,8 @@
 //! The HTML report rendered by a real browser: Debian's headless Chromium
 //! loads the file offline (`--dump-dom`), the five plot kinds must be SVG
 //! elements in its DOM, and a screenshot is saved as
-//! `target/report-screenshot.png` (the CI artifact).  CI installs the
+//! `target/report-screenshot.png` (the CI artifact, with the HTML as
+//! `target/report-sample.html`).  CI installs the
 //! `chromium` package; without it this test fails and says so.
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -227,6 +228,8 @@ fn html_report_renders_in_headless_chromium() {
             &url,
         ],
     );
+    // The HTML itself too, next to its screenshot.
+    std::fs::write(target.join("report-sample.html"), &html).unwrap();
     let png =
         std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot at {}: {e}", shot.display()));
     assert!(png.starts_with(b"\x89PNG"), "screenshot is not a PNG");

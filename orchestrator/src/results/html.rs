@@ -38,8 +38,12 @@ pub const PLOT_KINDS: [&str; 5] = [
     "init-phases",
 ];
 
-const W: u32 = 900;
-const H: u32 = 340;
+const W: u32 = 1000;
+const H: u32 = 380;
+/// Font sizes as plotters takes them (it writes size / 1.24 into the SVG).
+const LABEL: u32 = 17;
+const DESC: u32 = 18;
+const LIGHT: RGBColor = RGBColor(238, 238, 238);
 
 /// Colour-blind-safe palette (Okabe–Ito), then repeats.
 const PALETTE: [RGBColor; 8] = [
@@ -161,12 +165,13 @@ fn section(out: &mut String, title: &str, plots: Result<Vec<Figure>, String>) {
     match plots {
         Ok(figs) if !figs.is_empty() => {
             for f in figs {
-                let _ = writeln!(
-                    out,
-                    "<figure>\n{}<figcaption>{}</figcaption>\n</figure>",
-                    f.svg,
-                    esc(&f.caption)
-                );
+                // The title is drawn in the plot; a caption only says
+                // why a plot could not be drawn.
+                if f.svg.is_empty() {
+                    let _ = writeln!(out, "<p class=\"empty\">{}</p>", esc(&f.caption));
+                } else {
+                    let _ = writeln!(out, "<figure>\n{}</figure>", f.svg);
+                }
             }
         }
         Ok(_) => {
@@ -244,6 +249,16 @@ fn e2s<E: std::fmt::Debug>(e: E) -> String {
     format!("{e:?}")
 }
 
+/// The label of the category at integer position `x`, blank in between.
+fn category(x: &f64, cats: &[String]) -> String {
+    let i = x.round();
+    if (x - i).abs() < 1e-6 && i >= 0.0 {
+        cats.get(i as usize).cloned().unwrap_or_default()
+    } else {
+        String::new()
+    }
+}
+
 fn upper(max: f64) -> f64 {
     if max > 0.0 && max.is_finite() {
         max * 1.12
@@ -303,9 +318,9 @@ fn plots_tps_vs_clients(r: &Report, order: &[String]) -> Result<Vec<Figure>, Str
             continue;
         }
         let title = format!("{host} — {workload}: tps vs clients");
-        let xmax = f64::from(*clients.last().unwrap_or(&1));
-        let xmin = f64::from(clients[0]);
-        let pad = ((xmax - xmin) * 0.05).max(0.5);
+        // Client counts evenly spaced (studies double them: 1, 2, 4, ...).
+        let client_labels: Vec<String> = clients.iter().map(u32::to_string).collect();
+        let pos = |c: u32| clients.iter().position(|x| *x == c).unwrap_or(0) as f64;
         let ymax = upper(
             variants
                 .values()
@@ -315,18 +330,23 @@ fn plots_tps_vs_clients(r: &Report, order: &[String]) -> Result<Vec<Figure>, Str
         let vs = sorted_variants(order, variants);
         let svg = draw_svg("tps-vs-clients", &title, |root| {
             let mut chart = ChartBuilder::on(root)
-                .caption(&title, ("sans-serif", 18))
+                .caption(&title, ("sans-serif", 22))
                 .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(70)
-                .build_cartesian_2d((xmin - pad)..(xmax + pad), 0.0..ymax)
+                .x_label_area_size(50)
+                .y_label_area_size(85)
+                .build_cartesian_2d(-0.3..(clients.len() as f64 - 0.7), 0.0..ymax)
                 .map_err(e2s)?;
             chart
                 .configure_mesh()
                 .x_desc("clients")
                 .y_desc("tps (mean)")
-                .x_labels(clients.len().min(12))
-                .x_label_formatter(&|x| fmt_g(*x))
+                .x_labels(clients.len())
+                .x_label_formatter(&|x| category(x, &client_labels))
+                .y_label_formatter(&plain_y)
+                .label_style(("sans-serif", LABEL))
+                .axis_desc_style(("sans-serif", DESC))
+                .light_line_style(LIGHT)
+                .disable_x_mesh()
                 .draw()
                 .map_err(e2s)?;
             for (fs, pts) in &vs {
@@ -335,7 +355,7 @@ fn plots_tps_vs_clients(r: &Report, order: &[String]) -> Result<Vec<Figure>, Str
                 pts.sort_by_key(|p| p.0);
                 chart
                     .draw_series(LineSeries::new(
-                        pts.iter().map(|(x, s)| (f64::from(*x), s.mean)),
+                        pts.iter().map(|(x, s)| (pos(*x), s.mean)),
                         c.stroke_width(2),
                     ))
                     .map_err(e2s)?
@@ -345,7 +365,7 @@ fn plots_tps_vs_clients(r: &Report, order: &[String]) -> Result<Vec<Figure>, Str
                     });
                 for (x, s) in &pts {
                     let (lo, hi) = ci_of(s);
-                    let x = f64::from(*x);
+                    let x = pos(*x);
                     let st = c.stroke_width(2);
                     chart
                         .draw_series([PathElement::new(vec![(x, lo), (x, hi)], st)])
@@ -363,6 +383,8 @@ fn plots_tps_vs_clients(r: &Report, order: &[String]) -> Result<Vec<Figure>, Str
             chart
                 .configure_series_labels()
                 .background_style(WHITE.mix(0.85))
+                .label_font(("sans-serif", LABEL))
+                .label_font(("sans-serif", LABEL))
                 .border_style(BLACK)
                 .position(SeriesLabelPosition::LowerRight)
                 .draw()
@@ -408,19 +430,22 @@ struct BarChart<'a> {
 }
 
 fn draw_bars(b: &BarChart) -> Result<String, String> {
-    let ymax = upper(
-        b.bars
-            .iter()
-            .map(|x| x.hi.max(x.ci.map_or(0.0, |c| c.1)))
-            .fold(0.0, f64::max),
-    );
+    // Headroom above the tallest bar for the legend (upper right).
+    let headroom = if b.legend.is_empty() { 1.0 } else { 1.3 };
+    let ymax = headroom
+        * upper(
+            b.bars
+                .iter()
+                .map(|x| x.hi.max(x.ci.map_or(0.0, |c| c.1)))
+                .fold(0.0, f64::max),
+        );
     let n = b.cats.len();
     draw_svg(b.kind, b.title, |root| {
         let mut chart = ChartBuilder::on(root)
-            .caption(b.title, ("sans-serif", 18))
+            .caption(b.title, ("sans-serif", 22))
             .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(80)
+            .x_label_area_size(50)
+            .y_label_area_size(95)
             .build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..ymax)
             .map_err(e2s)?;
         let cats = &b.cats;
@@ -430,15 +455,11 @@ fn draw_bars(b: &BarChart) -> Result<String, String> {
             .x_desc(b.x_desc)
             .y_desc(b.y_desc)
             .x_labels(n.max(1))
-            .x_label_formatter(&|x| {
-                let i = x.round();
-                if (x - i).abs() < 1e-6 && i >= 0.0 {
-                    cats.get(i as usize).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
+            .x_label_formatter(&|x| category(x, cats))
             .y_label_formatter(b.y_fmt)
+            .label_style(("sans-serif", LABEL))
+            .axis_desc_style(("sans-serif", DESC))
+            .light_line_style(LIGHT)
             .draw()
             .map_err(e2s)?;
         let width = 0.8;
@@ -472,7 +493,7 @@ fn draw_bars(b: &BarChart) -> Result<String, String> {
                     .draw_series(std::iter::once(Text::new(
                         note.clone(),
                         (xm, y),
-                        ("sans-serif", 13)
+                        ("sans-serif", LABEL)
                             .into_font()
                             .color(&BLACK)
                             .pos(Pos::new(HPos::Center, VPos::Bottom)),
@@ -492,6 +513,8 @@ fn draw_bars(b: &BarChart) -> Result<String, String> {
             chart
                 .configure_series_labels()
                 .background_style(WHITE.mix(0.85))
+                .label_font(("sans-serif", LABEL))
+                .label_font(("sans-serif", LABEL))
                 .border_style(BLACK)
                 .position(SeriesLabelPosition::UpperRight)
                 .draw()
@@ -585,7 +608,10 @@ fn plots_timelines(
     let trim = (r.trim_start_s, r.trim_end_s);
     let mut figs = Vec::new();
     for ((host, workload, clients), variants) in &m {
-        let title = format!("{host} — {workload}, {clients} clients: tps per second");
+        let title = format!(
+            "{host} — {workload}, {clients} client{}: tps per second",
+            if *clients == 1 { "" } else { "s" }
+        );
         let tmax = variants
             .values()
             .flatten()
@@ -603,10 +629,10 @@ fn plots_timelines(
         let vs = sorted_variants(order, variants);
         let svg = draw_svg("tps-timeline", &title, |root| {
             let mut chart = ChartBuilder::on(root)
-                .caption(&title, ("sans-serif", 18))
+                .caption(&title, ("sans-serif", 22))
                 .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(70)
+                .x_label_area_size(50)
+                .y_label_area_size(85)
                 .build_cartesian_2d(0.0..tmax, 0.0..ymax)
                 .map_err(e2s)?;
             chart
@@ -614,6 +640,10 @@ fn plots_timelines(
                 .x_desc("seconds into the run")
                 .y_desc("tps")
                 .x_label_formatter(&|x| fmt_g(*x))
+                .y_label_formatter(&plain_y)
+                .label_style(("sans-serif", LABEL))
+                .axis_desc_style(("sans-serif", DESC))
+                .light_line_style(LIGHT)
                 .draw()
                 .map_err(e2s)?;
             // Shade what the statistics trim away.
@@ -655,6 +685,8 @@ fn plots_timelines(
             chart
                 .configure_series_labels()
                 .background_style(WHITE.mix(0.85))
+                .label_font(("sans-serif", LABEL))
+                .label_font(("sans-serif", LABEL))
                 .border_style(BLACK)
                 .position(SeriesLabelPosition::LowerRight)
                 .draw()
@@ -721,7 +753,7 @@ fn plots_sizes(r: &Report, order: &[String]) -> Result<Vec<Figure>, String> {
             if let Some(d) = disk {
                 let note = match (ratio, app) {
                     (Some(x), _) => Some(format!("compressratio {x:.2}x")),
-                    (None, Some(a)) if *d > 0.0 => Some(format!("{:.2}x", a / d)),
+                    (None, Some(a)) if *d > 0.0 => Some(format!("logical/physical {:.2}x", a / d)),
                     _ => None,
                 };
                 bars.push(Bar {
@@ -993,4 +1025,164 @@ fn problems_html(out: &mut String, r: &Report) {
 fn fmt_g(x: f64) -> String {
     let s = format!("{x:.6}");
     s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::model::*;
+    use super::super::report::{build_report, ReportOptions, Source};
+    use super::*;
+
+    fn cell(fs: &str, clients: u32, repeat: u32, tps: f64, with_extras: bool) -> CellResult {
+        CellResult {
+            schema: RESULT_SCHEMA,
+            cell_id: format!("h-{fs}-{clients}-{repeat}"),
+            params: CellParams {
+                host: "h<1>".into(),
+                filesystem: fs.into(),
+                fs_type: if fs.starts_with("zfs") { "zfs" } else { fs }.into(),
+                workload: "tpcb".into(),
+                clients,
+                jobs: clients,
+                repeat,
+                warmup: false,
+            },
+            status: CellStatus::Done {
+                run: RunMeasures {
+                    tps,
+                    tps_including_connect: None,
+                    latency_avg_ms: Some(2.0),
+                    latency_stddev_ms: None,
+                    transactions: 100,
+                    failed_transactions: None,
+                    duration_s: 3.0,
+                    progress: if with_extras {
+                        (1..=3)
+                            .map(|t| ProgressSample {
+                                t_s: f64::from(t),
+                                tps,
+                                latency_avg_ms: None,
+                                latency_stddev_ms: None,
+                                failed: None,
+                            })
+                            .collect()
+                    } else {
+                        vec![]
+                    },
+                },
+            },
+            started: None,
+            ended: None,
+            sizes: with_extras.then(|| Sizes {
+                du_on_disk_bytes: Some(40 << 20),
+                du_apparent_bytes: Some(100 << 20),
+                zfs_compressratio: fs.starts_with("zfs").then_some(2.5),
+                ..Sizes::default()
+            }),
+            init: with_extras.then(|| InitTimings {
+                total_s: Some(1.5),
+                phases: vec![
+                    Phase {
+                        name: "generate".into(),
+                        seconds: 1.0,
+                    },
+                    Phase {
+                        name: "vacuum".into(),
+                        seconds: 0.5,
+                    },
+                ],
+            }),
+            fs_settings: None,
+        }
+    }
+
+    fn html(cells: &[CellResult]) -> String {
+        let r = build_report(&[Source { name: "b", cells }], &ReportOptions::default()).unwrap();
+        render_html(&r, cells)
+    }
+
+    /// The document's outline: headings, plot tags, sentences of left-out
+    /// plots and table rows (the SVG bodies are plotters' business).
+    fn outline(html: &str) -> String {
+        html.lines()
+            .filter(|l| {
+                ["<h1>", "<h2>", "<h3>", "<svg ", "<p>", "<p ", "<tr", "<li>"]
+                    .iter()
+                    .any(|p| l.starts_with(p))
+            })
+            .map(|l| match l.find(" width=") {
+                Some(i) if l.starts_with("<svg") => &l[..i],
+                _ => l,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn full() -> Vec<CellResult> {
+        let mut v = Vec::new();
+        for (fs, k) in [("ext4", 1.0), ("zfs-lz4", 0.7)] {
+            for clients in [1, 4] {
+                for repeat in 1..=3 {
+                    let tps = k * f64::from(clients) * (100.0 + f64::from(repeat));
+                    v.push(cell(fs, clients, repeat, tps, true));
+                }
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn every_plot_kind_is_drawn_once_per_group() {
+        let h = html(&full());
+        for kind in PLOT_KINDS {
+            assert!(
+                h.contains(&format!("<svg class=\"fsmx-plot\" data-plot=\"{kind}\"")),
+                "{kind} missing"
+            );
+        }
+        assert_eq!(h.matches("data-plot=\"tps-timeline\"").count(), 2);
+        assert!(h.contains("compressratio 2.50x"));
+        assert!(!h.contains("class=\"empty\""));
+        // Host names are escaped in HTML and in the SVG text.
+        assert!(h.contains("h&lt;1&gt;") && !h.contains("h<1>"));
+        assert!(!h.contains("<script"));
+        insta::assert_snapshot!(outline(&h));
+    }
+
+    #[test]
+    fn plots_without_data_are_left_out_with_a_sentence() {
+        let cells: Vec<CellResult> = [("ext4", 1.0), ("xfs", 0.9)]
+            .iter()
+            .flat_map(|(fs, k)| {
+                (1..=2).map(move |r| cell(fs, 4, r, 100.0 * k + f64::from(r), false))
+            })
+            .collect();
+        let h = html(&cells);
+        assert!(h.contains("data-plot=\"tps-bars\""));
+        for kind in [
+            "tps-vs-clients",
+            "tps-timeline",
+            "size-on-disk",
+            "init-phases",
+        ] {
+            assert!(
+                !h.contains(&format!("data-plot=\"{kind}\"")),
+                "{kind} drawn"
+            );
+        }
+        assert!(h.contains("ran one client count only"));
+        assert!(
+            h.contains("no per-second progress samples") || h.contains("has per-second progress")
+        );
+        assert!(h.contains("recorded du sizes"));
+        assert!(h.contains("phase timings"));
+        insta::assert_snapshot!(outline(&h));
+    }
+
+    #[test]
+    fn no_cells_is_a_sentence() {
+        let h = html(&[]);
+        assert!(h.contains("No cell results."));
+        assert!(!h.contains("<svg"));
+    }
 }
