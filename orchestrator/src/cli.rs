@@ -115,7 +115,7 @@ pub struct BundleArgs {
 pub struct ReportArgs {
     #[arg(required = true)]
     pub bundles: Vec<PathBuf>,
-    /// md, csv or json (html is not built yet).
+    /// md, csv, json or html (one self-contained file with SVG plots).
     #[arg(long, default_value = "md")]
     pub format: String,
     #[arg(long)]
@@ -210,23 +210,20 @@ fn verify_cmd(args: &BundleArgs) -> ExitCode {
 /// `fsmatrix report BUNDLE...`: statistics and comparisons as md, csv or json.
 fn report_cmd(args: &ReportArgs) -> ExitCode {
     use crate::results::report;
-    let render: fn(&report::Report) -> String = match args.format.as_str() {
-        "md" => report::render_markdown_report,
-        "csv" => report::render_csv,
-        "json" => report::render_json,
-        "html" => {
-            eprintln!(
-                "fsmatrix: failed to render format \"html\": not built yet; use md, csv or json"
+    // html also needs the cell records (timelines, load phases).
+    let render: fn(&report::Report, &[crate::results::CellResult]) -> String =
+        match args.format.as_str() {
+            "md" => |r, _| report::render_markdown_report(r),
+            "csv" => |r, _| report::render_csv(r),
+            "json" => |r, _| report::render_json(r),
+            "html" => crate::results::html::render_html,
+            other => {
+                eprintln!(
+                "fsmatrix: failed to render format {other:?}: valid formats are md, csv, json, html"
             );
-            return ExitCode::from(2);
-        }
-        other => {
-            eprintln!(
-                "fsmatrix: failed to render format {other:?}: valid formats are md, csv, json"
-            );
-            return ExitCode::from(2);
-        }
-    };
+                return ExitCode::from(2);
+            }
+        };
     if !(args.noisy_cv_percent.is_finite() && args.noisy_cv_percent >= 0.0) {
         eprintln!(
             "fsmatrix: failed to use --noisy-cv-percent {}: give a percentage ≥ 0",
@@ -278,7 +275,11 @@ fn report_cmd(args: &ReportArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let text = render(&r);
+    let all: Vec<crate::results::CellResult> = loaded
+        .iter()
+        .flat_map(|(_, cells)| cells.iter().cloned())
+        .collect();
+    let text = render(&r, &all);
     match &args.out {
         Some(path) => {
             if let Err(e) = std::fs::write(path, text) {

@@ -8,11 +8,13 @@
 //! - [`compare`]: variants against a baseline on one host (Welch, ratio CI).
 //! - [`stats`]: summaries and Student's t over counted repeats.
 //! - [`report`]: rendering of results ([`report::render_markdown`]).
+//! - [`html`]: the HTML report with SVG plots ([`html::render_html`]).
 use std::path::{Path, PathBuf};
 
 pub mod archive;
 pub mod bundle;
 pub mod compare;
+pub mod html;
 pub mod journal;
 pub mod manifest;
 pub mod model;
