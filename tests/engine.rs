@@ -41,6 +41,22 @@ fn run(inv: &Path, matrix: &Path, out: &Path) -> Output {
     o
 }
 
+/// `fsmatrix run` in the background, its progress lines (stderr) to `log`.
+fn spawn_run(inv: &Path, matrix: &Path, out: &Path, log: &Path) -> std::process::Child {
+    fsmatrix()
+        .args(["run", "--inventory"])
+        .arg(inv)
+        .arg("--matrix")
+        .arg(matrix)
+        .arg("--out")
+        .arg(out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).expect("log file"))
+        .spawn()
+        .expect("spawn fsmatrix run")
+}
+
 /// The one bundle folder under `out`.
 fn bundle_in(out: &Path) -> PathBuf {
     let mut v: Vec<PathBuf> = std::fs::read_dir(out)
@@ -492,18 +508,7 @@ fn sigint_mid_sweep_tears_down_and_closes_an_incomplete_bundle() {
     );
     let out = tmp.path().join("results");
     let log = tmp.path().join("stderr.log");
-    let mut child = fsmatrix()
-        .args(["run", "--inventory"])
-        .arg(&inv)
-        .arg("--matrix")
-        .arg(&matrix)
-        .arg("--out")
-        .arg(&out)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("log file"))
-        .spawn()
-        .expect("spawn fsmatrix run");
+    let mut child = spawn_run(&inv, &matrix, &out, &log);
     // Wait until a measured run is under way on some host (bounded).
     let t0 = Instant::now();
     loop {
@@ -610,18 +615,7 @@ fn sigkill_mid_cell_then_resume_finishes_the_bundle() {
     );
     let out = tmp.path().join("results");
     let log = tmp.path().join("stderr.log");
-    let mut child = fsmatrix()
-        .args(["run", "--inventory"])
-        .arg(&inv)
-        .arg("--matrix")
-        .arg(&matrix)
-        .arg("--out")
-        .arg(&out)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).expect("log file"))
-        .spawn()
-        .expect("spawn fsmatrix run");
+    let mut child = spawn_run(&inv, &matrix, &out, &log);
     // Kill it (SIGKILL: no teardown, no close) in the middle of a cell, once
     // at least one cell is finished.
     let t0 = Instant::now();
