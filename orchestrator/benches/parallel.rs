@@ -69,7 +69,7 @@ fn main() {
         "all",
     );
     let n = lab.hosts.len();
-    println!("parallel sweep, 8 cells per host (ext4, select-only, clients 1 and 2, 2 repeats, 5 s runs):");
+    println!("parallel sweep, 4 cells per host (ext4, select-only, clients 1 and 2, 2 repeats, 5 s runs):");
     println!("  1 host : {one:.1} s");
     println!("  {n} hosts: {all:.1} s");
     println!("  ratio {n} hosts / 1 host: {:.2}", all / one);
