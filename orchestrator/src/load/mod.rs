@@ -2,7 +2,7 @@
 //!
 //! The load runs on the host under test (see DESIGN.md, "Load generator
 //! placement"); the remote script's `load` and `run` verbs build the pgbench
-//! and psql command lines (remote-scripts/README.md) and run them with
+//! and psql command lines (docs/remote-scripts.md) and run them with
 //! `LC_ALL=C` (their messages are translated otherwise), and the raw
 //! stdout/stderr come back to be parsed here.  The bundle keeps the raw files; the outcome types below hold only
 //! parsed values and go into `result.json`.

@@ -1,4 +1,4 @@
-//! Calls into the remote scripts (remote-scripts/README.md is the contract):
+//! Calls into the remote scripts (docs/remote-scripts.md is the contract):
 //! `/bin/sh <dir>/<os>.sh VERB name=value ...`, every word quoted by the
 //! remote layer.  The same builder serves the run and `plan --commands`, so
 //! what the plan shows is what a run sends.
