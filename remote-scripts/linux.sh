@@ -369,6 +369,8 @@ verb_make_fs() {
 		mkfs_opt=*) [ "$_mf_fs" != zfs ] && set -- ${1+"$@"} "${_mf_a#mkfs_opt=}" ;;
 		zfs_prop=*=*) [ "$_mf_fs" = zfs ] && set -- ${1+"$@"} -O "${_mf_a#zfs_prop=}" && _mf_zprops=yes ;;
 		zfs_prop=*) usage_die "zfs_prop=${_mf_a#zfs_prop=} is not property=value" ;;
+		pool_prop=*=*) [ "$_mf_fs" = zfs ] && set -- ${1+"$@"} -o "${_mf_a#pool_prop=}" ;;
+		pool_prop=*) usage_die "pool_prop=${_mf_a#pool_prop=} is not property=value" ;;
 		esac
 	done
 	_mf_t0=$(now_ms)

@@ -611,7 +611,11 @@ fn sigkill_mid_cell_then_resume_finishes_the_bundle() {
     let matrix = write(
         tmp.path(),
         "matrix.toml",
-        "name = \"resume\"\nrepeats = 3\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n[[workload]]\nname = \"tpcb\"\nbuiltin = \"tpcb-like\"\nscale = 1\nclients = [1]\nduration = \"6s\"\n",
+        // Adaptive repeats: 3 always run; 4 and 5 only while the 95% CI is
+        // wider than ±50% of the mean, which three 6 s runs never leave it
+        // (it would take a CV above 20%).  The resumed run must decide on
+        // the repeats kept from before the kill as well as its own.
+        "name = \"resume\"\nrepeats = { min = 3, max = 5, target_ci = \"50%\" }\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n[[workload]]\nname = \"tpcb\"\nbuiltin = \"tpcb-like\"\nscale = 1\nclients = [1]\nduration = \"6s\"\n",
     );
     let out = tmp.path().join("results");
     let log = tmp.path().join("stderr.log");
@@ -649,7 +653,7 @@ fn sigkill_mid_cell_then_resume_finishes_the_bundle() {
     let before = journal_done(&bundle);
     let n_before = before.len();
     assert!(
-        (1..6).contains(&n_before),
+        (1..10).contains(&n_before),
         "killed mid-sweep: {n_before} cells done"
     );
     let mut sums = Vec::new();
@@ -682,8 +686,23 @@ fn sigkill_mid_cell_then_resume_finishes_the_bundle() {
     ids.sort();
     let n = ids.len();
     ids.dedup();
-    assert_eq!((n, ids.len()), (6, 6), "every cell exactly once");
-    assert!(rs.iter().all(|r| r["status"]["state"] == "done"), "{rs:?}");
+    assert_eq!((n, ids.len()), (10, 10), "every cell exactly once");
+    for r in &rs {
+        let want = if r["params"]["repeat"].as_u64() <= Some(3) {
+            "done"
+        } else {
+            "not_needed"
+        };
+        assert_eq!(r["status"]["state"], want, "{r}");
+    }
+    let not_needed = rs.iter().find(|r| r["status"]["state"] == "not_needed");
+    let why = not_needed.map(|r| r["status"]["reason"].to_string());
+    assert!(
+        why.as_deref().is_some_and(
+            |w| w.contains("3 counted repeats") && w.contains("within the target ±50%")
+        ),
+        "{why:?}"
+    );
     for (rel, sum) in sums {
         assert_eq!(
             sha256_of(&bundle.join(&rel)),
@@ -710,7 +729,7 @@ fn run_from_a_bundle_repeats_the_same_sweep_and_the_reports_compare() {
     let matrix = write(
         tmp.path(),
         "matrix.toml",
-        "name = \"again\"\nrepeats = 2\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n[[filesystem]]\nname = \"xfs\"\ntype = \"xfs\"\n[[workload]]\nname = \"sel\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"3s\"\n",
+        "name = \"again\"\nrepeats = 2\nwarmup = 2\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n[[filesystem]]\nname = \"xfs\"\ntype = \"xfs\"\n[[workload]]\nname = \"sel\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"3s\"\n",
     );
     let first = tmp.path().join("first");
     assert_eq!(run(&inv, &matrix, &first).status.code(), Some(0));
@@ -756,5 +775,18 @@ fn run_from_a_bundle_repeats_the_same_sweep_and_the_reports_compare() {
     let text = String::from_utf8_lossy(&r.stdout);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     assert!(text.contains(&h.name) && text.contains("xfs"), "{text}");
+    // warmup = 2: two warm-up runs per variant, kept and numbered, not counted.
+    let warm: Vec<(u64, bool)> = results(&b1)
+        .iter()
+        .filter(|r| r["params"]["filesystem"] == "xfs")
+        .map(|r| {
+            (
+                r["params"]["repeat"].as_u64().unwrap_or(0),
+                r["params"]["warmup"].as_bool().unwrap_or(false),
+            )
+        })
+        .collect();
+    assert_eq!(warm, [(1, true), (2, true), (1, false), (2, false)]);
+    assert!(text.contains("8 warm-up runs not counted"), "{text}");
     assert_clean(&lab.inv, h);
 }

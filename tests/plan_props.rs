@@ -44,7 +44,33 @@ struct Wl {
     builtin: usize,
     clients: Vec<u32>,
     repeats: u32,
-    warmup: bool,
+    /// Adaptive repeats: `min` = max(repeats, 2), `max` = min + extra.
+    adaptive: Option<u32>,
+    warmup: u32,
+}
+
+impl Wl {
+    /// Cells per client count: warm-ups plus every planned repeat.
+    fn runs(&self) -> usize {
+        let max = match self.adaptive {
+            Some(extra) => self.repeats.max(2) + extra,
+            None => self.repeats,
+        };
+        (max + self.warmup) as usize
+    }
+
+    fn repeats_toml(&self) -> String {
+        match self.adaptive {
+            Some(extra) => {
+                let min = self.repeats.max(2);
+                format!(
+                    "{{ min = {min}, max = {}, target_ci = \"2%\" }}",
+                    min + extra
+                )
+            }
+            None => self.repeats.to_string(),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -68,12 +94,14 @@ fn strategy() -> impl Strategy<Value = M> {
             0usize..3,
             prop::sample::subsequence(vec![1u32, 2, 4, 8, 16], 1..=5),
             1u32..4,
-            any::<bool>(),
+            prop::option::of(0u32..3),
+            0u32..3,
         )
-            .prop_map(|(builtin, clients, repeats, warmup)| Wl {
+            .prop_map(|(builtin, clients, repeats, adaptive, warmup)| Wl {
                 builtin,
                 clients,
                 repeats,
+                adaptive,
                 warmup,
             }),
         1..4,
@@ -108,7 +136,7 @@ fn wl_toml(i: usize, w: &Wl) -> String {
     format!(
         "[[workload]]\nname = \"w{i}\"\nbuiltin = \"{b}\"\nscale = 1\nclients = [{}]\nduration = \"5s\"\nrepeats = {}\nwarmup = {}\n",
         c.join(", "),
-        w.repeats,
+        w.repeats_toml(),
         w.warmup
     )
 }
@@ -180,7 +208,7 @@ proptest! {
                 for _ in 0..variants {
                     for w in &m.wl {
                         for &c in &w.clients {
-                            let n = (w.repeats + w.warmup as u32) as usize;
+                            let n = w.runs();
                             product += n;
                             let ex = m.exclude.is_some_and(|(t, cl)| t == f.t && cl.is_none_or(|x| x == c));
                             if !runs {
@@ -196,6 +224,17 @@ proptest! {
         prop_assert_eq!(p.cells.len(), product - excluded - dropped);
         prop_assert_eq!(p.excluded, excluded);
         prop_assert_eq!(p.dropped.len(), dropped_pairs);
+        // Adaptive repeats make the ETA a range; fixed repeats a single value.
+        prop_assert!(p.eta_min <= p.eta);
+        for h in &p.hosts {
+            let conditional = p
+                .cells
+                .iter()
+                .filter(|c| c.host == h.host && c.is_conditional())
+                .count();
+            prop_assert_eq!(conditional > 0, h.eta_min < h.eta);
+        }
+        prop_assert!(p.cells.iter().all(|c| !c.warmup || c.adaptive.is_none()));
 
         // Ids unique.
         let mut all: Vec<&str> = p.cells.iter().map(|c| c.id.as_str()).collect();

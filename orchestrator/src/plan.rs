@@ -15,8 +15,8 @@ use sha2::{Digest, Sha256};
 use crate::config::matrix::format_duration;
 use crate::config::values::{DevicePath, HostName, Label};
 use crate::config::{
-    FsType, FsVariant, Host, Inventory, Length, Matrix, Os, PgSetting, Rule, Scale, Workload,
-    WorkloadKind,
+    FsType, FsVariant, Host, Inventory, Length, Matrix, Os, PgSetting, Repeats, Rule, Scale,
+    Workload, WorkloadKind,
 };
 
 /// ETA constants.  Rough on purpose: they are only for "how long will this
@@ -58,10 +58,16 @@ pub struct Cell {
     pub workload: Arc<CellWorkload>,
     pub clients: u32,
     pub jobs: u32,
-    /// 1-based; 0 for the warm-up run.
+    /// 1-based, counted separately for warm-up runs and counted repeats.
     pub repeat: u32,
     /// A warm-up run: executed, kept in the bundle, left out of statistics.
     pub warmup: bool,
+    /// The workload's adaptive repeats, on its counted cells: a repeat past
+    /// `min` runs only while the 95% CI of the repeats before it is wider
+    /// than the target.  Not part of the id (it does not change what a run
+    /// measures).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<Repeats>,
     pub length: Length,
     pub progress: bool,
     pub drop_caches: bool,
@@ -102,8 +108,12 @@ pub struct HostPlan {
     /// Ids of this host's cells, in run order.
     pub cells: Vec<String>,
     pub fs_variants: Vec<Label>,
+    /// Every planned cell run (with adaptive repeats: every repeat up to `max`).
     #[serde(with = "secs")]
     pub eta: Duration,
+    /// Adaptive repeats that reach their target at `min`: the shortest sweep.
+    #[serde(with = "secs")]
+    pub eta_min: Duration,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,6 +129,17 @@ pub struct Plan {
     /// Hosts run in parallel: the slowest host's ETA.
     #[serde(with = "secs")]
     pub eta: Duration,
+    /// As `eta` when every adaptive repeat stops at its `min`.
+    #[serde(with = "secs")]
+    pub eta_min: Duration,
+}
+
+impl Cell {
+    /// A counted repeat past an adaptive `min`: it runs only if the repeats
+    /// before it have not yet narrowed the CI to the target.
+    pub fn is_conditional(&self) -> bool {
+        self.adaptive.is_some_and(|a| self.repeat > a.min)
+    }
 }
 
 mod secs {
@@ -351,6 +372,8 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
         let first = cells.len();
         let mut variants = Vec::new();
         let mut secs: u64 = 0;
+        // Without the repeats that adaptive repeats may not need.
+        let mut secs_min: u64 = 0;
         for fs in &m.filesystems {
             if !fs.fs_type.runs_on(host.os) {
                 let can: Vec<&str> = FsType::for_os(host.os).iter().map(|t| t.as_str()).collect();
@@ -376,7 +399,7 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
                 let mut counts: Vec<(u32, bool)> = Vec::new();
                 for &c in &wl.clients {
                     if m.exclude.iter().any(|r| matches(r, &ctx, Some(c))) {
-                        excluded += (wl.repeats + wl.warmup as u32) as usize;
+                        excluded += (wl.repeats.max + wl.warmup) as usize;
                     } else {
                         counts.push((c, false));
                     }
@@ -397,6 +420,7 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
                     continue;
                 }
                 secs += load_secs(wl);
+                secs_min += load_secs(wl);
                 let workload = Arc::new(CellWorkload {
                     name: wl.name.clone(),
                     kind: wl.kind.clone(),
@@ -404,9 +428,10 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
                 });
                 let prefix = id_prefix(host.name.as_str(), fs, &pg_settings, &workload);
                 for (clients, included) in counts {
-                    let runs = (!wl.warmup as u32)..=wl.repeats;
-                    for repeat in runs {
-                        let jobs = wl.jobs.for_clients(clients);
+                    let jobs = wl.jobs.for_clients(clients);
+                    let warmups = (1..=wl.warmup).map(|r| (r, true));
+                    let counted = (1..=wl.repeats.max).map(|r| (r, false));
+                    for (repeat, warmup) in warmups.chain(counted) {
                         let mut cell = Cell {
                             id: String::new(),
                             host: host.name.clone(),
@@ -418,7 +443,8 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
                             clients,
                             jobs,
                             repeat,
-                            warmup: repeat == 0,
+                            warmup,
+                            adaptive: (!warmup && wl.repeats.is_adaptive()).then_some(wl.repeats),
                             length: wl.length,
                             progress: wl.progress,
                             drop_caches: wl.drop_caches,
@@ -430,11 +456,15 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
                             jobs,
                             wl.length,
                             repeat,
-                            repeat == 0,
+                            warmup,
                             wl.progress,
                             wl.drop_caches,
                         );
-                        secs += cell_secs(&cell);
+                        let t = cell_secs(&cell);
+                        secs += t;
+                        if !cell.is_conditional() {
+                            secs_min += t;
+                        }
                         cells.push(cell);
                     }
                 }
@@ -442,6 +472,7 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
             if cells.len() > before_fs {
                 variants.push(fs.name.clone());
                 secs += eta::FS_SETUP_SECS;
+                secs_min += eta::FS_SETUP_SECS;
             }
         }
         hosts.push(HostPlan {
@@ -451,9 +482,11 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
             cells: cells[first..].iter().map(|c| c.id.clone()).collect(),
             fs_variants: variants,
             eta: Duration::from_secs(secs),
+            eta_min: Duration::from_secs(secs_min),
         });
     }
     let eta = hosts.iter().map(|h| h.eta).max().unwrap_or_default();
+    let eta_min = hosts.iter().map(|h| h.eta_min).max().unwrap_or_default();
     Plan {
         matrix: m.name.clone(),
         cells,
@@ -462,6 +495,7 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
         skipped_hosts: skipped,
         hosts,
         eta,
+        eta_min,
     }
 }
 
@@ -510,14 +544,29 @@ fn table(rows: &[Vec<String>], right: &[usize]) -> String {
 /// The readable plan: one row per host, then dropped combinations and why.
 pub fn render(p: &Plan) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "matrix {}: {} cells on {} hosts, ETA {} (hosts run in parallel; the slowest host)",
-        p.matrix,
-        p.cells.len(),
-        p.hosts.len(),
-        format_duration(p.eta)
-    );
+    let conditional = p.cells.iter().filter(|c| c.is_conditional()).count();
+    if conditional == 0 {
+        let _ = writeln!(
+            out,
+            "matrix {}: {} cells on {} hosts, ETA {} (hosts run in parallel; the slowest host)",
+            p.matrix,
+            p.cells.len(),
+            p.hosts.len(),
+            format_duration(p.eta)
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "matrix {}: {} cells on {} hosts, {} of them adaptive repeats that run only until the CI target is met; \
+             ETA {} to {} (hosts run in parallel; the slowest host)",
+            p.matrix,
+            p.cells.len(),
+            p.hosts.len(),
+            conditional,
+            format_duration(p.eta_min),
+            format_duration(p.eta)
+        );
+    }
     out.push('\n');
     let mut rows = vec![vec![
         "HOST".to_string(),
@@ -534,7 +583,11 @@ pub fn render(p: &Plan) -> String {
             h.os.as_str().into(),
             h.device.to_string(),
             h.cells.len().to_string(),
-            format_duration(h.eta),
+            if h.eta_min == h.eta {
+                format_duration(h.eta)
+            } else {
+                format!("{}-{}", format_duration(h.eta_min), format_duration(h.eta))
+            },
             if variants.is_empty() {
                 "(none)".into()
             } else {
@@ -600,7 +653,16 @@ pub fn render_cells(p: &Plan) -> String {
             format!("{}{}", c.clients, if c.included { "+" } else { "" }),
             c.jobs.to_string(),
             if c.warmup {
-                "warmup".into()
+                format!("warmup {}", c.repeat)
+            } else if c.is_conditional() {
+                format!(
+                    "#{} if CI > ±{}",
+                    c.repeat,
+                    c.adaptive
+                        .and_then(|a| a.target_ci)
+                        .map(|t| t.to_string())
+                        .unwrap_or_default()
+                )
             } else {
                 format!("#{}", c.repeat)
             },
@@ -724,7 +786,7 @@ duration = "1m"
             &inv(INV),
             &mat(&format!("{BASE}\n[hosts]\nnames = [\"l1\"]\n")),
         );
-        let order: Vec<(String, String, u32, u32)> = p
+        let order: Vec<(String, String, u32, bool, u32)> = p
             .cells
             .iter()
             .map(|c| {
@@ -732,16 +794,20 @@ duration = "1m"
                     c.fs.name.to_string(),
                     c.workload.name.to_string(),
                     c.clients,
+                    c.warmup,
                     c.repeat,
                 )
             })
             .collect();
         let mut want = Vec::new();
         for fs in ["ext4", "zfs-off", "zfs-lz4"] {
-            for (wl, clients, first) in [("tpcb", vec![1, 4], 0), ("ro", vec![2], 1)] {
+            for (wl, clients, warmups) in [("tpcb", vec![1, 4], 1), ("ro", vec![2], 0)] {
                 for c in clients {
-                    for r in first..=2 {
-                        want.push((fs.to_string(), wl.to_string(), c, r));
+                    for w in 1..=warmups {
+                        want.push((fs.to_string(), wl.to_string(), c, true, w));
+                    }
+                    for r in 1..=2 {
+                        want.push((fs.to_string(), wl.to_string(), c, false, r));
                     }
                 }
             }
@@ -861,8 +927,13 @@ duration = "1m"
             .map(|c| {
                 (
                     format!(
-                        "{}/{}/{}/{}/{}",
-                        c.host, c.fs.name, c.workload.name, c.clients, c.repeat
+                        "{}/{}/{}/{}/{}{}",
+                        c.host,
+                        c.fs.name,
+                        c.workload.name,
+                        c.clients,
+                        if c.warmup { "warmup" } else { "" },
+                        c.repeat
                     ),
                     c.id.clone(),
                 )
@@ -965,5 +1036,69 @@ duration = "1m"
         let tpcb = 3 * (2 + 8) + 2 * 3 * 8;
         let per_variant = 60 + 14 + 1610 + tpcb + 2 * (65 + 3);
         assert_eq!(p.hosts[0].eta, Duration::from_secs(3 * per_variant));
+    }
+
+    #[test]
+    fn warmups_and_adaptive_repeats() {
+        let m = mat(&format!(
+            "{}\n[hosts]\nnames = [\"l1\"]\n",
+            BASE.replace(
+                "warmup = true",
+                "warmup = 2\nrepeats = { min = 2, max = 4, target_ci = \"2.5%\" }"
+            )
+        ));
+        let tpcb = &m.workloads[0];
+        assert_eq!(tpcb.warmup, 2);
+        assert_eq!(tpcb.repeats.to_string(), "2..4 until 95% CI within ±2.5%");
+        let p = plan(&inv(INV), &m);
+        // Per variant and client count of tpcb: warm-ups 1, 2, then repeats 1..=4.
+        let runs: Vec<(bool, u32, bool)> = p
+            .cells
+            .iter()
+            .filter(|c| {
+                c.fs.name.as_str() == "ext4" && c.workload.name.as_str() == "tpcb" && c.clients == 4
+            })
+            .map(|c| (c.warmup, c.repeat, c.is_conditional()))
+            .collect();
+        assert_eq!(
+            runs,
+            [
+                (true, 1, false),
+                (true, 2, false),
+                (false, 1, false),
+                (false, 2, false),
+                (false, 3, true),
+                (false, 4, true)
+            ]
+        );
+        // Warm-ups carry no adaptive rule; the fixed-repeat workload neither.
+        assert!(p
+            .cells
+            .iter()
+            .all(|c| c.adaptive.is_some() == (!c.warmup && c.workload.name.as_str() == "tpcb")));
+        // Every id is distinct (warm-up n and repeat n differ by the flag).
+        let ids: std::collections::HashSet<&str> = p.cells.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids.len(), p.cells.len());
+        // 3 variants × 2 client counts × (2 + 4) tpcb + 3 × 2 ro.
+        assert_eq!(p.cells.len(), 3 * 2 * 6 + 3 * 2);
+        // The ETA is a range: without the conditional repeats, to all of them.
+        let conditional: u64 = p
+            .cells
+            .iter()
+            .filter(|c| c.is_conditional())
+            .map(cell_secs)
+            .sum();
+        assert_eq!(conditional, 3 * 2 * 2 * (10 + 5));
+        assert_eq!(p.eta - p.eta_min, Duration::from_secs(conditional));
+        let text = render(&p);
+        assert!(
+            text.contains("12 of them adaptive repeats that run only until the CI target is met"),
+            "{text}"
+        );
+        assert!(render_cells(&p).contains("#3 if CI > ±2.5%"));
+        // A fixed repeat count keeps a single ETA.
+        let fixed = plan(&inv(INV), &mat(BASE));
+        assert_eq!(fixed.eta, fixed.eta_min);
+        assert!(!render(&fixed).contains("adaptive"));
     }
 }

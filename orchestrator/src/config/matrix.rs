@@ -2,6 +2,7 @@
 //! workloads, client counts, repeats, include/exclude rules and a host
 //! filter.  Format documented in README.md and the examples in matrix/.
 use std::collections::BTreeMap;
+use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -206,12 +207,108 @@ pub struct Workload {
     pub clients: Vec<u32>,
     pub jobs: Jobs,
     pub length: Length,
-    pub repeats: u32,
-    /// One discarded run before the measured repeats of each client count.
-    pub warmup: bool,
+    pub repeats: Repeats,
+    /// Warm-up runs before the counted repeats of each client count: run
+    /// and kept in the bundle, never counted (`warmup = true` means 1).
+    pub warmup: u32,
     /// pgbench `-P 1` (per-second progress).
     pub progress: bool,
     pub drop_caches: bool,
+}
+
+/// How many counted repeats a workload runs per client count: a fixed
+/// number (`repeats = 3`), or adaptive (`repeats = { min = 3, max = 10,
+/// target_ci = "2%" }`): after `min`, more repeats run until the 95%
+/// confidence interval of the mean tps is within ±target of the mean, or
+/// `max` is reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Repeats {
+    pub min: u32,
+    pub max: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_ci: Option<CiTarget>,
+}
+
+impl Repeats {
+    pub const fn fixed(n: u32) -> Repeats {
+        Repeats {
+            min: n,
+            max: n,
+            target_ci: None,
+        }
+    }
+
+    pub fn is_adaptive(&self) -> bool {
+        self.target_ci.is_some() && self.max > self.min
+    }
+}
+
+impl fmt::Display for Repeats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.target_ci {
+            Some(t) if self.max > self.min => {
+                write!(f, "{}..{} until 95% CI within ±{t}", self.min, self.max)
+            }
+            _ => write!(f, "{}", self.max),
+        }
+    }
+}
+
+/// Half-width of a 95% confidence interval as a share of the mean, in
+/// hundredths of a percent (`"2%"` is 200, `"0.5%"` is 50).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct CiTarget(u32);
+
+impl CiTarget {
+    /// `"2%"`, `"0.5%"`, `"1.25%"`: more than 0, at most 50.
+    pub fn parse(s: &str) -> Option<CiTarget> {
+        let n = s.trim().strip_suffix('%')?.trim();
+        let (int, frac) = n.split_once('.').unwrap_or((n, ""));
+        if int.is_empty()
+            || frac.len() > 2
+            || !(int.bytes().chain(frac.bytes())).all(|b| b.is_ascii_digit())
+        {
+            return None;
+        }
+        let hundredths = int.parse::<u32>().ok()?.checked_mul(100)?
+            + format!("{frac:0<2}").parse::<u32>().ok()?;
+        (1..=5000)
+            .contains(&hundredths)
+            .then_some(CiTarget(hundredths))
+    }
+
+    /// As a fraction of the mean (`"2%"` is 0.02).
+    pub fn fraction(self) -> f64 {
+        self.0 as f64 / 10_000.0
+    }
+
+    pub fn percent(self) -> f64 {
+        self.0 as f64 / 100.0
+    }
+}
+
+impl fmt::Display for CiTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 % 100 {
+            0 => write!(f, "{}%", self.0 / 100),
+            r if r % 10 == 0 => write!(f, "{}.{}%", self.0 / 100, r / 10),
+            r => write!(f, "{}.{r:02}%", self.0 / 100),
+        }
+    }
+}
+
+impl TryFrom<String> for CiTarget {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        CiTarget::parse(&s).ok_or_else(|| format!("invalid CI target {s:?}"))
+    }
+}
+
+impl From<CiTarget> for String {
+    fn from(t: CiTarget) -> String {
+        t.to_string()
+    }
 }
 
 /// A GitHub-Actions-style rule: every key given must match (a list means any of).
@@ -462,11 +559,14 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Matrix> {
     let description = root.str(errs, "description").map(|s| s.into_inner());
     let defaults = WlDefaults {
         repeats: root
-            .int(errs, "repeats", 1, 1000)
-            .map(|v| *v.get_ref() as u32)
-            .unwrap_or(1),
+            .get("repeats")
+            .and_then(|v| repeats_value(errs, v, "the matrix"))
+            .unwrap_or(Repeats::fixed(1)),
         drop_caches: root.bool(errs, "drop_caches").unwrap_or(false),
-        warmup: root.bool(errs, "warmup").unwrap_or(false),
+        warmup: root
+            .get("warmup")
+            .and_then(|v| warmup_value(errs, v, "the matrix"))
+            .unwrap_or(0),
         progress: root.bool(errs, "progress").unwrap_or(false),
     };
     let postgres = match root.table(errs, "postgres") {
@@ -563,9 +663,9 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Matrix> {
 }
 
 struct WlDefaults {
-    repeats: u32,
+    repeats: Repeats,
     drop_caches: bool,
-    warmup: bool,
+    warmup: u32,
     progress: bool,
 }
 
@@ -1281,10 +1381,13 @@ fn workload(
         }
     };
     let repeats = w
-        .int(errs, "repeats", 1, 1000)
-        .map(|v| *v.get_ref() as u32)
+        .get("repeats")
+        .and_then(|v| repeats_value(errs, v, &ctx))
         .unwrap_or(d.repeats);
-    let warmup = w.bool(errs, "warmup").unwrap_or(d.warmup);
+    let warmup = w
+        .get("warmup")
+        .and_then(|v| warmup_value(errs, v, &ctx))
+        .unwrap_or(d.warmup);
     let progress = w.bool(errs, "progress").unwrap_or(d.progress);
     let drop_caches = w.bool(errs, "drop_caches").unwrap_or(d.drop_caches);
     if errs.list.len() > before {
@@ -1302,6 +1405,104 @@ fn workload(
         progress,
         drop_caches,
     })
+}
+
+/// Most counted repeats a client count may ask for.
+pub const MAX_REPEATS: i64 = 1000;
+/// Most warm-up runs per client count.
+pub const MAX_WARMUP: i64 = 100;
+
+/// `repeats = 3` or `repeats = { min = 3, max = 10, target_ci = "2%" }`.
+fn repeats_value(errs: &mut Errors<'_>, v: &Val<'_>, ctx: &str) -> Option<Repeats> {
+    match v.get_ref() {
+        DeValue::Integer(_) => int_value(errs, v, &format!("`repeats` in {ctx}"), 1, MAX_REPEATS)
+            .map(|n| Repeats::fixed(*n.get_ref() as u32)),
+        DeValue::Table(t) => {
+            let what = format!("`repeats` in {ctx}");
+            let tbl = Tbl {
+                t,
+                span: &v.span(),
+                ctx: &what,
+            };
+            tbl.check_keys(errs, &["min", "max", "target_ci"]);
+            let min = tbl
+                .int(errs, "min", 2, MAX_REPEATS)
+                .map(|n| *n.get_ref() as u32);
+            let max = tbl.int(errs, "max", 2, MAX_REPEATS);
+            let target = tbl.str(errs, "target_ci").and_then(|s| {
+                let t = CiTarget::parse(s.get_ref());
+                if t.is_none() {
+                    errs.push(
+                        &s.span(),
+                        format!(
+                            "`target_ci` in {what} is \"{}\"; valid: a share of the mean from \"0.01%\" to \"50%\", e.g. \"2%\" (95% CI half-width)",
+                            s.get_ref()
+                        ),
+                    );
+                }
+                t
+            });
+            let mut missing = Vec::new();
+            for key in ["min", "max", "target_ci"] {
+                if tbl.get(key).is_none() {
+                    missing.push(key);
+                }
+            }
+            if !missing.is_empty() {
+                errs.push(
+                    &v.span(),
+                    format!(
+                        "{what} lacks {}; adaptive repeats need all three, e.g. {{ min = 3, max = 10, target_ci = \"2%\" }} (or give a plain number)",
+                        missing.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+                    ),
+                );
+                return None;
+            }
+            let (min, max, target) = (min?, max?, target?);
+            let max_v = *max.get_ref() as u32;
+            if max_v < min {
+                errs.push(
+                    &max.span(),
+                    format!("`max` in {what} is {max_v}, below `min` = {min}; valid: {min}..={MAX_REPEATS}"),
+                );
+                return None;
+            }
+            Some(Repeats {
+                min,
+                max: max_v,
+                target_ci: Some(target),
+            })
+        }
+        other => {
+            errs.push(
+                &v.span(),
+                format!(
+                    "`repeats` in {ctx} must be a number (e.g. 3) or a table {{ min = 3, max = 10, target_ci = \"2%\" }}, found {}",
+                    type_name(other)
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// `warmup = 2`, or `true` (1) / `false` (0).
+fn warmup_value(errs: &mut Errors<'_>, v: &Val<'_>, ctx: &str) -> Option<u32> {
+    match v.get_ref() {
+        DeValue::Boolean(b) => Some(*b as u32),
+        DeValue::Integer(_) => int_value(errs, v, &format!("`warmup` in {ctx}"), 0, MAX_WARMUP)
+            .map(|n| *n.get_ref() as u32),
+        other => {
+            errs.push(
+                &v.span(),
+                format!(
+                    "`warmup` in {ctx} must be a number of warm-up runs (0..={MAX_WARMUP}) or true/false, found {}",
+                    type_name(other)
+                ),
+            );
+            None
+        }
+    }
 }
 
 /// A rule value: a scalar or an array of them, each with its span.
@@ -1607,5 +1808,73 @@ mod vary_tests {
                 .contains("m.toml:11:1: error: duplicate filesystem variant name `z-on`"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn ci_targets_parse_and_print_back() {
+        for (text, hundredths, shown) in [
+            ("2%", 200, "2%"),
+            ("0.5%", 50, "0.5%"),
+            ("1.25%", 125, "1.25%"),
+            ("0.01%", 1, "0.01%"),
+            ("50%", 5000, "50%"),
+            (" 3 %", 300, "3%"),
+        ] {
+            let t = CiTarget::parse(text);
+            assert_eq!(t, Some(CiTarget(hundredths)), "{text}");
+            assert_eq!(t.map(|t| t.to_string()).as_deref(), Some(shown));
+        }
+        for bad in [
+            "2", "0%", "0.001%", "50.01%", "-1%", "1e2%", "%", ".5%", "2.%x", "abc%",
+        ] {
+            assert_eq!(CiTarget::parse(bad), None, "{bad}");
+        }
+        assert_eq!(CiTarget(200).fraction(), 0.02);
+    }
+
+    #[test]
+    fn repeats_and_warmup_forms() {
+        let m = parse(
+            r#"
+name = "m"
+repeats = { min = 3, max = 10, target_ci = "2%" }
+warmup = true
+[[filesystem]]
+name = "e"
+type = "ext4"
+[[workload]]
+name = "a"
+builtin = "select-only"
+scale = 1
+clients = [1]
+duration = "5s"
+[[workload]]
+name = "b"
+builtin = "select-only"
+scale = 1
+clients = [1]
+duration = "5s"
+repeats = 4
+warmup = 3
+"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let a = &m.workloads[0];
+        assert_eq!(
+            (a.repeats.min, a.repeats.max, a.repeats.target_ci, a.warmup),
+            (3, 10, CiTarget::parse("2%"), 1)
+        );
+        assert!(a.repeats.is_adaptive());
+        let b = &m.workloads[1];
+        assert_eq!((b.repeats, b.warmup), (Repeats::fixed(4), 3));
+        assert!(!b.repeats.is_adaptive());
+        // min = max with a target is a fixed count in effect.
+        let same = Repeats {
+            min: 3,
+            max: 3,
+            target_ci: CiTarget::parse("2%"),
+        };
+        assert!(!same.is_adaptive());
+        assert_eq!(same.to_string(), "3");
     }
 }

@@ -12,8 +12,8 @@ use std::path::Path;
 pub use error::{ConfigError, ConfigErrors};
 pub use inventory::{Auth, Become, Host, Inventory, Os, Platform};
 pub use matrix::{
-    Builtin, FsType, FsVariant, HostFilter, Jobs, Length, Matrix, PgSetting, Rule, Scale, Workload,
-    WorkloadKind, ZfsProperty,
+    Builtin, CiTarget, FsType, FsVariant, HostFilter, Jobs, Length, Matrix, PgSetting, Repeats,
+    Rule, Scale, Workload, WorkloadKind, ZfsProperty,
 };
 
 pub(crate) fn read_file(path: &Path) -> Result<String, ConfigErrors> {

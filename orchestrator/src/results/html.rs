@@ -128,6 +128,13 @@ pub fn render_html(r: &Report, cells: &[CellResult]) -> String {
             if r.warmups_excluded == 1 { "" } else { "s" }
         );
     }
+    if r.not_needed > 0 {
+        let _ = writeln!(
+            out,
+            "<p>{}</p>",
+            super::report::not_needed_sentence(r.not_needed)
+        );
+    }
 
     let order = variant_order(cells);
     out.push_str("<h2>Plots</h2>\n");

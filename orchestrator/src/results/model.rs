@@ -76,6 +76,11 @@ pub enum CellStatus {
     NotRun {
         reason: String,
     },
+    /// An adaptive repeat past `min` that was not run because the repeats
+    /// before it had already narrowed the 95% CI to the target.
+    NotNeeded {
+        reason: String,
+    },
 }
 
 impl CellStatus {
@@ -85,6 +90,7 @@ impl CellStatus {
             CellStatus::Done { .. } => "done",
             CellStatus::Failed { .. } => "failed",
             CellStatus::NotRun { .. } => "not_run",
+            CellStatus::NotNeeded { .. } => "not_needed",
         }
     }
 }
@@ -222,7 +228,9 @@ impl CellResult {
             CellStatus::Failed {
                 step, exit_status, ..
             } => (step.clone(), opt(*exit_status), String::new()),
-            CellStatus::NotRun { reason } => (String::new(), String::new(), reason.clone()),
+            CellStatus::NotRun { reason } | CellStatus::NotNeeded { reason } => {
+                (String::new(), String::new(), reason.clone())
+            }
         };
         vec![
             self.cell_id.clone(),

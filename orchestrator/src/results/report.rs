@@ -90,7 +90,14 @@ pub struct Report {
     /// One table per (workload, clients), sorted.
     pub tables: Vec<Table>,
     pub warmups_excluded: usize,
+    /// Adaptive repeats left out because the CI target was met earlier.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub not_needed: usize,
     pub problems: Vec<Problem>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -211,6 +218,10 @@ pub fn build_report(sources: &[Source], opts: &ReportOptions) -> Result<Report, 
         .iter()
         .filter(|c| c.params.warmup && matches!(c.status, CellStatus::Done { .. }))
         .count();
+    let not_needed = cells
+        .iter()
+        .filter(|c| matches!(c.status, CellStatus::NotNeeded { .. }))
+        .count();
     // (workload, clients) → host → groups
     let mut by_table: BTreeMap<(String, u32), BTreeMap<String, Vec<GroupStats>>> = BTreeMap::new();
     for g in groups {
@@ -276,7 +287,7 @@ pub fn build_report(sources: &[Source], opts: &ReportOptions) -> Result<Report, 
         .filter_map(|c| {
             let p = &c.params;
             let detail = match &c.status {
-                CellStatus::Done { .. } => return None,
+                CellStatus::Done { .. } | CellStatus::NotNeeded { .. } => return None,
                 CellStatus::Failed {
                     step,
                     exit_status,
@@ -322,8 +333,18 @@ pub fn build_report(sources: &[Source], opts: &ReportOptions) -> Result<Report, 
         notes,
         tables,
         warmups_excluded,
+        not_needed,
         problems,
     })
+}
+
+/// "4 adaptive repeats were not needed: ..." for the Markdown and HTML reports.
+pub fn not_needed_sentence(n: usize) -> String {
+    format!(
+        "{n} adaptive repeat{} not run: the repeats before {} had already narrowed the 95% CI to the target.",
+        if n == 1 { " was" } else { "s were" },
+        if n == 1 { "it" } else { "them" }
+    )
 }
 
 fn bytes_h(b: f64) -> String {
@@ -496,6 +517,9 @@ pub fn render_markdown_report(r: &Report) -> String {
             r.warmups_excluded,
             if r.warmups_excluded == 1 { "" } else { "s" }
         );
+    }
+    if r.not_needed > 0 {
+        let _ = writeln!(out, "{}\n", not_needed_sentence(r.not_needed));
     }
     if !r.problems.is_empty() {
         out.push_str("## Failed and not run\n\n");

@@ -36,6 +36,8 @@ pub enum RunEvent {
         done: usize,
         failed: usize,
         not_run: usize,
+        /// Adaptive repeats left out once the CI target was met.
+        not_needed: usize,
     },
 }
 
@@ -57,6 +59,8 @@ pub enum Outcome {
     Done,
     Failed,
     NotRun,
+    /// An adaptive repeat the CI target made unnecessary.
+    NotNeeded,
 }
 
 mod secs {

@@ -21,6 +21,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::config::inventory::expand_tilde;
 use crate::config::values::AbsPath;
+use crate::config::values::HostName;
 use crate::config::{Auth, FsType, Host, Inventory, Matrix};
 use crate::plan::{plan, Cell, Plan};
 use crate::remote::{ExecOptions, Remote, RemoteCommand, SshRemote, SshTarget};
@@ -28,7 +29,7 @@ use crate::results::bundle::Bundle;
 use crate::results::journal::SweepStatus;
 use events::RunEvent;
 use script::{os_name, Call, Kv};
-use worker::{record_not_run, FsCalls, HostPaths, HostTally, Sink, Worker};
+use worker::{record_not_run, Counted, FsCalls, HostPaths, HostTally, Sink, Worker};
 
 /// How long to wait for a host's SSH server before calling it unreachable.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -154,6 +155,7 @@ pub async fn prepare(
         paths: paths.clone(),
         sink: &scratch,
         cancel: crx,
+        counted: Counted::default(),
     };
     if pre_clean {
         // What a killed run left (a mount, postgres, a pool) would make the
@@ -512,6 +514,30 @@ pub async fn resume(dir: &Path) -> Result<SweepSummary, String> {
     execute(bundle, &inv, &p, None, &keep, true).await
 }
 
+/// The counted tps of `host`'s kept cells (a resumed sweep), so that its
+/// adaptive repeats decide on every repeat, not only on the ones run now.
+fn kept_counted(root: &Path, p: &Plan, host: &HostName, keep: &HashSet<String>) -> Counted {
+    let counted = Counted::default();
+    for c in p
+        .cells
+        .iter()
+        .filter(|c| &c.host == host && keep.contains(&c.id))
+    {
+        let path = root.join(format!("data/cells/{}/result.json", c.id));
+        let tps = std::fs::read(path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<crate::results::CellResult>(&b).ok())
+            .and_then(|r| match r.status {
+                crate::results::CellStatus::Done { run } => Some(run.tps),
+                _ => None,
+            });
+        if let Some(tps) = tps {
+            counted.add(c, tps);
+        }
+    }
+    counted
+}
+
 /// Run the cells of `p` not in `keep` into `bundle` and close it.
 /// `pre_clean`: tear every host down before its checks (after a crash).
 async fn execute(
@@ -571,6 +597,7 @@ async fn execute(
         let cancel = cancel_rx.clone();
         let needs = needs_of(p, hp.host.as_str());
         let eta = hp.eta;
+        let root = &root;
         async move {
             let mut tally = HostTally::default();
             let Some(host) = host else { return tally };
@@ -594,6 +621,7 @@ async fn execute(
                         paths,
                         sink,
                         cancel,
+                        counted: kept_counted(root, p, &host.name, keep),
                     };
                     tally = w.run_cells(&cells).await;
                     remote.disconnect().await;
@@ -615,6 +643,7 @@ async fn execute(
                 done: tally.done,
                 failed: tally.failed,
                 not_run: tally.not_run,
+                not_needed: tally.not_needed,
             });
             tally
         }
@@ -626,6 +655,7 @@ async fn execute(
         done: a.done + t.done,
         failed: a.failed + t.failed,
         not_run: a.not_run + t.not_run,
+        not_needed: a.not_needed + t.not_needed,
     });
     let status = if interrupted {
         SweepStatus::Incomplete
@@ -687,10 +717,18 @@ fn finish(outcome: Result<SweepSummary, String>, t0: Instant) -> ExitCode {
         Ok(s) => {
             let t = s.tally;
             eprintln!(
-                "fsmatrix: {} cells done, {} failed, {} not run in {:.1} s{}",
+                "fsmatrix: {} cells done, {} failed, {} not run{} in {:.1} s{}",
                 t.done,
                 t.failed,
                 t.not_run,
+                if t.not_needed > 0 {
+                    format!(
+                        ", {} not needed (adaptive repeats met their CI target)",
+                        t.not_needed
+                    )
+                } else {
+                    String::new()
+                },
                 t0.elapsed().as_secs_f64(),
                 if s.interrupted {
                     " (interrupted: bundle closed as incomplete)"

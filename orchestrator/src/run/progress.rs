@@ -53,7 +53,11 @@ impl<W: Write + Send> Reporter for Lines<W> {
                 done,
                 failed,
                 not_run,
-            } => format!("{host}: finished: {done} done, {failed} failed, {not_run} not run"),
+                not_needed,
+            } => format!(
+                "{host}: finished: {}",
+                tally_words(*done, *failed, *not_run, *not_needed)
+            ),
         };
         // A log sink that fails (closed pipe) must not stop a sweep.
         let _ = writeln!(self.out, "{line}");
@@ -65,7 +69,18 @@ fn outcome_word(o: Outcome) -> &'static str {
         Outcome::Done => "done",
         Outcome::Failed => "FAILED",
         Outcome::NotRun => "not run",
+        Outcome::NotNeeded => "not needed (CI target met)",
     }
+}
+
+/// "3 done, 0 failed, 0 not run" (and ", 2 not needed" when adaptive
+/// repeats stopped early).
+pub fn tally_words(done: usize, failed: usize, not_run: usize, not_needed: usize) -> String {
+    let mut s = format!("{done} done, {failed} failed, {not_run} not run");
+    if not_needed > 0 {
+        s.push_str(&format!(", {not_needed} not needed"));
+    }
+    s
 }
 
 /// `1h02m03s`-style durations for humans.
@@ -164,12 +179,11 @@ impl Reporter for Bars {
                 done,
                 failed,
                 not_run,
+                not_needed,
             } => {
-                let (done, failed, not_run) = (*done, *failed, *not_run);
+                let words = tally_words(*done, *failed, *not_run, *not_needed);
                 let hb = self.bar(host);
-                hb.bar.finish_with_message(format!(
-                    "{done} done, {failed} failed, {not_run} not run"
-                ));
+                hb.bar.finish_with_message(words);
             }
         }
     }

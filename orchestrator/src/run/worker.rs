@@ -6,7 +6,7 @@
 //! (the device guard) → make-fs → mount → pg-init → pg-start → per workload:
 //! load → sizes → per cell: drop-caches → counters → run → counters →
 //! collect → … → pg-stop → teardown.
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -146,6 +146,55 @@ pub struct HostTally {
     pub done: usize,
     pub failed: usize,
     pub not_run: usize,
+    pub not_needed: usize,
+}
+
+/// Counted tps so far per (filesystem variant, workload, clients) on one
+/// host: what adaptive repeats decide on.  A resumed sweep seeds it with the
+/// kept cells' results.
+#[derive(Debug, Default)]
+pub struct Counted(Mutex<HashMap<(String, String, u32), Vec<f64>>>);
+
+impl Counted {
+    fn key(c: &Cell) -> (String, String, u32) {
+        (
+            c.fs.name.as_str().to_string(),
+            c.workload.name.as_str().to_string(),
+            c.clients,
+        )
+    }
+
+    /// Remember a counted (not warm-up) repeat's tps.
+    pub fn add(&self, c: &Cell, tps: f64) {
+        if c.warmup {
+            return;
+        }
+        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        m.entry(Self::key(c)).or_default().push(tps);
+    }
+
+    /// Why cell `c` need not run: it is an adaptive repeat past `min` and the
+    /// counted repeats of its group already have a 95% CI within the target.
+    pub fn not_needed(&self, c: &Cell) -> Option<String> {
+        if !c.is_conditional() {
+            return None;
+        }
+        let a = c.adaptive?;
+        let target = a.target_ci?;
+        let m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let xs = m.get(&Self::key(c))?;
+        if xs.len() < a.min as usize {
+            return None;
+        }
+        let half = crate::results::stats::summarize(xs)?.ci_rel_half_width()?;
+        (half <= target.fraction()).then(|| {
+            format!(
+                "adaptive repeats: the {} counted repeats before it have a 95% CI of ±{:.2}% of the mean tps, within the target ±{target}",
+                xs.len(),
+                half * 100.0
+            )
+        })
+    }
 }
 
 pub fn now_rfc3339() -> String {
@@ -170,33 +219,48 @@ pub fn params(c: &Cell) -> CellParams {
 /// Record every cell in `cells` as not run, with `reason`.
 pub fn record_not_run(sink: &Sink, cells: &[&Cell], reason: &str, tally: &mut HostTally) {
     for c in cells {
-        let result = CellResult {
-            schema: crate::results::model::RESULT_SCHEMA,
-            cell_id: c.id.clone(),
-            params: params(c),
-            status: CellStatus::NotRun {
-                reason: reason.to_string(),
-            },
-            started: None,
-            ended: None,
-            sizes: None,
-            init: None,
-            fs_settings: None,
+        let status = CellStatus::NotRun {
+            reason: reason.to_string(),
         };
-        if let Err(e) = sink.finish_cell(&result, Some(c), &[]) {
-            sink.emit(RunEvent::Note {
-                host: c.host.as_str().to_string(),
-                message: format!("failed to record cell {}: {e}", c.id),
-            });
-        }
+        record_unrun(sink, c, status, Outcome::NotRun);
         tally.not_run += 1;
-        sink.emit(RunEvent::CellEnded {
+    }
+}
+
+/// Record an adaptive repeat that the CI target made unnecessary.
+pub fn record_not_needed(sink: &Sink, c: &Cell, reason: &str, tally: &mut HostTally) {
+    let status = CellStatus::NotNeeded {
+        reason: reason.to_string(),
+    };
+    record_unrun(sink, c, status, Outcome::NotNeeded);
+    tally.not_needed += 1;
+}
+
+/// A cell that did not run: its result (no measures) and its journal line.
+fn record_unrun(sink: &Sink, c: &Cell, status: CellStatus, outcome: Outcome) {
+    let result = CellResult {
+        schema: crate::results::model::RESULT_SCHEMA,
+        cell_id: c.id.clone(),
+        params: params(c),
+        status,
+        started: None,
+        ended: None,
+        sizes: None,
+        init: None,
+        fs_settings: None,
+    };
+    if let Err(e) = sink.finish_cell(&result, Some(c), &[]) {
+        sink.emit(RunEvent::Note {
             host: c.host.as_str().to_string(),
-            cell: c.id.clone(),
-            outcome: Outcome::NotRun,
-            planned: Duration::from_secs(cell_secs(c)),
+            message: format!("failed to record cell {}: {e}", c.id),
         });
     }
+    sink.emit(RunEvent::CellEnded {
+        host: c.host.as_str().to_string(),
+        cell: c.id.clone(),
+        outcome,
+        planned: Duration::from_secs(cell_secs(c)),
+    });
 }
 
 /// Paths on the host for this worker (under the inventory's work_dir).
@@ -247,12 +311,13 @@ impl FsCalls {
             .arg("consent", consent(host))
             .arg("fs", c.fs.fs_type.as_str());
         if c.fs.fs_type == FsType::Zfs {
-            call.arg("pool", POOL).arg("mnt", &p.mnt).args(
-                "zfs_prop",
-                c.fs.properties
-                    .iter()
-                    .map(|z| format!("{}={}", z.name.as_str(), z.value.as_str())),
-            )
+            let kv = |z: &crate::config::ZfsProperty| {
+                format!("{}={}", z.name.as_str(), z.value.as_str())
+            };
+            call.arg("pool", POOL)
+                .arg("mnt", &p.mnt)
+                .args("pool_prop", c.fs.pool_properties.iter().map(kv))
+                .args("zfs_prop", c.fs.properties.iter().map(kv))
         } else {
             call.args(
                 "mkfs_opt",
@@ -454,6 +519,7 @@ pub struct Worker<'a, R: Remote> {
     pub paths: HostPaths,
     pub sink: &'a Sink,
     pub cancel: watch::Receiver<bool>,
+    pub counted: Counted,
 }
 
 /// One filesystem variant's set-up, as far as it got.
@@ -868,9 +934,17 @@ impl<'a, R: Remote> Worker<'a, R> {
                 record_not_run(self.sink, &[c], "interrupted before it started", tally);
                 continue;
             }
+            if let Some(why) = self.counted.not_needed(c) {
+                record_not_needed(self.sink, c, &why, tally);
+                continue;
+            }
             let script = file.as_ref().map(|(p, _)| p.as_str());
-            self.run_cell(c, st, script, sizes.clone(), init.clone(), tally)
-                .await;
+            if let Some(tps) = self
+                .run_cell(c, st, script, sizes.clone(), init.clone(), tally)
+                .await
+            {
+                self.counted.add(c, tps);
+            }
         }
     }
 
@@ -951,7 +1025,7 @@ impl<'a, R: Remote> Worker<'a, R> {
         sizes: Option<Sizes>,
         init: Option<InitTimings>,
         tally: &mut HostTally,
-    ) {
+    ) -> Option<f64> {
         let started = now_rfc3339();
         let tag = format!(
             "{} {} c={} r={}{}",
@@ -976,7 +1050,8 @@ impl<'a, R: Remote> Worker<'a, R> {
             {
                 Ok((kv, _)) => files.push(("drop-caches.txt".into(), kv_text(&kv))),
                 Err(e) => {
-                    return self.finish_failed(c, e, &started, sizes, init, st, cell_log, tally);
+                    self.finish_failed(c, e, &started, sizes, init, st, cell_log, tally);
+                    return None;
                 }
             }
         }
@@ -996,7 +1071,10 @@ impl<'a, R: Remote> Worker<'a, R> {
         };
         let kv = match self.call("run", &call, run_timeout(c), &mut cell_log).await {
             Ok((kv, _)) => kv,
-            Err(e) => return self.finish_failed(c, e, &started, sizes, init, st, cell_log, tally),
+            Err(e) => {
+                self.finish_failed(c, e, &started, sizes, init, st, cell_log, tally);
+                return None;
+            }
         };
         let (stdout, stderr) = match (
             self.fetch(&format!("{out}/stdout")).await,
@@ -1004,7 +1082,8 @@ impl<'a, R: Remote> Worker<'a, R> {
         ) {
             (Ok(a), Ok(b)) => (a, b),
             (Err(e), _) | (_, Err(e)) => {
-                return self.finish_failed(c, e, &started, sizes, init, st, cell_log, tally)
+                self.finish_failed(c, e, &started, sizes, init, st, cell_log, tally);
+                return None;
             }
         };
         let after = counters::snapshot(self.remote, self.host, &settings).await;
@@ -1085,6 +1164,7 @@ impl<'a, R: Remote> Worker<'a, R> {
             }
         };
         files.push(("commands.log".into(), cell_log.into_bytes()));
+        let tps = measured.as_ref().ok().map(|r| r.tps);
         let (status_rec, outcome) = match measured {
             Ok(run) => {
                 tally.done += 1;
@@ -1124,6 +1204,7 @@ impl<'a, R: Remote> Worker<'a, R> {
             outcome,
             planned: Duration::from_secs(cell_secs(c)),
         });
+        tps
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -1236,4 +1317,73 @@ pub fn fs_settings(kv: &Kv, c: &Cell) -> FsSettings {
 /// matter; a whole OS missing is reported per host before anything runs.)
 pub fn os_supported(os: Os) -> bool {
     scripts_for(os).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::config::{Inventory, Matrix};
+
+    fn cells(target: &str) -> Vec<Cell> {
+        let inv = Inventory::parse(
+            Path::new("inv.toml"),
+            "[[host]]\nname = \"h\"\naddress = \"127.0.0.1\"\nos = \"linux\"\ndevices = [\"/dev/loop9\"]\n"
+                .to_string(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let m = Matrix::parse(
+            Path::new("m.toml"),
+            format!(
+                "name = \"m\"\nwarmup = 1\nrepeats = {{ min = 3, max = 5, target_ci = \"{target}\" }}\n\
+                 [[filesystem]]\nname = \"e\"\ntype = \"ext4\"\n\
+                 [[workload]]\nname = \"w\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1, 2]\nduration = \"5s\"\n"
+            ),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        crate::plan::plan(&inv, &m).cells
+    }
+
+    /// 95% CI half-width of {100, 101, 99}: t(0.975, 2) · 1 / √3 =
+    /// 4.302652729911275 / 1.7320508 = 2.4841377% of the mean (Python).
+    #[test]
+    fn adaptive_repeats_stop_once_the_ci_is_within_target() {
+        for (target, stops) in [("2.49%", true), ("2.48%", false)] {
+            let cs = cells(target);
+            let c1: Vec<&Cell> = cs.iter().filter(|c| c.clients == 1).collect();
+            let c2: Vec<&Cell> = cs.iter().filter(|c| c.clients == 2).collect();
+            // warm-up, repeats 1..=5
+            assert_eq!(c1.len(), 6);
+            let counted = Counted::default();
+            // A warm-up's tps is never counted, however far off.
+            counted.add(c1[0], 10.0);
+            for (c, tps) in c1[1..4].iter().zip([100.0, 101.0, 99.0]) {
+                assert_eq!(counted.not_needed(c), None, "repeats up to min always run");
+                counted.add(c, tps);
+            }
+            let why = counted.not_needed(c1[4]);
+            assert_eq!(why.is_some(), stops, "{target}: {why:?}");
+            if let Some(w) = why {
+                assert!(w.contains("3 counted repeats"), "{w}");
+                assert!(w.contains("±2.48%"), "{w}");
+                assert!(w.contains(&format!("target ±{target}")), "{w}");
+            }
+            // Another client count is another group: nothing counted there.
+            assert_eq!(counted.not_needed(c2[4]), None);
+        }
+    }
+
+    #[test]
+    fn a_failed_repeat_leaves_the_group_short_so_later_ones_run() {
+        let cs = cells("50%");
+        let c1: Vec<&Cell> = cs.iter().filter(|c| c.clients == 1).collect();
+        let counted = Counted::default();
+        // Repeat 2 failed: only two counted values when repeat 4 comes up.
+        counted.add(c1[1], 100.0);
+        counted.add(c1[3], 100.5);
+        assert_eq!(counted.not_needed(c1[4]), None);
+        counted.add(c1[4], 99.5);
+        assert!(counted.not_needed(c1[5]).is_some());
+    }
 }
