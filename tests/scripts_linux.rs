@@ -136,6 +136,8 @@ fn cell_zfs_fuse_compression_on() {
     assert_cell(&o, "zfs", &[]);
     assert_eq!(o.get("mount.zfs.compression"), "on");
     assert_eq!(o.get("mount.zfs.atime"), "off");
+    // pool_properties reach `zpool create -o` (checked with zpool get).
+    assert_eq!(o.get("check.pool_and_dataset_properties"), "ok");
     assert_eq!(o.get("check.imported_pool_refused"), "ok");
     let ratio: f64 = o
         .get("sizes.zfs_compressratio")

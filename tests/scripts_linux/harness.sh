@@ -124,7 +124,10 @@ scenario_cell() {
 	[ "$(value signature)" = none ] || fail "fresh device not blank"
 	if [ "$FS" = zfs ]; then
 		step make_fs 0 make-fs dev="$LOOP" allowed="$LOOP" fs=zfs pool="$POOL" mnt="$TMP/mnt" \
-			zfs_prop=compression=on zfs_prop=atime=off
+			pool_prop=failmode=continue zfs_prop=compression=on zfs_prop=atime=off
+		[ "$(zpool get failmode "$POOL" | awk 'NR == 2 { print $3 }')" = continue ] || fail "pool_prop failmode=continue not set: $(zpool get failmode "$POOL" 2>&1)"
+		[ "$(zfs get -H -o value compression "$POOL")" = on ] || fail "zfs_prop compression=on not set"
+		ok pool_and_dataset_properties
 	else
 		step make_fs 0 make-fs dev="$LOOP" allowed="$LOOP" fs="$FS"
 	fi
