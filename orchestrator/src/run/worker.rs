@@ -195,6 +195,33 @@ impl Counted {
             )
         })
     }
+
+    /// After the last repeat an adaptive rule allows: a sentence when the CI
+    /// is still wider than the target (the report flags such groups as noisy
+    /// only by their CV, so the run says it).
+    pub fn short_of_target(&self, c: &Cell) -> Option<String> {
+        let a = c.adaptive?;
+        let target = a.target_ci?;
+        if c.warmup || c.repeat != a.max {
+            return None;
+        }
+        let m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let xs = m.get(&Self::key(c))?;
+        let half = crate::results::stats::summarize(xs)
+            .and_then(|s| s.ci_rel_half_width())
+            .unwrap_or(f64::INFINITY);
+        (half > target.fraction()).then(|| {
+            format!(
+                "{} {} c={}: {} counted repeats (max {}) leave the 95% CI at ±{:.2}% of the mean tps, wider than the target ±{target}",
+                c.fs.name.as_str(),
+                c.workload.name.as_str(),
+                c.clients,
+                xs.len(),
+                a.max,
+                half * 100.0
+            )
+        })
+    }
 }
 
 pub fn now_rfc3339() -> String {
@@ -945,6 +972,9 @@ impl<'a, R: Remote> Worker<'a, R> {
             {
                 self.counted.add(c, tps);
             }
+            if let Some(msg) = self.counted.short_of_target(c) {
+                self.note(msg);
+            }
         }
     }
 
@@ -1385,5 +1415,30 @@ mod tests {
         assert_eq!(counted.not_needed(c1[4]), None);
         counted.add(c1[4], 99.5);
         assert!(counted.not_needed(c1[5]).is_some());
+    }
+
+    #[test]
+    fn reaching_max_short_of_the_target_is_said() {
+        let cs = cells("0.5%");
+        let c1: Vec<&Cell> = cs.iter().filter(|c| c.clients == 1).collect();
+        let counted = Counted::default();
+        for (c, tps) in c1[1..].iter().zip([100.0, 104.0, 96.0, 101.0, 99.0]) {
+            counted.add(c, tps);
+            let said = counted.short_of_target(c);
+            // Only after repeat 5, the max.
+            assert_eq!(said.is_some(), c.repeat == 5, "{said:?}");
+        }
+        let said = counted.short_of_target(c1[5]).unwrap_or_default();
+        // mean 100, sd 2.915476, t(0.975, 4) = 2.776445: ±3.62% (Python).
+        assert!(said.contains("5 counted repeats (max 5)"), "{said}");
+        assert!(said.contains("±3.62%"), "{said}");
+        assert!(said.contains("target ±0.5%"), "{said}");
+        let met = cells("50%");
+        let m1: Vec<&Cell> = met.iter().filter(|c| c.clients == 1).collect();
+        let counted = Counted::default();
+        for (c, tps) in m1[1..].iter().zip([100.0, 104.0, 96.0, 101.0, 99.0]) {
+            counted.add(c, tps);
+        }
+        assert_eq!(counted.short_of_target(m1[5]), None);
     }
 }
