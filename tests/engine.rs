@@ -721,11 +721,26 @@ fn run_from_a_bundle_repeats_the_same_sweep_and_the_reports_compare() {
     let lab = Lab::standing_or_up(3);
     let tmp = tempfile::tempdir().expect("tempdir");
     let h = &lab.inv.hosts[2];
-    let inv = write(
-        tmp.path(),
-        "inventory.toml",
-        &inventory(&lab.inv, &[(h, "")], ""),
+    // The key and known_hosts by paths relative to the inventory: a re-run
+    // from another folder must still find them beside the original inventory.
+    let keys = tmp.path().join("keys");
+    std::fs::create_dir(&keys).expect("mkdir keys");
+    std::fs::copy(&lab.inv.identity_file, keys.join("id")).expect("copy the lab key");
+    std::fs::copy(&lab.inv.known_hosts, keys.join("known_hosts")).expect("copy known_hosts");
+    let text = inventory(&lab.inv, &[(h, "")], "")
+        .replace(
+            &format!("identity_file = {:?}", lab.inv.identity_file),
+            "identity_file = \"keys/id\"",
+        )
+        .replace(
+            &format!("known_hosts = {:?}", lab.inv.known_hosts),
+            "known_hosts = \"keys/known_hosts\"",
+        );
+    assert!(
+        text.contains("\"keys/id\"") && text.contains("\"keys/known_hosts\""),
+        "{text}"
     );
+    let inv = write(tmp.path(), "inventory.toml", &text);
     let matrix = write(
         tmp.path(),
         "matrix.toml",
@@ -734,11 +749,57 @@ fn run_from_a_bundle_repeats_the_same_sweep_and_the_reports_compare() {
     let first = tmp.path().join("first");
     assert_eq!(run(&inv, &matrix, &first).status.code(), Some(0));
     let b1 = bundle_in(&first);
+    // A bundle whose snapshots no longer re-plan its own cells (here: its
+    // plan.json names another id) is refused before any host is touched.
+    let drifted = tmp.path().join("drifted");
+    let cp = Command::new("cp")
+        .arg("-a")
+        .arg(&b1)
+        .arg(&drifted)
+        .status()
+        .expect("cp -a");
+    assert!(cp.success());
+    let plan_json = std::fs::read_to_string(drifted.join("data/plan.json")).expect("plan.json");
+    let first_id = results(&b1)[0]["cell_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(plan_json.contains(&first_id), "{first_id} in plan.json");
+    std::fs::write(
+        drifted.join("data/plan.json"),
+        plan_json.replace(&first_id, "0123456789abcdef"),
+    )
+    .expect("tamper plan.json");
+    let journal = std::fs::read(drifted.join("journal.jsonl")).expect("journal");
+    for args in [
+        vec!["resume"],
+        vec!["run", "--out", "/nonexistent/never", "--from"],
+    ] {
+        let o = fsmatrix()
+            .args(&args)
+            .arg(&drifted)
+            .output()
+            .expect("fsmatrix");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(
+                "no longer plan the same cells as its plan.json (1 of 8 cells gone, 1 new)"
+            ),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(
+        std::fs::read(drifted.join("journal.jsonl")).expect("journal"),
+        journal,
+        "the refused bundle is unchanged"
+    );
     // The inputs on disk change afterwards: the re-run uses the bundle's snapshots.
     std::fs::write(&matrix, "this is no longer a matrix").expect("overwrite");
     std::fs::remove_file(&inv).expect("remove inventory");
     let second = tmp.path().join("second");
     let o = fsmatrix()
+        .current_dir("/")
         .args(["run", "--from"])
         .arg(&b1)
         .arg("--out")

@@ -401,16 +401,48 @@ pub fn render_check(reports: &[HostReport]) -> String {
     s
 }
 
+/// What a bundle snapshots of its inputs: their texts as written, and where
+/// they were (absolute), so that relative paths in them keep their meaning.
+pub struct Inputs {
+    pub inventory_text: String,
+    pub matrix_text: String,
+    pub inventory_path: PathBuf,
+    pub matrix_path: PathBuf,
+}
+
+impl Inputs {
+    /// Read both files now (what the sweep will snapshot).
+    pub fn read(inv: &Inventory, m: &Matrix) -> Result<Inputs, String> {
+        let read = |path: &Path| {
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("failed to read {}: {e}", path.display()))
+        };
+        let abs = |path: &Path| std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        Ok(Inputs {
+            inventory_text: read(&inv.path)?,
+            matrix_text: read(&m.path)?,
+            inventory_path: abs(&inv.path),
+            matrix_path: abs(&m.path),
+        })
+    }
+}
+
 /// Snapshot texts for the bundle: the inventory and matrix as written (no
-/// secrets live in them: keys are referenced by path), and the scripts a
-/// matrix names.
-fn snapshots(sink: &Sink, inv: &Inventory, m: &Matrix, p: &Plan) -> Result<(), String> {
-    let read = |path: &Path| {
-        std::fs::read(path).map_err(|e| format!("failed to read {}: {e}", path.display()))
-    };
-    sink.write("inventory.toml", &read(&inv.path)?)
+/// secrets live in them: keys are referenced by path), where they were, and
+/// the scripts a matrix names.
+fn snapshots(sink: &Sink, inputs: &Inputs, m: &Matrix, p: &Plan) -> Result<(), String> {
+    sink.write("inventory.toml", inputs.inventory_text.as_bytes())
         .map_err(|e| e.to_string())?;
-    sink.write("matrix.toml", &read(&m.path)?)
+    sink.write("matrix.toml", inputs.matrix_text.as_bytes())
+        .map_err(|e| e.to_string())?;
+    // Where the inputs were: a relative identity_file or known_hosts in the
+    // inventory resolves against the original inventory's folder on
+    // resume and `run --from`, not against the bundle's data/.
+    let origin = serde_json::json!({
+        "inventory": inputs.inventory_path.display().to_string(),
+        "matrix": inputs.matrix_path.display().to_string(),
+    });
+    sink.write_json("inputs.json", &origin)
         .map_err(|e| e.to_string())?;
     // The scripts a matrix names, at the same relative path, so that the
     // snapshot plans by itself (`resume`, `run --from`).
@@ -441,29 +473,77 @@ pub struct SweepSummary {
 /// Run the whole sweep; returns where the bundle is.
 pub async fn sweep(inv: &Inventory, m: &Matrix, out: &Path) -> Result<SweepSummary, String> {
     let p = plan(inv, m);
+    let inputs = Inputs::read(inv, m)?;
     let bundle = Bundle::create(out, m.name.as_str()).map_err(|e| format!("failed to {e}"))?;
-    execute(bundle, inv, &p, Some(m), &HashSet::new(), false).await
+    execute(bundle, inv, &p, Some((m, &inputs)), &HashSet::new(), false).await
 }
 
 /// The inventory and matrix a bundle was run with, from its own snapshots.
-fn snapshot_inputs(dir: &Path) -> Result<(Inventory, Matrix), String> {
+fn snapshot_inputs(dir: &Path) -> Result<(Inventory, Matrix, Inputs), String> {
     let data = dir.join("data");
     let read = |name: &str| {
         std::fs::read_to_string(data.join(name))
             .map_err(|e| format!("failed to read the bundle's snapshot {name}: {e}"))
     };
-    let inv = Inventory::parse(&data.join("inventory.toml"), read("inventory.toml")?)
+    // The inventory is parsed as if at its original place (see `snapshots`);
+    // a bundle without inputs.json resolves against data/.  The matrix is
+    // parsed in data/, where its relative scripts were copied.
+    let origin = std::fs::read(data.join("inputs.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
+    let origin_of = |key: &str, fallback: &str| {
+        origin
+            .as_ref()
+            .and_then(|v| v[key].as_str().map(PathBuf::from))
+            .unwrap_or_else(|| data.join(fallback))
+    };
+    let inputs = Inputs {
+        inventory_text: read("inventory.toml")?,
+        matrix_text: read("matrix.toml")?,
+        inventory_path: origin_of("inventory", "inventory.toml"),
+        matrix_path: origin_of("matrix", "matrix.toml"),
+    };
+    let inv = Inventory::parse(&inputs.inventory_path, inputs.inventory_text.clone())
         .map_err(|e| format!("the bundle's inventory snapshot no longer loads:\n{e}"))?;
-    let m = Matrix::parse(&data.join("matrix.toml"), read("matrix.toml")?)
+    let m = Matrix::parse(&data.join("matrix.toml"), inputs.matrix_text.clone())
         .map_err(|e| format!("the bundle's matrix snapshot no longer loads:\n{e}"))?;
-    Ok((inv, m))
+    Ok((inv, m, inputs))
+}
+
+/// The bundle's own plan must come out of its snapshots again, cell for
+/// cell: a script named by an absolute path that changed since, or an
+/// fsmatrix whose cell ids differ, would otherwise run other cells silently.
+fn same_cells_as_snapshot(dir: &Path, p: &Plan) -> Result<(), String> {
+    let path = dir.join("data/plan.json");
+    let Ok(bytes) = std::fs::read(&path) else {
+        return Ok(()); // a bundle that died before its plan was written
+    };
+    let old: serde_json::Value = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("the bundle's {} is not JSON: {e}", path.display()))?;
+    let old_ids: HashSet<&str> = old["cells"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|c| c["id"].as_str()).collect())
+        .unwrap_or_default();
+    let new_ids: HashSet<&str> = p.cells.iter().map(|c| c.id.as_str()).collect();
+    if old_ids == new_ids {
+        return Ok(());
+    }
+    let gone = old_ids.difference(&new_ids).count();
+    let added = new_ids.difference(&old_ids).count();
+    Err(format!(
+        "the bundle's snapshots no longer plan the same cells as its plan.json ({gone} of {} cells gone, {added} new): \
+         a workload script named by an absolute path changed since, or this fsmatrix numbers cells differently from the one that wrote the bundle; \
+         nothing was run and the bundle is unchanged",
+        old_ids.len()
+    ))
 }
 
 /// `run --from BUNDLE`: the very same sweep again, from the bundle's
 /// snapshots, into a new bundle whose bag-info names the old one.
 pub async fn rerun(from: &Path, out: &Path) -> Result<SweepSummary, String> {
-    let (inv, m) = snapshot_inputs(from)?;
+    let (inv, m, inputs) = snapshot_inputs(from)?;
     let p = plan(&inv, &m);
+    same_cells_as_snapshot(from, &p)?;
     let old = from
         .canonicalize()
         .ok()
@@ -477,7 +557,15 @@ pub async fn rerun(from: &Path, out: &Path) -> Result<SweepSummary, String> {
         },
     )
     .map_err(|e| format!("failed to {e}"))?;
-    execute(bundle, &inv, &p, Some(&m), &HashSet::new(), false).await
+    execute(
+        bundle,
+        &inv,
+        &p,
+        Some((&m, &inputs)),
+        &HashSet::new(),
+        false,
+    )
+    .await
 }
 
 /// Finish a sweep whose orchestrator died: re-plan from the bundle's own
@@ -486,8 +574,9 @@ pub async fn rerun(from: &Path, out: &Path) -> Result<SweepSummary, String> {
 /// verify, run the rest, close the bundle.
 pub async fn resume(dir: &Path) -> Result<SweepSummary, String> {
     let data = dir.join("data");
-    let (inv, m) = snapshot_inputs(dir)?;
+    let (inv, m, _) = snapshot_inputs(dir)?;
     let p = plan(&inv, &m);
+    same_cells_as_snapshot(dir, &p)?;
     let mut bundle = Bundle::open(dir).map_err(|e| format!("failed to {e}"))?;
     let mut keep = HashSet::new();
     for c in &p.cells {
@@ -544,7 +633,7 @@ async fn execute(
     bundle: Bundle,
     inv: &Inventory,
     p: &Plan,
-    snapshot_of: Option<&Matrix>,
+    snapshot_of: Option<(&Matrix, &Inputs)>,
     keep: &HashSet<String>,
     pre_clean: bool,
 ) -> Result<SweepSummary, String> {
@@ -554,8 +643,8 @@ async fn execute(
         bundle: Some(Mutex::new(bundle)),
         events: tx,
     };
-    if let Some(m) = snapshot_of {
-        snapshots(&sink, inv, m, p)?;
+    if let Some((m, inputs)) = snapshot_of {
+        snapshots(&sink, inputs, m, p)?;
     }
     let total = p.cells.iter().filter(|c| !keep.contains(&c.id)).count();
     let display = tokio::spawn(async move {
