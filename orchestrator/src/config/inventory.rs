@@ -169,15 +169,7 @@ impl Inventory {
 
     /// Validate inventory text; `path` names it in errors and anchors relative paths.
     pub fn parse(path: &Path, text: String) -> Result<Inventory, ConfigErrors> {
-        let src = Source::new(path, text);
-        let mut errs = Errors::new(&src);
-        let inv = parse_doc(&src, &mut errs);
-        let mut list = ConfigErrors(errs.list);
-        list.sort();
-        match inv {
-            Some(inv) if list.is_empty() => Ok(inv),
-            _ => Err(list),
-        }
+        super::parse_collecting(path, text, parse_doc)
     }
 }
 

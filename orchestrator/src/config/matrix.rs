@@ -464,15 +464,7 @@ impl Matrix {
 
     /// Validate matrix text; scripts are read relative to `path`'s folder.
     pub fn parse(path: &Path, text: String) -> Result<Matrix, ConfigErrors> {
-        let src = Source::new(path, text);
-        let mut errs = Errors::new(&src);
-        let m = parse_doc(&src, &mut errs);
-        let mut list = ConfigErrors(errs.list);
-        list.sort();
-        match m {
-            Some(m) if list.is_empty() => Ok(m),
-            _ => Err(list),
-        }
+        super::parse_collecting(path, text, parse_doc)
     }
 
     /// Host names and tags the matrix mentions must exist in the inventory:

@@ -27,6 +27,24 @@ pub(crate) fn read_file(path: &Path) -> Result<String, ConfigErrors> {
     })
 }
 
+/// Run one document parser over `text` and collect every error it pushed,
+/// sorted by position: the value only when there are none.
+pub(crate) fn parse_collecting<T>(
+    path: &Path,
+    text: String,
+    parse_doc: impl FnOnce(&error::Source, &mut error::Errors<'_>) -> Option<T>,
+) -> Result<T, ConfigErrors> {
+    let src = error::Source::new(path, text);
+    let mut errs = error::Errors::new(&src);
+    let v = parse_doc(&src, &mut errs);
+    let mut list = ConfigErrors(errs.list);
+    list.sort();
+    match v {
+        Some(v) if list.is_empty() => Ok(v),
+        _ => Err(list),
+    }
+}
+
 /// Read and validate both files, and the matrix against the inventory; all
 /// errors of both files are returned together.
 pub fn load(
