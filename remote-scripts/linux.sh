@@ -275,6 +275,8 @@ verb_facts() {
 		kv distro "$(sed -n 's/^PRETTY_NAME=//p' /etc/os-release | tr -d '"')"
 	fi
 	kv hostname "$(uname -n)"
+	kv uid "$(id -u)"
+	kv user "$(id -un)"
 	kv cpu_model "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
 	kv cpu_count "$(getconf _NPROCESSORS_ONLN)"
 	kv mem_bytes "$(($(awk '$1 == "MemTotal:" { print $2 }' /proc/meminfo) * 1024))"

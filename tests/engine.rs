@@ -892,3 +892,75 @@ fn run_from_a_bundle_repeats_the_same_sweep_and_the_reports_compare() {
     assert!(text.contains("8 warm-up runs not counted"), "{text}");
     assert_clean(&lab.inv, h);
 }
+
+/// `become = "sudo"`: the lab's non-root user `fsmx` (passwordless sudo on
+/// every lab host) runs a real sweep, ZFS included; without `become` the
+/// check says the host is not usable and why.
+#[test]
+fn become_sudo_runs_a_sweep_as_a_non_root_user() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let h = &lab.inv.hosts[0];
+    let who = ssh_ok(&lab.inv, h, "id -u fsmx", &[]);
+    assert_eq!(who.trim(), "64123", "the lab host has its sudo user");
+    let matrix = write(
+        tmp.path(),
+        "matrix.toml",
+        "name = \"sudo\"\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n[[filesystem]]\nname = \"zfs\"\ntype = \"zfs\"\n[[workload]]\nname = \"sel\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"3s\"\n",
+    );
+    // A work folder made by an earlier test as root is no proof: start without.
+    ssh_ok(&lab.inv, h, "rm -rf /var/tmp/fsmatrix", &[]);
+    let sudo = write(
+        tmp.path(),
+        "sudo.toml",
+        &inventory(&lab.inv, &[(h, "user = \"fsmx\"\nbecome = \"sudo\"\n")], ""),
+    );
+    let out = tmp.path().join("results");
+    let o = run(&sudo, &matrix, &out);
+    assert_eq!(o.status.code(), Some(0));
+    let bundle = bundle_in(&out);
+    assert_verifies(&bundle);
+    let rs = results(&bundle);
+    assert_eq!(rs.len(), 2);
+    assert!(rs.iter().all(|r| r["status"]["state"] == "done"), "{rs:?}");
+    let facts: Value = serde_json::from_str(
+        &std::fs::read_to_string(bundle.join(format!("data/hosts/{}/facts.json", h.name)))
+            .expect("facts.json"),
+    )
+    .expect("facts.json is JSON");
+    assert_eq!(facts["uid"], "0", "the scripts ran as root through sudo");
+    // Uploads went through sudo too: the work folder and scripts are root's.
+    let owners = ssh_ok(
+        &lab.inv,
+        h,
+        "stat -c %U /var/tmp/fsmatrix /var/tmp/fsmatrix/scripts-*/linux.sh | sort -u",
+        &[],
+    );
+    assert_eq!(owners.trim(), "root");
+    assert_clean(&lab.inv, h);
+
+    let plain = write(
+        tmp.path(),
+        "plain.toml",
+        &inventory(&lab.inv, &[(h, "user = \"fsmx\"\n")], ""),
+    );
+    let o = fsmatrix()
+        .args(["check", "--inventory"])
+        .arg(&plain)
+        .arg("--matrix")
+        .arg(&matrix)
+        .output()
+        .expect("check");
+    let err = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the scripts run as `fsmx` (uid 64123), not root")
+            && err.contains("set become = \"sudo\""),
+        "{err}"
+    );
+}

@@ -72,7 +72,7 @@ missing_packages() {
 	for pair in /usr/sbin/sshd:openssh-server ssh:openssh-client ssh-keygen:openssh-client \
 		mkfs.ext4:e2fsprogs mkfs.xfs:xfsprogs mkfs.btrfs:btrfs-progs \
 		zfs-fuse:zfs-fuse zpool:zfs-fuse ip:iproute2 nsenter:util-linux unshare:util-linux \
-		runuser:util-linux flock:util-linux losetup:mount; do
+		runuser:util-linux flock:util-linux losetup:mount sudo:sudo; do
 		cmd=${pair%%:*}
 		pkg=${pair#*:}
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin command -v "$cmd" >/dev/null 2>&1 ||
@@ -137,13 +137,23 @@ check_dir() {
 # Records a line in DIR/created (what `down` may remove), before the thing is made.
 record() { printf '%s\n' "$*" >>"$DIR/created"; }
 
+# A login user with passwordless sudo on every host, for inventories with
+# become = "sudo".  Only the host sees it: its /etc/passwd, group, shadow,
+# hosts and sudoers.d are private copies (host_etc) bind-mounted by its init.
+readonly SUDO_USER_NAME=fsmx
+readonly SUDO_USER_ID=64123
+
 # The init of a host: PID 1 of its pid namespace, owner of its mount/uts/ipc namespaces.
-# Arguments: host name.  It makes the private mounts, sets the hostname, then reaps
+# Arguments: host name, its etc folder (host_etc).  It makes the private mounts, sets the hostname, then reaps
 # children until it is told to stop (TERM), which ends every process of the host.
 # shellcheck disable=SC2016 # expanded by the init's own bash
 INIT_SCRIPT='
 set -eu
-host=$1
+host=$1 etc=$2
+# Accounts of this host: the machine ones plus a sudo user (see host_etc).
+for f in passwd group shadow hosts sudoers.d; do
+	mount --bind "$etc/$f" "/etc/$f"
+done
 for d in '"$PRIVATE_DIRS"'; do
 	if [ "$d" = /etc/zfs ]; then
 		# Keep the packaged zfs-fuse config (zfsrc) in the private copy.
@@ -157,6 +167,7 @@ for d in '"$PRIVATE_DIRS"'; do
 	fi
 done
 chmod 1777 /tmp /var/tmp /run/lock
+install -d -m 0755 -o '"$SUDO_USER_NAME"' -g '"$SUDO_USER_NAME"' /var/tmp/'"$SUDO_USER_NAME"'
 chown postgres:postgres /run/postgresql 2>/dev/null || true
 chmod 2775 /run/postgresql
 mkdir -p /run/lock/zfs
@@ -225,8 +236,9 @@ up_host() {
 	printf '%s\n' "$loop" >"$hd/device"
 
 	# Host: mount/uts/ipc/pid namespaces held by the init.
+	host_etc "$host" "$hd/etc"
 	setsid ip netns exec "$ns" unshare --mount --uts --ipc --pid --fork --mount-proc \
-		--propagation private bash -c "$INIT_SCRIPT" fsmx-init "$host" \
+		--propagation private bash -c "$INIT_SCRIPT" fsmx-init "$host" "$hd/etc" \
 		</dev/null >"$hd/init.log" 2>&1 9>&- &
 	outer=$!
 	printf '%s\n' "$outer" >"$hd/unshare.pid"
@@ -261,6 +273,27 @@ EOF
 
 	# zfs-fuse: one daemon per host, its socket/lock/cache private to the host.
 	in_host "$i" /usr/sbin/zfs-fuse --pidfile /run/zfs/zfs-fuse.pid
+}
+
+host_etc() {
+	local host=$1 etc=$2
+	mkdir -p "$etc/sudoers.d"
+	cp -p /etc/passwd /etc/group /etc/shadow "$etc/"
+	if ! grep -q "^$SUDO_USER_NAME:" "$etc/passwd"; then
+		printf '%s:x:%d:%d:fsmatrix lab sudo user:/var/tmp/%s:/bin/sh\n' \
+			"$SUDO_USER_NAME" "$SUDO_USER_ID" "$SUDO_USER_ID" "$SUDO_USER_NAME" >>"$etc/passwd"
+		printf '%s:x:%d:\n' "$SUDO_USER_NAME" "$SUDO_USER_ID" >>"$etc/group"
+		# '*': no password, so only the lab key logs in; not '!' (locked).
+		printf '%s:*:20000:0:99999:7:::\n' "$SUDO_USER_NAME" >>"$etc/shadow"
+	fi
+	# sudo looks the host name up; without it in /etc/hosts every call may wait on DNS.
+	{
+		cat /etc/hosts
+		printf '127.0.1.1 %s\n' "$host"
+	} >"$etc/hosts"
+	printf '%s ALL=(ALL:ALL) NOPASSWD: ALL\n' "$SUDO_USER_NAME" >"$etc/sudoers.d/$SUDO_USER_NAME"
+	chmod 0440 "$etc/sudoers.d/$SUDO_USER_NAME"
+	chmod 0755 "$etc/sudoers.d"
 }
 
 write_inventory() {

@@ -123,6 +123,17 @@ impl RemoteCommand {
         self
     }
 
+    /// The same command run as root through sudo (`become = "sudo"`):
+    /// `sudo -n /bin/sh -c '<command>'`.  `-n`: never wait for a password
+    /// (a host that asks for one fails at once, with sudo's own message).
+    pub fn via_sudo(&self) -> RemoteCommand {
+        let mut cmd = RemoteCommand::raw("sudo -n /bin/sh -c").arg(&self.text);
+        if cmd.error.is_none() {
+            cmd.error = self.error.clone();
+        }
+        cmd
+    }
+
     /// The command as sh source text, or the first value that could not be quoted.
     pub fn to_shell(&self) -> Result<&str, QuoteError> {
         match &self.error {
@@ -267,6 +278,44 @@ mod tests {
                 assert_eq!(out.stdout, v.as_bytes(), "{login} changed {v:?}");
             }
         }
+    }
+
+    #[test]
+    fn via_sudo_keeps_every_hostile_value_one_argument() {
+        // A stand-in sudo that insists on -n and runs the rest as given.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fake = dir.path().join("sudo");
+        std::fs::write(
+            &fake,
+            "#!/bin/sh\n[ \"$1\" = -n ] || exit 9\nshift\nexec \"$@\"\n",
+        )
+        .expect("write the stand-in");
+        let chmod = Command::new("chmod").arg("755").arg(&fake).status();
+        assert!(chmod.is_ok_and(|s| s.success()));
+        let path = format!(
+            "{}:{}",
+            dir.path().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        for v in HOSTILE {
+            let cmd = RemoteCommand::new("printf").arg("%s").arg(v).via_sudo();
+            let text = cmd.to_shell().expect("quotes");
+            assert!(text.starts_with("sudo -n /bin/sh -c "), "{text}");
+            let out = Command::new("dash")
+                .arg("-c")
+                .arg(text)
+                .env("PATH", &path)
+                .output()
+                .expect("dash runs");
+            assert!(out.status.success(), "{text:?}: {out:?}");
+            assert_eq!(out.stdout, v.as_bytes(), "{text}");
+        }
+        // A value that cannot be quoted stays an error through the wrap.
+        assert!(RemoteCommand::new("echo")
+            .arg("a\0b")
+            .via_sudo()
+            .to_shell()
+            .is_err());
     }
 
     #[test]

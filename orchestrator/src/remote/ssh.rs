@@ -50,6 +50,10 @@ pub struct SshTarget {
     pub known_hosts: PathBuf,
     /// Limit for TCP connect + handshake + authentication.
     pub connect_timeout: Duration,
+    /// Run every command through `sudo -n` (inventory `become = "sudo"`):
+    /// uploads, checksums and fetches too, so that the files fsmatrix makes
+    /// and reads on the host are root's whichever user logs in.
+    pub sudo: bool,
 }
 
 /// First line of every command's stderr: `fsmatrix-pgid <N>`, the process
@@ -341,8 +345,12 @@ impl Remote for SshRemote {
         command: &RemoteCommand,
         options: ExecOptions,
     ) -> Result<ExecOutput, RemoteError> {
-        let text = command.to_shell()?;
-        self.run_script(text, options, true).await
+        let text = if self.target.sudo {
+            command.via_sudo().to_shell()?.to_string()
+        } else {
+            command.to_shell()?.to_string()
+        };
+        self.run_script(&text, options, true).await
     }
 
     async fn tunnel(&self, port: u16) -> Result<Self::Tunnel, RemoteError> {

@@ -58,6 +58,7 @@ pub fn ssh_target(inv_path: &Path, host: &Host) -> SshTarget {
         identity_file,
         known_hosts: resolve_path(inv_path, &host.known_hosts),
         connect_timeout: CONNECT_TIMEOUT,
+        sudo: host.become_ == Some(crate::config::Become::Sudo),
     }
 }
 
@@ -161,9 +162,7 @@ pub async fn prepare(
         // What a killed run left (a mount, postgres, a pool) would make the
         // guard refuse the device: tear down first.
         if let Err(e) = w.upload_scripts().await {
-            report
-                .problems
-                .push(format!("failed to upload the scripts: {e}"));
+            report.problems.push(upload_problem(&remote, &e).await);
             report.elapsed_ms = t0.elapsed().as_millis();
             return (report, None);
         }
@@ -176,9 +175,7 @@ pub async fn prepare(
         Err(e) => (Err(e), guard(&w).await),
         Ok(None) => {
             if let Err(e) = w.upload_scripts().await {
-                report
-                    .problems
-                    .push(format!("failed to upload the scripts: {e}"));
+                report.problems.push(upload_problem(&remote, &e).await);
                 report.elapsed_ms = t0.elapsed().as_millis();
                 return (report, None);
             }
@@ -207,6 +204,10 @@ pub async fn prepare(
                 os_name(host.os)
             ));
         }
+    }
+    if let Some(uid) = report.facts.get("uid").filter(|u| u.as_str() != "0") {
+        let user = report.facts.get("user").cloned().unwrap_or_default();
+        report.problems.push(not_root(&user, uid));
     }
     if !report.facts.is_empty() {
         for key in ["postgres_version", "pgbench_version"] {
@@ -239,6 +240,31 @@ pub async fn prepare(
     report.ready = report.problems.is_empty();
     report.elapsed_ms = t0.elapsed().as_millis();
     (report, Some((remote, host, paths)))
+}
+
+/// Why the scripts could not be uploaded: usually a login user that is not
+/// root (the work folder is root's), which the user should be told plainly.
+async fn upload_problem(remote: &SshRemote, e: &crate::remote::RemoteError) -> String {
+    let probe = RemoteCommand::raw("id -un && id -u");
+    let who = remote
+        .exec(&probe, ExecOptions::with_timeout(Duration::from_secs(30)))
+        .await
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+    let mut lines = who.as_deref().unwrap_or_default().lines();
+    match (lines.next(), lines.next()) {
+        (Some(user), Some(uid)) if uid.trim() != "0" => not_root(user.trim(), uid.trim()),
+        _ => format!("failed to upload the scripts: {e}"),
+    }
+}
+
+/// The problem of a host whose commands do not run as root.
+fn not_root(user: &str, uid: &str) -> String {
+    format!(
+        "the scripts run as `{user}` (uid {uid}), not root: mkfs, mount and the benchmark cluster need root; \
+         log in as root or set become = \"sudo\" for this host (passwordless: sudo -n)"
+    )
 }
 
 async fn guard<R: Remote>(w: &Worker<'_, R>) -> Result<Kv, worker::StepError> {
@@ -856,9 +882,14 @@ pub fn render_commands(inv: &Inventory, p: &Plan) -> String {
             s.push_str(&format!("(no remote script for {})\n", os_name(host.os)));
             continue;
         };
-        let show = |c: Call| match c.command(host, &paths.scripts).to_shell() {
-            Ok(t) => format!("{t}\n"),
-            Err(e) => format!("(cannot quote: {e})\n"),
+        let sudo = host.become_ == Some(crate::config::Become::Sudo);
+        let show = |c: Call| {
+            let cmd = c.command(host, &paths.scripts);
+            let cmd = if sudo { cmd.via_sudo() } else { cmd };
+            match cmd.to_shell() {
+                Ok(t) => format!("{t}\n"),
+                Err(e) => format!("(cannot quote: {e})\n"),
+            }
         };
         s.push_str(&format!(
             "# upload {0}/common.sh {0}/{1}.sh (sha256 checked)\n",

@@ -4,7 +4,7 @@
 //! what the plan shows is what a run sends.
 use std::collections::BTreeMap;
 
-use crate::config::{Become, Host, Os};
+use crate::config::{Host, Os};
 use crate::remote::{sha256_hex, RemoteCommand};
 
 pub const COMMON_SH: &str = include_str!("../../../remote-scripts/common.sh");
@@ -64,14 +64,12 @@ impl Call {
         self
     }
 
-    /// The command for `host`: `[sudo -n] /bin/sh <dir>/<os>.sh VERB words…`.
+    /// The command for `host`: `/bin/sh <dir>/<os>.sh VERB words…` (with
+    /// `become = "sudo"` the SSH layer runs every command through sudo).
     pub fn command(&self, host: &Host, dir: &str) -> RemoteCommand {
         let script = format!("{dir}/{}.sh", os_name(host.os));
-        let base = match host.become_ {
-            Some(Become::Sudo) => RemoteCommand::new("sudo").arg("-n").arg("/bin/sh"),
-            None => RemoteCommand::new("/bin/sh"),
-        };
-        base.arg(script)
+        RemoteCommand::new("/bin/sh")
+            .arg(script)
             .arg(self.verb)
             .args(self.args.iter().map(|(n, v)| format!("{n}={v}")))
     }
