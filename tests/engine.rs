@@ -877,6 +877,28 @@ fn run_from_a_bundle_repeats_the_same_sweep_and_the_reports_compare() {
     let text = String::from_utf8_lossy(&r.stdout);
     assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     assert!(text.contains(&h.name) && text.contains("xfs"), "{text}");
+    // Side by side: each variant of the re-run against itself in the original.
+    let r = fsmatrix()
+        .arg("report")
+        .arg(&b1)
+        .arg(&b2)
+        .arg("--by-bundle")
+        .output()
+        .expect("report --by-bundle");
+    let side = String::from_utf8_lossy(&r.stdout);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let n2 = b2.file_name().expect("name").to_string_lossy().to_string();
+    for fs in ["ext4", "xfs"] {
+        assert!(
+            side.contains(&format!("| {} | {fs} @ {name} |", h.name)),
+            "{side}"
+        );
+        assert!(
+            side.contains(&format!("| {} | {fs} @ {n2} |", h.name)),
+            "{side}"
+        );
+    }
+    assert!(side.contains("Bundles side by side"), "{side}");
     // warmup = 2: two warm-up runs per variant, kept and numbered, not counted.
     let warm: Vec<(u64, bool)> = results(&b1)
         .iter()

@@ -121,8 +121,13 @@ pub struct ReportArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Filesystem variant to compare with (default: the first in matrix order).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "by_bundle")]
     pub baseline: Option<String>,
+    /// Put the bundles side by side instead of pooling them: each variant of
+    /// each bundle is a row, compared with the same variant of the first
+    /// bundle on the same host (e.g. a `run --from` re-run and its original).
+    #[arg(long)]
+    pub by_bundle: bool,
     /// Flag a group as noisy when its tps CV exceeds this percentage.
     #[arg(long, default_value_t = 5.0)]
     pub noisy_cv_percent: f64,
@@ -262,6 +267,7 @@ fn report_cmd(args: &ReportArgs) -> ExitCode {
         .collect();
     let opts = report::ReportOptions {
         baseline: args.baseline.clone(),
+        by_bundle: args.by_bundle,
         stats: crate::results::stats::StatsOptions {
             cv_threshold: args.noisy_cv_percent / 100.0,
             trim_start_s: args.trim_start_s,

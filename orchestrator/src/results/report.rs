@@ -67,6 +67,15 @@ pub struct ReportOptions {
     /// variant in matrix order (the order cells appear in the bundles).
     pub baseline: Option<String>,
     pub stats: StatsOptions,
+    /// Bundles side by side instead of pooled: every variant of a bundle is
+    /// its own row, compared with the same variant of the first bundle on
+    /// the same host (a re-run against its original).
+    pub by_bundle: bool,
+}
+
+/// The row label of `variant` from `bundle` when bundles are side by side.
+pub fn by_bundle_label(variant: &str, bundle: &str) -> String {
+    format!("{variant} @ {bundle}")
 }
 
 /// Errors of building a report.  Messages read after "failed to …".
@@ -74,6 +83,12 @@ pub struct ReportOptions {
 pub enum ReportError {
     #[error("compare against baseline {name:?}: no such filesystem variant in the results; valid: {valid}")]
     UnknownBaseline { name: String, valid: String },
+    #[error("put bundles side by side: give at least two bundles (the first is the one the others are compared with)")]
+    ByBundleNeedsTwo,
+    #[error("put bundles side by side with --baseline: the first bundle given is the baseline; drop --baseline")]
+    ByBundleWithBaseline,
+    #[error("put bundles side by side: two bundles are both named {name:?} (rows are labelled by bundle folder name); rename or copy one")]
+    ByBundleSameName { name: String },
 }
 
 /// Everything a report shows; serialised as is for `--format json`.
@@ -148,8 +163,85 @@ const BLOCKING_NOTE: &str =
 
 /// Compute groups, comparisons and notes over the cells of all `sources`
 /// (concatenated: a host of the same name in several bundles is one
-/// blocking factor, and a note says so).
+/// blocking factor, and a note says so), or, with `by_bundle`, with every
+/// bundle's variants side by side.
 pub fn build_report(sources: &[Source], opts: &ReportOptions) -> Result<Report, ReportError> {
+    if !opts.by_bundle {
+        return build(sources, opts, None);
+    }
+    if sources.len() < 2 {
+        return Err(ReportError::ByBundleNeedsTwo);
+    }
+    if opts.baseline.is_some() {
+        return Err(ReportError::ByBundleWithBaseline);
+    }
+    for (i, s) in sources.iter().enumerate() {
+        if sources[..i].iter().any(|o| o.name == s.name) {
+            return Err(ReportError::ByBundleSameName {
+                name: s.name.to_owned(),
+            });
+        }
+    }
+    // Relabel every cell's variant with its bundle; order rows by variant
+    // (matrix order), then bundle (command-line order).
+    let mut variants: Vec<&str> = Vec::new();
+    for s in sources {
+        for c in s.cells {
+            if !variants.contains(&c.params.filesystem.as_str()) {
+                variants.push(&c.params.filesystem);
+            }
+        }
+    }
+    let labelled: Vec<Vec<CellResult>> = sources
+        .iter()
+        .map(|s| {
+            s.cells
+                .iter()
+                .map(|c| {
+                    let mut c = c.clone();
+                    c.params.filesystem = by_bundle_label(&c.params.filesystem, s.name);
+                    c
+                })
+                .collect()
+        })
+        .collect();
+    let first = sources[0].name;
+    let mut side = BySide {
+        order: Vec::new(),
+        baseline_of: BTreeMap::new(),
+        first: first.to_owned(),
+    };
+    for v in &variants {
+        for s in sources {
+            let label = by_bundle_label(v, s.name);
+            side.baseline_of
+                .insert(label.clone(), by_bundle_label(v, first));
+            side.order.push(label);
+        }
+    }
+    let relabelled: Vec<Source> = sources
+        .iter()
+        .zip(&labelled)
+        .map(|(s, cells)| Source {
+            name: s.name,
+            cells,
+        })
+        .collect();
+    build(&relabelled, opts, Some(&side))
+}
+
+/// Bundles side by side: row order, and each row's baseline row.
+struct BySide {
+    order: Vec<String>,
+    baseline_of: BTreeMap<String, String>,
+    first: String,
+}
+
+fn build(
+    sources: &[Source],
+    opts: &ReportOptions,
+    side: Option<&BySide>,
+) -> Result<Report, ReportError> {
     let all: Vec<CellResult> = if sources.len() == 1 {
         Vec::new()
     } else {
@@ -163,11 +255,17 @@ pub fn build_report(sources: &[Source], opts: &ReportOptions) -> Result<Report, 
     } else {
         &all
     };
-    // Matrix order of the variants: first appearance.
+    // Matrix order of the variants: first appearance (side by side: each
+    // variant's bundles together).
     let mut order: Vec<&str> = Vec::new();
-    for c in cells {
-        if !order.contains(&c.params.filesystem.as_str()) {
-            order.push(&c.params.filesystem);
+    match side {
+        Some(side) => order.extend(side.order.iter().map(String::as_str)),
+        None => {
+            for c in cells {
+                if !order.contains(&c.params.filesystem.as_str()) {
+                    order.push(&c.params.filesystem);
+                }
+            }
         }
     }
     if let Some(b) = &opts.baseline {
@@ -184,6 +282,10 @@ pub fn build_report(sources: &[Source], opts: &ReportOptions) -> Result<Report, 
     }
     let mut notes = vec![METHOD_NOTE.to_owned(), BLOCKING_NOTE.to_owned()];
     match &opts.baseline {
+        _ if side.is_some() => notes.push(format!(
+            "Bundles side by side: a row is a variant of one bundle (\"variant @ bundle\"), compared with the same variant of {} on the same host; a significant difference means the run did not reproduce.",
+            side.map_or("", |s| s.first.as_str())
+        )),
         Some(b) => notes.push(format!("Baseline: {b} (--baseline).")),
         None => {
             if let Some(first) = order.first() {
@@ -204,7 +306,7 @@ pub fn build_report(sources: &[Source], opts: &ReportOptions) -> Result<Report, 
         }
     }
     for (host, bundles) in &host_bundles {
-        if bundles.len() > 1 {
+        if bundles.len() > 1 && side.is_none() {
             let names: Vec<&str> = bundles.iter().copied().collect();
             notes.push(format!(
                 "Host {host} appears in bundles {}: its cells are pooled as one blocking factor because the names match; if these are different machines, rename the host in one inventory.",
@@ -242,19 +344,39 @@ pub fn build_report(sources: &[Source], opts: &ReportOptions) -> Result<Report, 
                 Some(b) => gs.iter().find(|g| &g.key.filesystem == b),
                 None => gs.first(),
             };
-            let baseline_name = baseline.map(|b| b.key.filesystem.clone());
+            let mut baseline_name = baseline.map(|b| b.key.filesystem.clone());
             let baseline_values = baseline.map(|b| b.tps_values.clone());
             let variants: Vec<(&str, &[f64])> = gs
                 .iter()
                 .map(|g| (g.key.filesystem.as_str(), g.tps_values.as_slice()))
                 .collect();
-            let winner = compare::winner(&variants).map(str::to_owned);
+            // Side by side, runs of the same variant are not contestants.
+            let winner = match side {
+                Some(_) => None,
+                None => compare::winner(&variants).map(str::to_owned),
+            };
+            if side.is_some() {
+                baseline_name = None;
+            }
             let rows = gs
                 .iter()
                 .map(|g| {
-                    let comparison = match (&baseline_name, &baseline_values) {
-                        (Some(b), _) if *b == g.key.filesystem => None,
-                        (Some(b), Some(bv)) => Some(compare::compare(b, &g.tps_values, bv)),
+                    let own = side.and_then(|s| s.baseline_of.get(&g.key.filesystem));
+                    let comparison = match (own, &baseline_name, &baseline_values) {
+                        (Some(b), _, _) if *b == g.key.filesystem => None,
+                        (Some(b), _, _) => match gs.iter().find(|x| &x.key.filesystem == b) {
+                            Some(base) => {
+                                Some(compare::compare(b, &g.tps_values, &base.tps_values))
+                            }
+                            None => Some(Comparison {
+                                baseline: b.clone(),
+                                ratio: None,
+                                welch: None,
+                                verdict: compare::Verdict::NoBaseline,
+                            }),
+                        },
+                        (None, Some(b), _) if *b == g.key.filesystem => None,
+                        (None, Some(b), Some(bv)) => Some(compare::compare(b, &g.tps_values, bv)),
                         _ => Some(Comparison {
                             baseline: opts.baseline.clone().unwrap_or_default(),
                             ratio: None,
@@ -647,7 +769,9 @@ pub fn render_csv(r: &Report) -> String {
                     num(g.du_on_disk_bytes),
                     num(g.du_apparent_bytes),
                     num(g.zfs_compressratio),
-                    h.baseline.clone().unwrap_or_default(),
+                    c.map(|c| c.baseline.clone())
+                        .or_else(|| h.baseline.clone())
+                        .unwrap_or_default(),
                     num(ratio.map(|x| x.ratio)),
                     num(ratio.and_then(|x| x.ci95).map(|c| c.0)),
                     num(ratio.and_then(|x| x.ci95).map(|c| c.1)),
@@ -910,6 +1034,125 @@ mod tests {
             .find(|t| t.workload == "tpcb" && t.clients == 4)
             .unwrap();
         assert_eq!(t.hosts[0].rows[0].stats.tps.n, 6);
+    }
+
+    #[test]
+    fn bundles_side_by_side_compare_each_variant_with_its_original() {
+        let orig = sample();
+        let mut rerun = sample();
+        for c in &mut rerun {
+            if let (CellStatus::Done { run }, "zfs-lz4") =
+                (&mut c.status, c.params.filesystem.as_str())
+            {
+                run.tps /= 2.0;
+            }
+        }
+        let sources = [
+            Source {
+                name: "orig",
+                cells: &orig,
+            },
+            Source {
+                name: "rerun",
+                cells: &rerun,
+            },
+        ];
+        let opts = ReportOptions {
+            by_bundle: true,
+            ..ReportOptions::default()
+        };
+        let r = build_report(&sources, &opts).unwrap();
+        let t = r
+            .tables
+            .iter()
+            .find(|t| t.workload == "tpcb" && t.clients == 4)
+            .unwrap();
+        let h = &t.hosts[0];
+        let rows: Vec<(&str, Option<&str>, Option<compare::Verdict>)> = h
+            .rows
+            .iter()
+            .map(|r| {
+                (
+                    r.stats.key.filesystem.as_str(),
+                    r.comparison.as_ref().map(|c| c.baseline.as_str()),
+                    r.comparison.as_ref().map(|c| c.verdict),
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("ext4 @ orig", None, None),
+                (
+                    "ext4 @ rerun",
+                    Some("ext4 @ orig"),
+                    Some(compare::Verdict::NotSignificant)
+                ),
+                ("zfs-lz4 @ orig", None, None),
+                (
+                    "zfs-lz4 @ rerun",
+                    Some("zfs-lz4 @ orig"),
+                    Some(compare::Verdict::Slower)
+                ),
+            ]
+        );
+        let ratio = h.rows[3]
+            .comparison
+            .as_ref()
+            .and_then(|c| c.ratio)
+            .map(|r| r.ratio);
+        assert_eq!(ratio, Some(0.5));
+        // Runs of one variant are not contestants; nothing is pooled.
+        assert_eq!(h.winner, None);
+        assert!(r
+            .notes
+            .iter()
+            .any(|n| n.starts_with("Bundles side by side")));
+        assert!(!r.notes.iter().any(|n| n.contains("pooled")));
+        let md = render_markdown_report(&r);
+        assert!(md.contains("| deb1 | zfs-lz4 @ rerun | zfs |"), "{md}");
+        assert!(md.contains("slower than zfs-lz4 @ orig"), "{md}");
+        // One bundle, or a --baseline, cannot be put side by side.
+        let one = build_report(&sources[..1], &opts).unwrap_err();
+        assert!(one.to_string().contains("give at least two bundles"));
+        let with_baseline = ReportOptions {
+            baseline: Some("ext4".into()),
+            ..opts.clone()
+        };
+        assert!(build_report(&sources, &with_baseline).is_err());
+        let twins = [sources[0], sources[0]];
+        let e = build_report(&twins, &opts).unwrap_err();
+        assert!(e.to_string().contains("both named \"orig\""), "{e}");
+    }
+
+    #[test]
+    fn adaptive_repeats_not_needed_are_said_not_listed_as_problems() {
+        let mut cells = sample();
+        cells.push(cell(
+            "deb1",
+            "ext4",
+            "ext4",
+            "tpcb",
+            4,
+            4,
+            CellStatus::NotNeeded {
+                reason: "adaptive repeats: the 3 counted repeats before it have a 95% CI of ±1.20% of the mean tps, within the target ±2%".into(),
+            },
+        ));
+        let r = report(&cells, None);
+        assert_eq!(r.not_needed, 1);
+        assert!(r.problems.iter().all(|p| p.status != "not_needed"));
+        let md = render_markdown_report(&r);
+        assert!(md.contains("1 adaptive repeat was not run"), "{md}");
+        // The counted group is unchanged by it.
+        let t = r
+            .tables
+            .iter()
+            .find(|t| t.workload == "tpcb" && t.clients == 4)
+            .unwrap();
+        assert_eq!(t.hosts[0].rows[0].stats.tps.n, 3);
+        assert!(render_json(&r).contains("\"not_needed\": 1"));
+        assert!(!render_json(&report(&sample(), None)).contains("not_needed"));
     }
 
     #[test]
