@@ -986,3 +986,57 @@ fn become_sudo_runs_a_sweep_as_a_non_root_user() {
         "{err}"
     );
 }
+
+/// A command that times out under `become = "sudo"` runs as root; it must
+/// not run on after the timeout (sudo relays the TERM, and the kill itself
+/// runs through sudo).
+#[test]
+fn become_sudo_timeout_kills_the_root_command() {
+    use fsmatrix::remote::{ExecOptions, ExitStatus, Remote, RemoteCommand, SshRemote, SshTarget};
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = &lab.inv.hosts[1];
+    let target = SshTarget {
+        host_name: h.name.clone(),
+        address: h.address.clone(),
+        port: 22,
+        user: "fsmx".into(),
+        identity_file: Some(lab.inv.identity_file.clone()),
+        known_hosts: lab.inv.known_hosts.clone(),
+        connect_timeout: Duration::from_secs(10),
+        sudo: true,
+    };
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let status = rt.block_on(async {
+        let remote = SshRemote::connect(&target).await.expect("connect as fsmx");
+        let who = remote
+            .exec(
+                &RemoteCommand::raw("id -u"),
+                ExecOptions::with_timeout(Duration::from_secs(20)),
+            )
+            .await
+            .expect("id -u");
+        assert_eq!(
+            String::from_utf8_lossy(&who.stdout).trim(),
+            "0",
+            "through sudo"
+        );
+        let out = remote
+            .exec(
+                &RemoteCommand::raw("sleep 317"),
+                ExecOptions::with_timeout(Duration::from_secs(2)),
+            )
+            .await
+            .expect("exec");
+        remote.disconnect().await;
+        out.status
+    });
+    assert!(matches!(status, ExitStatus::TimedOut { .. }), "{status:?}");
+    let left = ssh_ok(
+        &lab.inv,
+        h,
+        "sleep 1; pgrep -f -x 'sleep 317' || echo none",
+        &[],
+    );
+    assert_eq!(left.trim(), "none", "the timed-out root command still runs");
+}

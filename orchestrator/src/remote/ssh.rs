@@ -320,6 +320,11 @@ impl SshRemote {
         let cmd = RemoteCommand::raw("set --")
             .arg(pgid.to_string())
             .raw_arg(KILL_GROUP);
+        // Under sudo the group's commands are root's.  sudo relays the TERM
+        // it gets from the login user (the lab test passes without this),
+        // but not a KILL, nor anything to a command it put in its own pty
+        // session: the kill runs as root too.
+        let cmd = if self.target.sudo { cmd.via_sudo() } else { cmd };
         let text = cmd.to_shell()?;
         let out = self
             .run_script(
