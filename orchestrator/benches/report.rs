@@ -23,6 +23,27 @@ use fsmatrix::results::report::{
     build_report, render_csv, render_json, render_markdown_report, Report, ReportOptions, Source,
 };
 
+/// Which build runs: the target folder of this binary (`target/<profile>/deps`).
+fn build_kind() -> String {
+    let profile = std::env::current_exe()
+        .ok()
+        .and_then(|p| {
+            Some(
+                p.parent()?
+                    .parent()?
+                    .file_name()?
+                    .to_string_lossy()
+                    .into_owned(),
+            )
+        })
+        .unwrap_or_else(|| "unknown".into());
+    match profile.as_str() {
+        "debug" => "dev-profile (our code unoptimised: an upper bound)".into(),
+        "perf" | "release" => format!("{profile}-profile (optimised)"),
+        other => format!("{other}-profile"),
+    }
+}
+
 fn env_usize(name: &str) -> Option<usize> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
@@ -183,7 +204,8 @@ fn main() {
         ..ReportOptions::default()
     };
     println!(
-        "report bench, dev profile, median of {runs} run{} per shape (seconds)",
+        "report bench, {} build, median of {runs} run{} per shape (seconds)",
+        build_kind(),
         if runs == 1 { "" } else { "s" }
     );
     println!(

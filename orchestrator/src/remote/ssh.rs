@@ -324,7 +324,11 @@ impl SshRemote {
         // it gets from the login user (the lab test passes without this),
         // but not a KILL, nor anything to a command it put in its own pty
         // session: the kill runs as root too.
-        let cmd = if self.target.sudo { cmd.via_sudo() } else { cmd };
+        let cmd = if self.target.sudo {
+            cmd.via_sudo()
+        } else {
+            cmd
+        };
         let text = cmd.to_shell()?;
         let out = self
             .run_script(
