@@ -908,6 +908,14 @@ mod tests {
         ]
     }
 
+    /// The tpcb, 4 clients table of a report of [`sample`]-like cells.
+    fn tpcb4(r: &Report) -> &Table {
+        r.tables
+            .iter()
+            .find(|t| t.workload == "tpcb" && t.clients == 4)
+            .expect("a tpcb, 4 clients table")
+    }
+
     fn report(cells: &[CellResult], baseline: Option<&str>) -> Report {
         let opts = ReportOptions {
             baseline: baseline.map(str::to_owned),
@@ -959,11 +967,7 @@ mod tests {
     #[test]
     fn explicit_baseline_and_unknown_baseline() {
         let r = report(&sample(), Some("zfs-lz4"));
-        let t = r
-            .tables
-            .iter()
-            .find(|t| t.workload == "tpcb" && t.clients == 4)
-            .unwrap();
+        let t = tpcb4(&r);
         let h = &t.hosts[0];
         assert_eq!(h.baseline.as_deref(), Some("zfs-lz4"));
         let ext4 = &h.rows[0];
@@ -1028,11 +1032,7 @@ mod tests {
             .collect();
         assert_eq!(pooled.len(), 1, "{:?}", r.notes);
         assert!(pooled[0].starts_with("Host deb1 appears in bundles again, linux"));
-        let t = r
-            .tables
-            .iter()
-            .find(|t| t.workload == "tpcb" && t.clients == 4)
-            .unwrap();
+        let t = tpcb4(&r);
         assert_eq!(t.hosts[0].rows[0].stats.tps.n, 6);
     }
 
@@ -1062,11 +1062,7 @@ mod tests {
             ..ReportOptions::default()
         };
         let r = build_report(&sources, &opts).unwrap();
-        let t = r
-            .tables
-            .iter()
-            .find(|t| t.workload == "tpcb" && t.clients == 4)
-            .unwrap();
+        let t = tpcb4(&r);
         let h = &t.hosts[0];
         let rows: Vec<(&str, Option<&str>, Option<compare::Verdict>)> = h
             .rows
@@ -1145,11 +1141,7 @@ mod tests {
         let md = render_markdown_report(&r);
         assert!(md.contains("1 adaptive repeat was not run"), "{md}");
         // The counted group is unchanged by it.
-        let t = r
-            .tables
-            .iter()
-            .find(|t| t.workload == "tpcb" && t.clients == 4)
-            .unwrap();
+        let t = tpcb4(&r);
         assert_eq!(t.hosts[0].rows[0].stats.tps.n, 3);
         assert!(render_json(&r).contains("\"not_needed\": 1"));
         assert!(!render_json(&report(&sample(), None)).contains("not_needed"));
