@@ -120,6 +120,11 @@ impl Host {
     pub fn device(&self) -> &DevicePath {
         &self.devices[0]
     }
+
+    /// Whether commands on this host run through `sudo -n` (`become = "sudo"`).
+    pub fn uses_sudo(&self) -> bool {
+        self.become_ == Some(Become::Sudo)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,7 +10,7 @@ pub mod progress;
 pub mod script;
 pub mod worker;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
@@ -58,7 +58,7 @@ pub fn ssh_target(inv_path: &Path, host: &Host) -> SshTarget {
         identity_file,
         known_hosts: resolve_path(inv_path, &host.known_hosts),
         connect_timeout: CONNECT_TIMEOUT,
-        sudo: host.become_ == Some(crate::config::Become::Sudo),
+        sudo: host.uses_sudo(),
     }
 }
 
@@ -501,7 +501,7 @@ pub async fn sweep(inv: &Inventory, m: &Matrix, out: &Path) -> Result<SweepSumma
     let p = plan(inv, m);
     let inputs = Inputs::read(inv, m)?;
     let bundle = Bundle::create(out, m.name.as_str()).map_err(|e| format!("failed to {e}"))?;
-    execute(bundle, inv, &p, Some((m, &inputs)), &HashSet::new(), false).await
+    execute(bundle, inv, &p, Some((m, &inputs)), &Kept::new(), false).await
 }
 
 /// The inventory and matrix a bundle was run with, from its own snapshots.
@@ -583,15 +583,7 @@ pub async fn rerun(from: &Path, out: &Path) -> Result<SweepSummary, String> {
         },
     )
     .map_err(|e| format!("failed to {e}"))?;
-    execute(
-        bundle,
-        &inv,
-        &p,
-        Some((&m, &inputs)),
-        &HashSet::new(),
-        false,
-    )
-    .await
+    execute(bundle, &inv, &p, Some((&m, &inputs)), &Kept::new(), false).await
 }
 
 /// Finish a sweep whose orchestrator died: re-plan from the bundle's own
@@ -604,16 +596,22 @@ pub async fn resume(dir: &Path) -> Result<SweepSummary, String> {
     let p = plan(&inv, &m);
     same_cells_as_snapshot(dir, &p)?;
     let mut bundle = Bundle::open(dir).map_err(|e| format!("failed to {e}"))?;
-    let mut keep = HashSet::new();
+    let mut keep = HashMap::new();
     for c in &p.cells {
         // A cell recorded as not run (an interrupted sweep) runs now; one
         // that ran (done or failed) is kept if its files still verify.
-        let ran = std::fs::read(data.join(format!("cells/{}/result.json", c.id)))
+        let result = std::fs::read(data.join(format!("cells/{}/result.json", c.id)))
             .ok()
-            .and_then(|b| serde_json::from_slice::<crate::results::CellResult>(&b).ok())
+            .and_then(|b| serde_json::from_slice::<crate::results::CellResult>(&b).ok());
+        let ran = result
+            .as_ref()
             .is_some_and(|r| !matches!(r.status, crate::results::CellStatus::NotRun { .. }));
         if ran && bundle.cell_files_intact(&c.id) {
-            keep.insert(c.id.clone());
+            let tps = result.and_then(|r| match r.status {
+                crate::results::CellStatus::Done { run } => Some(run.tps),
+                _ => None,
+            });
+            keep.insert(c.id.clone(), tps);
         } else {
             bundle
                 .discard_cell(&c.id)
@@ -631,27 +629,18 @@ pub async fn resume(dir: &Path) -> Result<SweepSummary, String> {
 
 /// The counted tps of `host`'s kept cells (a resumed sweep), so that its
 /// adaptive repeats decide on every repeat, not only on the ones run now.
-fn kept_counted(root: &Path, p: &Plan, host: &HostName, keep: &HashSet<String>) -> Counted {
+fn kept_counted(p: &Plan, host: &HostName, keep: &Kept) -> Counted {
     let counted = Counted::default();
-    for c in p
-        .cells
-        .iter()
-        .filter(|c| &c.host == host && keep.contains(&c.id))
-    {
-        let path = root.join(format!("data/cells/{}/result.json", c.id));
-        let tps = std::fs::read(path)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<crate::results::CellResult>(&b).ok())
-            .and_then(|r| match r.status {
-                crate::results::CellStatus::Done { run } => Some(run.tps),
-                _ => None,
-            });
-        if let Some(tps) = tps {
-            counted.add(c, tps);
+    for c in p.cells.iter().filter(|c| &c.host == host) {
+        if let Some(Some(tps)) = keep.get(&c.id) {
+            counted.add(c, *tps);
         }
     }
     counted
 }
+
+/// Cells a resumed sweep keeps: id → tps when the cell is done.
+type Kept = HashMap<String, Option<f64>>;
 
 /// Run the cells of `p` not in `keep` into `bundle` and close it.
 /// `pre_clean`: tear every host down before its checks (after a crash).
@@ -660,7 +649,7 @@ async fn execute(
     inv: &Inventory,
     p: &Plan,
     snapshot_of: Option<(&Matrix, &Inputs)>,
-    keep: &HashSet<String>,
+    keep: &Kept,
     pre_clean: bool,
 ) -> Result<SweepSummary, String> {
     let root = bundle.path().to_path_buf();
@@ -672,7 +661,7 @@ async fn execute(
     if let Some((m, inputs)) = snapshot_of {
         snapshots(&sink, inputs, m, p)?;
     }
-    let total = p.cells.iter().filter(|c| !keep.contains(&c.id)).count();
+    let total = p.cells.iter().filter(|c| !keep.contains_key(&c.id)).count();
     let display = tokio::spawn(async move {
         let mut r = progress::reporter(total);
         while let Some(e) = rx.recv().await {
@@ -705,14 +694,13 @@ async fn execute(
         let cells: Vec<&Cell> = p
             .cells
             .iter()
-            .filter(|c| c.host == hp.host && !keep.contains(&c.id))
+            .filter(|c| c.host == hp.host && !keep.contains_key(&c.id))
             .collect();
         let host = inv.hosts.iter().find(|h| h.name == hp.host);
         let sink = &sink;
         let cancel = cancel_rx.clone();
         let needs = needs_of(p, hp.host.as_str());
         let eta = hp.eta;
-        let root = &root;
         async move {
             let mut tally = HostTally::default();
             let Some(host) = host else { return tally };
@@ -736,7 +724,7 @@ async fn execute(
                         paths,
                         sink,
                         cancel,
-                        counted: kept_counted(root, p, &host.name, keep),
+                        counted: kept_counted(p, &host.name, keep),
                     };
                     tally = w.run_cells(&cells).await;
                     remote.disconnect().await;
@@ -882,10 +870,13 @@ pub fn render_commands(inv: &Inventory, p: &Plan) -> String {
             s.push_str(&format!("(no remote script for {})\n", os_name(host.os)));
             continue;
         };
-        let sudo = host.become_ == Some(crate::config::Become::Sudo);
         let show = |c: Call| {
             let cmd = c.command(host, &paths.scripts);
-            let cmd = if sudo { cmd.via_sudo() } else { cmd };
+            let cmd = if host.uses_sudo() {
+                cmd.via_sudo()
+            } else {
+                cmd
+            };
             match cmd.to_shell() {
                 Ok(t) => format!("{t}\n"),
                 Err(e) => format!("(cannot quote: {e})\n"),
