@@ -335,7 +335,7 @@ async fn upload_is_verified_and_a_corrupted_file_is_detected() {
 
     // Corrupt it on the host: the check before use fails, naming both hashes.
     std::fs::write(&dest, b"v3 tampered").unwrap();
-    let expected = fsmatrix::remote::sha256_hex(b"v2");
+    let expected = fsmatrix::text::sha256_hex(b"v2");
     let err = r.verify_sha256(&dest_s, &expected).await.unwrap_err();
     match &err {
         RemoteError::ChecksumMismatch {
@@ -344,7 +344,7 @@ async fn upload_is_verified_and_a_corrupted_file_is_detected() {
             ..
         } => {
             assert_eq!(e, &expected);
-            assert_eq!(actual, &fsmatrix::remote::sha256_hex(b"v3 tampered"));
+            assert_eq!(actual, &fsmatrix::text::sha256_hex(b"v3 tampered"));
         }
         other => panic!("wrong error: {other}"),
     }

@@ -13,3 +13,4 @@ pub mod plan;
 pub mod remote;
 pub mod results;
 pub mod run;
+pub mod text;

@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::config::matrix::format_duration;
+use crate::text::hms as format_duration;
 use crate::config::values::{DevicePath, HostName, Label};
 use crate::config::{
     FsType, FsVariant, Host, Inventory, Length, Matrix, Os, PgSetting, Repeats, Rule, Scale,

@@ -5,11 +5,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_spanned::Spanned;
-use sha2::{Digest, Sha256};
+use crate::text::sha256_hex;
 use toml::de::{DeTable, DeValue};
 
 use super::error::{ConfigError, ConfigErrors, Errors, Source};
@@ -441,18 +440,6 @@ pub fn parse_duration(s: &str) -> Option<u64> {
         return None;
     }
     Some(total)
-}
-
-pub fn format_duration(d: Duration) -> String {
-    let s = d.as_secs();
-    let (h, m, sec) = (s / 3600, (s % 3600) / 60, s % 60);
-    if h > 0 {
-        format!("{h}h{m:02}m{sec:02}s")
-    } else if m > 0 {
-        format!("{m}m{sec:02}s")
-    } else {
-        format!("{sec}s")
-    }
 }
 
 impl Matrix {
@@ -1082,13 +1069,6 @@ fn filesystem(
         }
     }
     out
-}
-
-fn sha256_hex(data: &[u8]) -> String {
-    Sha256::digest(data)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 fn workload(

@@ -23,6 +23,8 @@ pub use quote::{login_shell_safe, sh_quote, QuoteError, RemoteCommand};
 pub use recording::{Recorded, RecordingRemote};
 pub use ssh::{SshRemote, SshTarget};
 
+use crate::text::sha256_hex;
+
 /// Which output stream a line came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputStream {
@@ -117,7 +119,7 @@ impl ExecOutput {
 
     /// The last `lines` lines of stderr, for error messages and cell records.
     pub fn stderr_tail(&self, lines: usize) -> String {
-        tail(&self.stderr_lossy(), lines)
+        crate::text::tail_lines(&self.stderr_lossy(), lines)
     }
 
     /// `Ok(self)` on exit status 0, else [`RemoteError::Failed`] naming `what`.
@@ -133,11 +135,6 @@ impl ExecOutput {
             })
         }
     }
-}
-
-fn tail(text: &str, lines: usize) -> String {
-    let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
 }
 
 /// Errors of the remote layer.  Messages read after "failed to …".
@@ -318,13 +315,3 @@ pub trait Remote: Send + Sync {
     fn tunnel(&self, port: u16) -> impl Future<Output = Result<Self::Tunnel, RemoteError>> + Send;
 }
 
-/// Lowercase hex sha256 of `bytes` (sha2 0.11 digests no longer format with `{:x}`).
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    let digest = sha2::Sha256::digest(bytes);
-    let mut hex = String::with_capacity(64);
-    for b in digest.iter() {
-        hex.push_str(&format!("{b:02x}"));
-    }
-    hex
-}

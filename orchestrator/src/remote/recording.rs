@@ -197,7 +197,7 @@ mod tests {
         assert!(r.upload_verified("/w/a", b"x", 0o644).await.is_err());
         r.respond_ok(
             "sha256",
-            &format!("{}  -\n", super::super::sha256_hex(b"x")),
+            &format!("{}  -\n", crate::text::sha256_hex(b"x")),
         );
         r.upload_verified("/w/a", b"x", 0o644).await.unwrap();
     }

@@ -17,11 +17,11 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
 use super::journal::{self, Journal, JournalEvent, SweepStatus, JOURNAL_FILE};
-use super::manifest::{self, check_rel_path, sha256_bytes, sha256_file, TMP_PREFIX};
+use super::manifest::{self, check_rel_path, sha256_file, TMP_PREFIX};
+use crate::text::{rfc3339 as now_rfc3339, sha256_hex as sha256_bytes};
 use super::model::{CellResult, CSV_HEADER};
 use super::BundleError;
 
@@ -59,11 +59,6 @@ pub struct Bundle {
     done_cells: BTreeMap<String, BTreeMap<String, String>>,
     events: Vec<JournalEvent>,
     closed: bool,
-}
-
-fn now_rfc3339(t: OffsetDateTime) -> String {
-    t.format(&Rfc3339)
-        .unwrap_or_else(|_| t.unix_timestamp().to_string())
 }
 
 fn folder_stamp(t: OffsetDateTime) -> String {

@@ -11,20 +11,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-/// Lowercase hex of a digest (sha2 0.11 digests no longer format with `{:x}`).
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(DIGITS[(b >> 4) as usize] as char);
-        s.push(DIGITS[(b & 0xf) as usize] as char);
-    }
-    s
-}
-
-pub fn sha256_bytes(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
+use crate::text::hex;
 
 /// Stream a file through sha256; returns (hex digest, size in bytes).
 pub fn sha256_file(path: &Path) -> io::Result<(String, u64)> {
@@ -159,14 +146,6 @@ pub fn parse(text: &str) -> (BTreeMap<String, String>, Vec<BadLine>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn hex_of_known_digest() {
-        assert_eq!(
-            sha256_bytes(b"abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
-    }
 
     #[test]
     fn rel_paths() {

@@ -48,7 +48,7 @@ pub async fn database_size<R: Remote>(remote: &R, host: &Host) -> Result<u64, St
 /// One JSON object of counters; errors are kept inside it.
 pub async fn snapshot<R: Remote>(remote: &R, host: &Host, settings: &[String]) -> Value {
     let mut out = Map::new();
-    out.insert("taken_at".into(), json!(super::worker::now_rfc3339()));
+    out.insert("taken_at".into(), json!(crate::text::now_rfc3339()));
     let client = match connect(remote, host).await {
         Ok(c) => c,
         Err(e) => {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::events::{Outcome, RunEvent};
+use crate::text::hms;
 
 pub trait Reporter: Send {
     fn report(&mut self, event: &RunEvent);
@@ -83,15 +84,6 @@ pub fn tally_words(done: usize, failed: usize, not_run: usize, not_needed: usize
     s
 }
 
-/// `1h02m03s`-style durations for humans.
-pub fn hms(d: Duration) -> String {
-    let s = d.as_secs();
-    match (s / 3600, (s % 3600) / 60, s % 60) {
-        (0, 0, s) => format!("{s}s"),
-        (0, m, s) => format!("{m}m{s:02}s"),
-        (h, m, s) => format!("{h}h{m:02}m{s:02}s"),
-    }
-}
 
 struct HostBar {
     bar: ProgressBar,
@@ -221,10 +213,4 @@ mod tests {
         );
     }
 
-    #[test]
-    fn hms_forms() {
-        assert_eq!(hms(Duration::from_secs(5)), "5s");
-        assert_eq!(hms(Duration::from_secs(65)), "1m05s");
-        assert_eq!(hms(Duration::from_secs(7265)), "2h01m05s");
-    }
 }

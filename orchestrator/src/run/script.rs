@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 
 use crate::config::{Host, Os};
-use crate::remote::{sha256_hex, RemoteCommand};
+use crate::remote::RemoteCommand;
+use crate::text::sha256_hex;
 
 pub const COMMON_SH: &str = include_str!("../../../remote-scripts/common.sh");
 pub const LINUX_SH: &str = include_str!("../../../remote-scripts/linux.sh");

@@ -25,6 +25,7 @@ use crate::results::model::{
     RunMeasures, Sizes,
 };
 use crate::results::BundleError;
+use crate::text::{json_pretty_bytes as json_bytes, now_rfc3339, sha256_hex, tail_lines};
 
 /// Separates facts' output from the guard's in one round trip.
 const GUARD_MARK: &str = "@@fsmatrix-guard";
@@ -222,12 +223,6 @@ impl Counted {
             )
         })
     }
-}
-
-pub fn now_rfc3339() -> String {
-    time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
 }
 
 pub fn params(c: &Cell) -> CellParams {
@@ -666,7 +661,7 @@ impl<'a, R: Remote> Worker<'a, R> {
             .map_err(|e| StepError::remote("facts", e))?;
         let text = out.stdout_lossy();
         let intact = files.iter().all(|(name, body)| {
-            let want = crate::remote::sha256_hex(body.as_bytes());
+            let want = sha256_hex(body.as_bytes());
             text.lines().any(|l| {
                 let mut w = l.split_whitespace();
                 w.next() == Some(want.as_str()) && w.next() == Some(name)
@@ -1279,16 +1274,6 @@ fn reasons(it: impl Iterator<Item = String>) -> String {
     }
 }
 
-fn tail_lines(text: &str, n: usize) -> String {
-    let v: Vec<&str> = text.lines().collect();
-    v[v.len().saturating_sub(n)..].join("\n")
-}
-
-fn json_bytes(v: &impl serde::Serialize) -> Vec<u8> {
-    let mut b = serde_json::to_vec_pretty(v).unwrap_or_default();
-    b.push(b'\n');
-    b
-}
 
 fn kv_text(kv: &Kv) -> Vec<u8> {
     kv.0.iter()

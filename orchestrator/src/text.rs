@@ -1,0 +1,121 @@
+//! Formatting every layer shares, in one place: hex and sha256, the tail of
+//! a command's output, timestamps, durations for humans, byte sizes and
+//! pretty JSON files.  Pure functions.
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+
+/// Lowercase hex of `bytes` (sha2 0.11 digests no longer format with `{:x}`).
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 0xf) as usize] as char);
+    }
+    s
+}
+
+/// Lowercase hex sha256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+/// The last `n` lines of `text`, joined by `\n` (no trailing newline).
+pub fn tail_lines(text: &str, n: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(n)..].join("\n")
+}
+
+/// `t` as RFC 3339 (UTC `Z` form for UTC times); the Unix time if it cannot
+/// be formatted (years past 9999).
+pub fn rfc3339(t: OffsetDateTime) -> String {
+    t.format(&Rfc3339)
+        .unwrap_or_else(|_| t.unix_timestamp().to_string())
+}
+
+/// Now, as RFC 3339 in UTC.
+pub fn now_rfc3339() -> String {
+    rfc3339(OffsetDateTime::now_utc())
+}
+
+/// `1h02m03s`-style durations for humans (`5s`, `1m05s`, `2h01m05s`).
+pub fn hms(d: Duration) -> String {
+    let s = d.as_secs();
+    match (s / 3600, (s % 3600) / 60, s % 60) {
+        (0, 0, s) => format!("{s}s"),
+        (0, m, s) => format!("{m}m{s:02}s"),
+        (h, m, s) => format!("{h}h{m:02}m{s:02}s"),
+    }
+}
+
+/// `b` bytes scaled to the largest binary unit that keeps it ≥ 1:
+/// (value, unit) with unit one of B, KiB, MiB, GiB, TiB.
+pub fn iec_scaled(b: f64) -> (f64, &'static str) {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut x = b;
+    let mut u = 0;
+    while x.abs() >= 1024.0 && u < UNITS.len() - 1 {
+        x /= 1024.0;
+        u += 1;
+    }
+    (x, UNITS[u])
+}
+
+/// `1.5 GiB`, `512 B`: one decimal above bytes.
+pub fn iec_bytes(b: f64) -> String {
+    match iec_scaled(b) {
+        (x, "B") => format!("{x:.0} B"),
+        (x, unit) => format!("{x:.1} {unit}"),
+    }
+}
+
+/// Pretty JSON with a final newline, as every JSON file of a bundle is
+/// written (serialising plain data cannot fail; an empty file would show it).
+pub fn json_pretty_bytes(v: &impl serde::Serialize) -> Vec<u8> {
+    let mut b = serde_json::to_vec_pretty(v).unwrap_or_default();
+    b.push(b'\n');
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_and_sha256_of_known_values() {
+        assert_eq!(hex(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
+        // `printf abc | sha256sum`
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn tails_keep_the_last_lines() {
+        assert_eq!(tail_lines("a\nb\nc\n", 2), "b\nc");
+        assert_eq!(tail_lines("a", 5), "a");
+        assert_eq!(tail_lines("", 3), "");
+    }
+
+    #[test]
+    fn durations_and_sizes_for_humans() {
+        assert_eq!(hms(Duration::from_secs(5)), "5s");
+        assert_eq!(hms(Duration::from_secs(65)), "1m05s");
+        assert_eq!(hms(Duration::from_secs(7265)), "2h01m05s");
+        assert_eq!(iec_bytes(512.0), "512 B");
+        assert_eq!(iec_bytes(1536.0), "1.5 KiB");
+        assert_eq!(iec_bytes(3.0 * (1u64 << 30) as f64), "3.0 GiB");
+        assert_eq!(iec_scaled(-2048.0), (-2.0, "KiB"));
+    }
+
+    #[test]
+    fn times_are_rfc3339_utc() {
+        let t = OffsetDateTime::from_unix_timestamp(0).unwrap_or(OffsetDateTime::UNIX_EPOCH);
+        assert_eq!(rfc3339(t), "1970-01-01T00:00:00Z");
+        assert!(now_rfc3339().ends_with('Z'));
+    }
+}
