@@ -100,30 +100,51 @@ fn commands_shows_every_remote_command_quoted() {
         .expect("run fsmatrix");
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
-    // One section per host, and the steps of a filesystem in order.
-    assert_eq!(text.matches("## lab").count(), 3, "{text}");
-    let order = [
-        "preflight",
-        "make-fs",
-        "mount",
-        "pg-init",
-        "pg-start",
-        "load",
-        "run",
-        "pg-stop",
-        "teardown",
-    ];
-    let first: Vec<usize> = order
-        .iter()
-        .map(|v| {
-            text.find(&format!(" {v} "))
-                .unwrap_or_else(|| panic!("{v} missing: {text}"))
+    // One section per host, and in each the worker's whole sequence.
+    assert_eq!(text.matches("\n## lab").count(), 3, "{text}");
+    let lab1 = text
+        .split("\n## ")
+        .find(|s| s.starts_with("lab1\n"))
+        .unwrap_or_else(|| panic!("no lab1 section: {text}"));
+    let verbs: Vec<&str> = lab1
+        .lines()
+        .filter(|l| l.starts_with("$ "))
+        .map(|l| match l.split_once("linux.sh ") {
+            _ if l.contains("&& cat >") => "upload",
+            Some((_, rest)) => rest.split(' ').next().unwrap_or(""),
+            None => "other",
         })
         .collect();
-    assert!(
-        first.windows(2).all(|w| w[0] < w[1]) || first[0] > first[8],
-        "steps in order: {first:?}"
+    // First contact: the checksum + facts + guard round trip, then (scripts
+    // missing) the uploads, then facts and the guard.
+    assert_eq!(verbs[0], "facts", "{lab1}");
+    assert_eq!(
+        verbs.iter().filter(|v| **v == "upload").count(),
+        2,
+        "{lab1}"
     );
+    // quick.toml builds four variants on lab1; each one is torn down and
+    // checked first, then built in order, and stopped and torn down last.
+    let builds: Vec<usize> = (0..verbs.len())
+        .filter(|&i| verbs[i] == "make-fs")
+        .collect();
+    assert_eq!(builds.len(), 4, "{lab1}");
+    for &i in &builds {
+        assert_eq!(verbs[i - 2..i], ["teardown", "preflight"], "{lab1}");
+        assert_eq!(
+            verbs[i + 1..i + 5],
+            ["mount", "pg-init", "pg-start", "load"],
+            "{lab1}"
+        );
+    }
+    for &i in &builds[1..] {
+        assert_eq!(verbs[i - 4..i - 2], ["pg-stop", "teardown"], "{lab1}");
+    }
+    assert_eq!(verbs[verbs.len() - 2..], ["pg-stop", "teardown"], "{lab1}");
+    // Every run is collected.
+    for (i, v) in verbs.iter().enumerate().filter(|(_, v)| **v == "run") {
+        assert_eq!(verbs[i + 1..i + 3], ["cat", "cat"], "{v} at {i}");
+    }
     // The script runs under /bin/sh explicitly, verbs with name=value words.
     assert!(
         text.contains("/bin/sh /var/tmp/fsmatrix/scripts-"),

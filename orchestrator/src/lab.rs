@@ -4,10 +4,8 @@
 //! shell-shaped work), embedded in the binary, written to a temporary file and run with
 //! bash; its stdout and stderr pass through and its exit code is kept.  What the script
 //! builds, and the state folder it leaves, are described at its top and in the README.
-use std::path::Path;
-use std::process::{Command, ExitCode};
-
-use crate::cli::LabAction;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 /// Default state folder: keys, known_hosts, inventory.toml, disk images.
 pub const DEFAULT_DIR: &str = "/var/lib/fsmatrix/lab";
@@ -17,6 +15,25 @@ pub const LAB_SH: &str = include_str!("lab/lab.sh");
 
 /// Most hosts `lab up` builds (addresses 10.203.0.11..=10.203.0.26).
 pub const MAX_HOSTS: u32 = 16;
+
+/// What to do with the lab.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LabAction {
+    /// Build `hosts` hosts with a sparse disk of `disk_size` each.
+    Up {
+        dir: PathBuf,
+        hosts: u32,
+        disk_size: String,
+        /// Install missing Debian packages instead of only naming them.
+        install: bool,
+    },
+    Down {
+        dir: PathBuf,
+    },
+    Status {
+        dir: PathBuf,
+    },
+}
 
 /// Errors of the lab command itself (the script reports its own).
 #[derive(Debug, thiserror::Error)]
@@ -50,23 +67,28 @@ fn dir_arg(dir: &Path) -> Result<&str, LabError> {
 /// The arguments `lab.sh` is called with for an action.
 pub fn script_args(action: &LabAction) -> Result<Vec<String>, LabError> {
     Ok(match action {
-        LabAction::Up(a) => {
-            if a.hosts == 0 || a.hosts > MAX_HOSTS {
-                return Err(LabError::Hosts(a.hosts));
+        LabAction::Up {
+            dir,
+            hosts,
+            disk_size,
+            install,
+        } => {
+            if *hosts == 0 || *hosts > MAX_HOSTS {
+                return Err(LabError::Hosts(*hosts));
             }
-            if !valid_disk_size(&a.disk_size) {
-                return Err(LabError::DiskSize(a.disk_size.clone()));
+            if !valid_disk_size(disk_size) {
+                return Err(LabError::DiskSize(disk_size.clone()));
             }
             vec![
                 "up".into(),
-                dir_arg(&a.dir.dir)?.into(),
-                a.hosts.to_string(),
-                a.disk_size.clone(),
-                if a.install { "1" } else { "0" }.into(),
+                dir_arg(dir)?.into(),
+                hosts.to_string(),
+                disk_size.clone(),
+                if *install { "1" } else { "0" }.into(),
             ]
         }
-        LabAction::Down(d) => vec!["down".into(), dir_arg(&d.dir)?.into()],
-        LabAction::Status(d) => vec!["status".into(), dir_arg(&d.dir)?.into()],
+        LabAction::Down { dir } => vec!["down".into(), dir_arg(dir)?.into()],
+        LabAction::Status { dir } => vec!["status".into(), dir_arg(dir)?.into()],
     })
 }
 
@@ -89,37 +111,22 @@ pub fn run_script(args: &[String]) -> Result<u8, LabError> {
     Ok(status.code().map_or(1, |c| u8::try_from(c).unwrap_or(1)))
 }
 
-/// `fsmatrix lab up | down | status`.
-pub fn cli(action: LabAction) -> ExitCode {
-    let result = script_args(&action).and_then(|args| run_script(&args));
-    match result {
-        Ok(code) => ExitCode::from(code),
-        Err(e @ (LabError::Script(_) | LabError::Bash(_))) => {
-            eprintln!("fsmatrix: failed to {e}");
-            ExitCode::from(2)
-        }
-        Err(e) => {
-            eprintln!("fsmatrix: {e}");
-            ExitCode::from(2)
-        }
-    }
+/// Run `action`: the script's exit code (a signal counts as 1).
+pub fn run(action: &LabAction) -> Result<u8, LabError> {
+    run_script(&script_args(action)?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{LabDirArgs, LabUpArgs};
-    use std::path::PathBuf;
 
     fn up(hosts: u32, disk: &str, dir: &str) -> LabAction {
-        LabAction::Up(LabUpArgs {
-            dir: LabDirArgs {
-                dir: PathBuf::from(dir),
-            },
+        LabAction::Up {
+            dir: PathBuf::from(dir),
             hosts,
             disk_size: disk.into(),
             install: true,
-        })
+        }
     }
 
     #[test]

@@ -1,11 +1,12 @@
 //! fsmatrix: run PostgreSQL benchmarks across filesystems, options and hosts,
 //! and keep checksummed, re-runnable result bundles.
 //!
-//! The flow (see README): parse + validate ([`config`]) → [`plan`] (pure) →
-//! [`run`] (one worker per host over [`remote`]) → [`results`] bundle →
-//! verify / report.  [`lab`] builds throwaway local hosts for demos and tests.
+//! The flow: parse + validate ([`config`]) → [`plan`] (pure) → [`run`] (one
+//! worker per host over [`remote`]) → [`results`] bundle → verify / report.
+//! [`commands`] is the CLI on top; no module below it imports it.  [`lab`]
+//! builds throwaway local hosts for demos and tests.
 
-pub mod cli;
+pub mod commands;
 pub mod config;
 pub mod lab;
 pub mod load;
@@ -14,3 +15,7 @@ pub mod remote;
 pub mod results;
 pub mod run;
 pub mod text;
+pub mod timeouts;
+
+#[cfg(test)]
+mod layering;

@@ -12,12 +12,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::text::hms as format_duration;
 use crate::config::values::{DevicePath, HostName, Label};
 use crate::config::{
     FsType, FsVariant, Host, Inventory, Length, Matrix, Os, PgSetting, Repeats, Rule, Scale,
     Workload, WorkloadKind,
 };
+use crate::text::hms as format_duration;
 
 /// ETA constants.  Rough on purpose: they are only for "how long will this
 /// take", shown before a run and refined by the run engine as cells finish.
@@ -670,41 +670,6 @@ pub fn render_cells(p: &Plan) -> String {
         ]);
     }
     table(&rows, &[5, 6])
-}
-
-/// `fsmatrix plan`: load, validate, plan, print.  Contacts no host.
-/// Exit 0 with a plan, 2 on bad input (every error printed).
-pub fn cli(args: &crate::cli::PlanArgs) -> std::process::ExitCode {
-    use std::process::ExitCode;
-    let (inv, m) = match crate::config::load(&args.inventory, &args.matrix) {
-        Ok(x) => x,
-        Err(errs) => {
-            eprintln!("{errs}");
-            eprintln!(
-                "fsmatrix: failed to load the inventory and matrix: {} error{}",
-                errs.len(),
-                if errs.len() == 1 { "" } else { "s" }
-            );
-            return ExitCode::from(2);
-        }
-    };
-    let p = plan(&inv, &m);
-    if args.commands {
-        print!("{}", crate::run::render_commands(&inv, &p));
-        return ExitCode::SUCCESS;
-    }
-    if args.json {
-        match serde_json::to_string_pretty(&p) {
-            Ok(s) => println!("{s}"),
-            Err(e) => {
-                eprintln!("fsmatrix: failed to serialize the plan: {e}");
-                return ExitCode::from(2);
-            }
-        }
-    } else {
-        print!("{}", render(&p));
-    }
-    ExitCode::SUCCESS
 }
 
 #[cfg(test)]

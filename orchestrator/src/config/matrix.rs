@@ -6,9 +6,9 @@ use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use crate::text::sha256_hex;
 use serde::{Deserialize, Serialize};
 use serde_spanned::Spanned;
-use crate::text::sha256_hex;
 use toml::de::{DeTable, DeValue};
 
 use super::error::{ConfigError, ConfigErrors, Errors, Source};

@@ -208,34 +208,7 @@ pub trait Remote: Send + Sync {
         bytes: &[u8],
         mode: u32,
     ) -> impl Future<Output = Result<(), RemoteError>> + Send {
-        let parent = match remote_path.rsplit_once('/') {
-            Some(("", _)) => "/".to_string(),
-            Some((p, _)) => p.to_string(),
-            None => ".".to_string(),
-        };
-        let tmp = format!("{remote_path}.fsmatrix-upload");
-        let cmd = RemoteCommand::raw("umask 077 && mkdir -p --")
-            .arg(&parent)
-            .raw_arg("&& cat >")
-            .arg(&tmp)
-            .raw_arg("&& chmod")
-            .arg(format!("{mode:o}"))
-            .arg(&tmp)
-            .raw_arg("&& mv -f --")
-            .arg(&tmp)
-            .arg(remote_path);
-        let options = ExecOptions {
-            stdin: Some(bytes.to_vec()),
-            timeout: Some(Duration::from_secs(120)),
-            on_line: None,
-        };
-        let what = format!("upload {remote_path}");
-        async move {
-            self.exec(&cmd, options)
-                .await?
-                .success(self.host(), &what)?;
-            Ok(())
-        }
+        upload_with(self, remote_path, bytes, mode)
     }
 
     /// The sha256 (lowercase hex) of a file on the host, with `sha256sum`
@@ -244,15 +217,11 @@ pub trait Remote: Send + Sync {
         &self,
         remote_path: &str,
     ) -> impl Future<Output = Result<String, RemoteError>> + Send {
-        let cmd = RemoteCommand::raw("set --").arg(remote_path).raw_arg(
-            "; if command -v sha256sum >/dev/null 2>&1; then sha256sum < \"$1\"; \
-             elif command -v sha256 >/dev/null 2>&1; then sha256 -q < \"$1\"; \
-             else echo 'neither sha256sum nor sha256 is installed' >&2; exit 127; fi",
-        );
+        let cmd = sha256_command(remote_path);
         let what = format!("compute the sha256 of {remote_path}");
         async move {
             let out = self
-                .exec(&cmd, ExecOptions::with_timeout(Duration::from_secs(60)))
+                .exec(&cmd, ExecOptions::with_timeout(crate::timeouts::CHECKSUM))
                 .await?
                 .success(self.host(), &what)?;
             let text = out.stdout_lossy();
@@ -315,3 +284,57 @@ pub trait Remote: Send + Sync {
     fn tunnel(&self, port: u16) -> impl Future<Output = Result<Self::Tunnel, RemoteError>> + Send;
 }
 
+/// The command [`Remote::upload`] sends, with the file's bytes on stdin:
+/// into a temporary name beside `remote_path`, then renamed over it.
+pub fn upload_command(remote_path: &str, mode: u32) -> RemoteCommand {
+    let parent = match remote_path.rsplit_once('/') {
+        Some(("", _)) => "/".to_string(),
+        Some((p, _)) => p.to_string(),
+        None => ".".to_string(),
+    };
+    let tmp = format!("{remote_path}.fsmatrix-upload");
+    RemoteCommand::raw("umask 077 && mkdir -p --")
+        .arg(&parent)
+        .raw_arg("&& cat >")
+        .arg(&tmp)
+        .raw_arg("&& chmod")
+        .arg(format!("{mode:o}"))
+        .arg(&tmp)
+        .raw_arg("&& mv -f --")
+        .arg(&tmp)
+        .arg(remote_path)
+}
+
+/// The command [`Remote::remote_sha256`] sends: `sha256sum` (Linux) or
+/// `sha256 -q` (BSD), whichever exists.
+pub fn sha256_command(remote_path: &str) -> RemoteCommand {
+    RemoteCommand::raw("set --").arg(remote_path).raw_arg(
+        "; if command -v sha256sum >/dev/null 2>&1; then sha256sum < \"$1\"; \
+         elif command -v sha256 >/dev/null 2>&1; then sha256 -q < \"$1\"; \
+         else echo 'neither sha256sum nor sha256 is installed' >&2; exit 127; fi",
+    )
+}
+
+/// [`Remote::upload`]'s body, callable by an implementation that overrides
+/// `upload` to do more around it (the recording remote keeps the bytes).
+pub fn upload_with<'a, R: Remote + ?Sized>(
+    remote: &'a R,
+    remote_path: &str,
+    bytes: &[u8],
+    mode: u32,
+) -> impl Future<Output = Result<(), RemoteError>> + Send + use<'a, R> {
+    let cmd = upload_command(remote_path, mode);
+    let options = ExecOptions {
+        stdin: Some(bytes.to_vec()),
+        timeout: Some(crate::timeouts::UPLOAD),
+        on_line: None,
+    };
+    let what = format!("upload {remote_path}");
+    async move {
+        remote
+            .exec(&cmd, options)
+            .await?
+            .success(remote.host(), &what)?;
+        Ok(())
+    }
+}

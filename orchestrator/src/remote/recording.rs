@@ -1,14 +1,23 @@
-//! [`RecordingRemote`]: a [`Remote`] for unit tests of code above the remote
-//! layer (the host worker).  It runs nothing: it records every command as
-//! the shell text an SSH host would get, and answers from rules the test
-//! set up.  Unmatched commands get the fallback answer (exit 0, no output,
-//! unless changed with [`RecordingRemote::otherwise`]).  It has no tunnel.
-use std::sync::Mutex;
+//! [`RecordingRemote`]: a [`Remote`] that runs nothing.  It records every
+//! command as the shell text an SSH host would get, and answers from rules
+//! set up beforehand: `plan --commands` drives the real host worker against
+//! it, and the worker's unit tests script failures, drops and
+//! cancellations with it.  Unmatched commands get the fallback answer (exit
+//! 0, no output, unless changed with [`RecordingRemote::otherwise`]).  Files
+//! uploaded to it are remembered, so that the checksum check after an
+//! upload passes as on a real host.  It has no tunnel.
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{
-    ExecOptions, ExecOutput, ExitStatus, OutputStream, Remote, RemoteCommand, RemoteError,
+    sha256_command, upload_with, ExecOptions, ExecOutput, ExitStatus, OutputStream, Remote,
+    RemoteCommand, RemoteError,
 };
+
+/// Called with each command's text before it is answered.
+pub type ExecHook = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// One call the code under test made.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,12 +40,26 @@ struct Rule {
     output: ExecOutput,
 }
 
-#[derive(Debug)]
 pub struct RecordingRemote {
     host: String,
     calls: Mutex<Vec<Recorded>>,
     rules: Mutex<Vec<Rule>>,
     fallback: Mutex<ExecOutput>,
+    /// Uploaded path → sha256 of its bytes.
+    files: Mutex<BTreeMap<String, String>>,
+    hook: Mutex<Option<ExecHook>>,
+    /// After a command containing this ran, the connection is gone.
+    drop_after: Mutex<Option<String>>,
+    dropped: Mutex<bool>,
+}
+
+impl std::fmt::Debug for RecordingRemote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordingRemote")
+            .field("host", &self.host)
+            .field("calls", &lock(&self.calls).len())
+            .finish()
+    }
 }
 
 impl RecordingRemote {
@@ -50,7 +73,25 @@ impl RecordingRemote {
                 stdout: Vec::new(),
                 stderr: Vec::new(),
             }),
+            files: Mutex::new(BTreeMap::new()),
+            hook: Mutex::new(None),
+            drop_after: Mutex::new(None),
+            dropped: Mutex::new(false),
         }
+    }
+
+    /// Call `hook` with every command's text before answering it (a test
+    /// cancels the sweep at a given step this way).
+    pub fn on_exec(&self, hook: impl Fn(&str) + Send + Sync + 'static) -> &Self {
+        *lock(&self.hook) = Some(Arc::new(hook));
+        self
+    }
+
+    /// The host drops off the network once a command containing `needle`
+    /// has run: every later command and tunnel fails as a lost connection.
+    pub fn drop_after(&self, needle: &str) -> &Self {
+        *lock(&self.drop_after) = Some(needle.to_string());
+        self
     }
 
     /// Commands whose text contains `needle` answer `output` (the rule
@@ -109,6 +150,28 @@ impl RecordingRemote {
     }
 }
 
+impl RecordingRemote {
+    fn gone(&self) -> RemoteError {
+        RemoteError::Channel {
+            host: self.host.clone(),
+            reason: "the connection dropped (scripted)".into(),
+        }
+    }
+
+    /// The answer to the checksum command for a file uploaded earlier.
+    fn checksum_of_upload(&self, text: &str) -> Option<ExecOutput> {
+        let files = lock(&self.files);
+        files.iter().find_map(|(path, sum)| {
+            let cmd = sha256_command(path);
+            (cmd.to_shell().ok()? == text).then(|| ExecOutput {
+                status: ExitStatus::Code { code: 0 },
+                stdout: format!("{sum}  -\n").into_bytes(),
+                stderr: Vec::new(),
+            })
+        })
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // A panicking test thread poisons the lock; the data is still fine.
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -132,11 +195,25 @@ impl Remote for RecordingRemote {
             stdin: options.stdin.clone(),
             timeout: options.timeout,
         });
+        if *lock(&self.dropped) {
+            return Err(self.gone());
+        }
+        let hook = lock(&self.hook).clone();
+        if let Some(hook) = hook {
+            hook(&text);
+        }
+        if lock(&self.drop_after)
+            .as_deref()
+            .is_some_and(|n| text.contains(n))
+        {
+            *lock(&self.dropped) = true;
+        }
         let output = lock(&self.rules)
             .iter()
             .rev()
             .find(|r| text.contains(&r.needle))
             .map(|r| r.output.clone())
+            .or_else(|| self.checksum_of_upload(&text))
             .unwrap_or_else(|| lock(&self.fallback).clone());
         if let Some(cb) = &options.on_line {
             for (stream, bytes) in [
@@ -151,8 +228,21 @@ impl Remote for RecordingRemote {
         Ok(output)
     }
 
+    fn upload(
+        &self,
+        remote_path: &str,
+        bytes: &[u8],
+        mode: u32,
+    ) -> impl Future<Output = Result<(), RemoteError>> + Send {
+        lock(&self.files).insert(remote_path.to_string(), crate::text::sha256_hex(bytes));
+        upload_with(self, remote_path, bytes, mode)
+    }
+
     async fn tunnel(&self, port: u16) -> Result<Self::Tunnel, RemoteError> {
         lock(&self.calls).push(Recorded::Tunnel { port });
+        if *lock(&self.dropped) {
+            return Err(self.gone());
+        }
         Err(RemoteError::Channel {
             host: self.host.clone(),
             reason: format!("open a tunnel to 127.0.0.1:{port}: a RecordingRemote has none"),
@@ -193,12 +283,19 @@ mod tests {
         );
         assert!(matches!(&r.calls()[2], Recorded::Exec { stdin: Some(b), .. } if b == b"echo"));
         assert!(r.tunnel(5432).await.is_err());
-        // Upload verification fails honestly without a sha256 answer.
-        assert!(r.upload_verified("/w/a", b"x", 0o644).await.is_err());
-        r.respond_ok(
-            "sha256",
-            &format!("{}  -\n", crate::text::sha256_hex(b"x")),
-        );
+        // What was uploaded checksums as uploaded; a rule can say otherwise.
         r.upload_verified("/w/a", b"x", 0o644).await.unwrap();
+        r.respond_ok("sha256", &format!("{}  -\n", crate::text::sha256_hex(b"y")));
+        assert!(r.upload_verified("/w/a", b"x", 0o644).await.is_err());
+        // Once dropped, the host answers nothing.
+        r.drop_after("uname");
+        assert!(r
+            .exec(&RemoteCommand::raw("uname -s"), ExecOptions::default())
+            .await
+            .is_ok());
+        assert!(r
+            .exec(&RemoteCommand::raw("true"), ExecOptions::default())
+            .await
+            .is_err());
     }
 }

@@ -30,11 +30,8 @@ use super::{
 
 /// Channels in flight per connection (sshd MaxSessions defaults to 10).
 pub const MAX_CHANNELS: usize = 8;
-const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
+use crate::timeouts::{DRAIN_AFTER_EXIT, KEEPALIVE_INTERVAL};
 const KEEPALIVE_MAX: usize = 3;
-/// After the exit status, how long to wait for the rest of the output (a
-/// daemon that kept our stdout open would otherwise hold the step forever).
-const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
 const OPEN_RETRIES: u32 = 6;
 
 /// Where and how to reach one host.
@@ -333,7 +330,7 @@ impl SshRemote {
         let out = self
             .run_script(
                 text,
-                ExecOptions::with_timeout(Duration::from_secs(20)),
+                ExecOptions::with_timeout(crate::timeouts::KILL),
                 false,
             )
             .await?;

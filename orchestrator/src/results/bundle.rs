@@ -21,9 +21,9 @@ use time::OffsetDateTime;
 
 use super::journal::{self, Journal, JournalEvent, SweepStatus, JOURNAL_FILE};
 use super::manifest::{self, check_rel_path, sha256_file, TMP_PREFIX};
-use crate::text::{rfc3339 as now_rfc3339, sha256_hex as sha256_bytes};
 use super::model::{CellResult, CSV_HEADER};
 use super::BundleError;
+use crate::text::{rfc3339 as now_rfc3339, sha256_hex as sha256_bytes};
 
 pub const BAGIT_FILE: &str = "bagit.txt";
 pub const BAG_INFO_FILE: &str = "bag-info.txt";

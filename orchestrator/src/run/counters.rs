@@ -2,8 +2,6 @@
 //! tunnel to the host's 127.0.0.1 (never in the data path: only before and
 //! after a run).  Best effort: a query that fails (an old server lacks a
 //! view) is recorded as an error in the snapshot, never fails the cell.
-use std::time::Duration;
-
 use serde_json::{json, Map, Value};
 use tokio_postgres::NoTls;
 
@@ -13,20 +11,42 @@ use crate::remote::Remote;
 /// The database the scripts create and load.
 pub const DB: &str = "fsmatrix";
 
-async fn connect<R: Remote>(remote: &R, host: &Host) -> Result<tokio_postgres::Client, String> {
+/// Why the counters could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum CounterError {
+    #[error("open a tunnel to port {port}: {source}")]
+    Tunnel {
+        port: u16,
+        source: crate::remote::RemoteError,
+    },
+    #[error("connect to postgres through the tunnel: timed out")]
+    ConnectTimeout,
+    #[error("connect to postgres through the tunnel: {0}")]
+    Connect(tokio_postgres::Error),
+    #[error("{0}")]
+    Query(#[from] tokio_postgres::Error),
+}
+
+async fn connect<R: Remote>(
+    remote: &R,
+    host: &Host,
+) -> Result<tokio_postgres::Client, CounterError> {
     let stream = remote
         .tunnel(host.pg_port)
         .await
-        .map_err(|e| format!("open a tunnel to port {}: {e}", host.pg_port))?;
+        .map_err(|source| CounterError::Tunnel {
+            port: host.pg_port,
+            source,
+        })?;
     let mut cfg = tokio_postgres::Config::new();
     cfg.user(host.pg_user.as_str())
         .dbname(DB)
         .application_name("fsmatrix");
     let (client, conn) =
-        tokio::time::timeout(Duration::from_secs(20), cfg.connect_raw(stream, NoTls))
+        tokio::time::timeout(crate::timeouts::PG_CONNECT, cfg.connect_raw(stream, NoTls))
             .await
-            .map_err(|_| "connect to postgres through the tunnel: timed out".to_string())?
-            .map_err(|e| format!("connect to postgres through the tunnel: {e}"))?;
+            .map_err(|_| CounterError::ConnectTimeout)?
+            .map_err(CounterError::Connect)?;
     tokio::spawn(async move {
         // The connection ends when the client is dropped.
         let _ = conn.await;
@@ -35,12 +55,11 @@ async fn connect<R: Remote>(remote: &R, host: &Host) -> Result<tokio_postgres::C
 }
 
 /// `pg_database_size` of the benchmark database.
-pub async fn database_size<R: Remote>(remote: &R, host: &Host) -> Result<u64, String> {
+pub async fn database_size<R: Remote>(remote: &R, host: &Host) -> Result<u64, CounterError> {
     let client = connect(remote, host).await?;
     let row = client
         .query_one("SELECT pg_database_size(current_database())::bigint", &[])
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
     let n: i64 = row.get(0);
     Ok(u64::try_from(n).unwrap_or(0))
 }
@@ -52,7 +71,7 @@ pub async fn snapshot<R: Remote>(remote: &R, host: &Host, settings: &[String]) -
     let client = match connect(remote, host).await {
         Ok(c) => c,
         Err(e) => {
-            out.insert("errors".into(), json!([e]));
+            out.insert("errors".into(), json!([e.to_string()]));
             return Value::Object(out);
         }
     };

@@ -5,6 +5,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::verb::Step;
+use crate::results::CellStatus;
+
 /// One thing that happened on one host.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -16,8 +19,13 @@ pub enum RunEvent {
         #[serde(with = "secs")]
         eta: Duration,
     },
-    /// A step starts (e.g. `make-fs ext4`, `run tpcb c=4 r=2`).
-    Step { host: String, step: String },
+    /// A step starts on something (`make-fs` on `ext4`, `run` on
+    /// `ext4 tpcb c=4 r=2`).
+    Step {
+        host: String,
+        step: Step,
+        on: String,
+    },
     /// A cell ended, in any way.
     CellEnded {
         host: String,
@@ -61,6 +69,17 @@ pub enum Outcome {
     NotRun,
     /// An adaptive repeat the CI target made unnecessary.
     NotNeeded,
+}
+
+impl Outcome {
+    pub fn of(status: &CellStatus) -> Outcome {
+        match status {
+            CellStatus::Done { .. } => Outcome::Done,
+            CellStatus::Failed { .. } => Outcome::Failed,
+            CellStatus::NotRun { .. } => Outcome::NotRun,
+            CellStatus::NotNeeded { .. } => Outcome::NotNeeded,
+        }
+    }
 }
 
 mod secs {

@@ -8,7 +8,17 @@ use std::time::Duration;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::events::{Outcome, RunEvent};
+use super::verb::Step;
 use crate::text::hms;
+
+/// `make-fs ext4`, `teardown`.
+fn step_text(step: Step, on: &str) -> String {
+    if on.is_empty() {
+        step.to_string()
+    } else {
+        format!("{step} {on}")
+    }
+}
 
 pub trait Reporter: Send {
     fn report(&mut self, event: &RunEvent);
@@ -41,7 +51,7 @@ impl<W: Write + Send> Reporter for Lines<W> {
             RunEvent::HostStarted { host, cells, eta } => {
                 format!("{host}: start, {cells} cells, planned {}", hms(*eta))
             }
-            RunEvent::Step { host, step } => format!("{host}: {step}"),
+            RunEvent::Step { host, step, on } => format!("{host}: {}", step_text(*step, on)),
             RunEvent::CellEnded {
                 host,
                 cell,
@@ -83,7 +93,6 @@ pub fn tally_words(done: usize, failed: usize, not_run: usize, not_needed: usize
     }
     s
 }
-
 
 struct HostBar {
     bar: ProgressBar,
@@ -142,7 +151,8 @@ impl Reporter for Bars {
                 hb.left = *eta;
                 hb.bar.set_message(format!("~{} left", hms(*eta)));
             }
-            RunEvent::Step { host, step } => {
+            RunEvent::Step { host, step, on } => {
+                let step = step_text(*step, on);
                 let hb = self.bar(host);
                 let left = hms(hb.left);
                 hb.bar.set_message(format!("{step} (~{left} left)"));
@@ -212,5 +222,4 @@ mod tests {
             "lab1: start, 4 cells, planned 1h02m03s\nlab1: cell ab12 FAILED\n"
         );
     }
-
 }

@@ -1,0 +1,123 @@
+//! What works on bundles: `verify`, `report`, `archive`.
+use super::{BundleArgs, CliError, CmdResult, Exit, ReportArgs, ReportFormat};
+use crate::results::archive::{self, ArchiveError};
+use crate::results::report::{self, ReportOptions, Source};
+use crate::results::stats::StatsOptions;
+use crate::results::CellResult;
+
+/// `fsmatrix verify BUNDLE`: 0 the bag verifies, 1 problems found, 2 not a bag.
+pub fn verify(args: &BundleArgs) -> CmdResult {
+    // An archive is verified as the bag it unpacks to (the folder lives
+    // until the end of this function).
+    let unpacked;
+    let bag = if archive::is_archive(&args.bundle) {
+        unpacked = tempfile::tempdir().map_err(|e| {
+            CliError::nothing_ran(format!("failed to make a temporary folder: {e}"))
+        })?;
+        archive::unpack(&args.bundle, unpacked.path()).map_err(CliError::failed_to)?
+    } else {
+        args.bundle.clone()
+    };
+    let r = crate::results::verify(&bag).map_err(CliError::failed_to)?;
+    if r.is_ok() {
+        let status = r
+            .sweep_status
+            .as_deref()
+            .map_or(String::new(), |s| format!(", sweep {s}"));
+        println!(
+            "OK {}: {} payload files, {} bytes, {} tag files{status}",
+            r.root.display(),
+            r.payload_files,
+            r.payload_bytes,
+            r.tag_files
+        );
+        return Ok(Exit::Success);
+    }
+    for p in &r.problems {
+        println!("{p}");
+    }
+    Err(CliError::problems(format!(
+        "{} does not verify: {} problem{}",
+        r.root.display(),
+        r.problems.len(),
+        if r.problems.len() == 1 { "" } else { "s" }
+    )))
+}
+
+/// `fsmatrix report BUNDLE...`: statistics and comparisons.
+pub fn report(args: &ReportArgs) -> CmdResult {
+    if !(args.noisy_cv_percent.is_finite() && args.noisy_cv_percent >= 0.0) {
+        return Err(CliError::nothing_ran(format!(
+            "failed to use --noisy-cv-percent {}: give a percentage ≥ 0",
+            args.noisy_cv_percent
+        )));
+    }
+    for (flag, v) in [
+        ("--trim-start-s", args.trim_start_s),
+        ("--trim-end-s", args.trim_end_s),
+    ] {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(CliError::nothing_ran(format!(
+                "failed to use {flag} {v}: give seconds ≥ 0"
+            )));
+        }
+    }
+    let mut loaded = Vec::new();
+    for b in &args.bundles {
+        let cells = report::load_bundle_results(b).map_err(CliError::failed_to)?;
+        let name = b.file_name().map_or_else(
+            || b.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        loaded.push((name, cells));
+    }
+    let sources: Vec<Source> = loaded
+        .iter()
+        .map(|(name, cells)| Source { name, cells })
+        .collect();
+    let opts = ReportOptions {
+        baseline: args.baseline.clone(),
+        by_bundle: args.by_bundle,
+        stats: StatsOptions {
+            cv_threshold: args.noisy_cv_percent / 100.0,
+            trim_start_s: args.trim_start_s,
+            trim_end_s: args.trim_end_s,
+        },
+    };
+    let r = report::build_report(&sources, &opts).map_err(CliError::failed_to)?;
+    let text = match args.format {
+        ReportFormat::Md => report::render_markdown_report(&r),
+        ReportFormat::Csv => report::render_csv(&r),
+        ReportFormat::Json => report::render_json(&r),
+        ReportFormat::Html => {
+            // The plots also need the cell records (timelines, load phases).
+            let all: Vec<CellResult> = loaded
+                .iter()
+                .flat_map(|(_, cells)| cells.iter().cloned())
+                .collect();
+            crate::results::html::render_html(&r, &all)
+        }
+    };
+    match &args.out {
+        Some(path) => std::fs::write(path, text).map_err(|e| {
+            CliError::nothing_ran(format!("failed to write {}: {e}", path.display()))
+        })?,
+        None => print!("{text}"),
+    }
+    Ok(Exit::Success)
+}
+
+/// `fsmatrix archive BUNDLE`: one `.tar.zst` beside it; 0 written, 1 the
+/// bundle does not verify or the archive exists, 2 not a bag.
+pub fn archive(args: &BundleArgs) -> CmdResult {
+    match archive::archive(&args.bundle, None) {
+        Ok(p) => {
+            println!("{}", p.display());
+            Ok(Exit::Success)
+        }
+        Err(e @ ArchiveError::NotVerified { .. }) => {
+            Err(CliError::problems(format!("failed to {e}")))
+        }
+        Err(e) => Err(CliError::failed_to(e)),
+    }
+}

@@ -1,0 +1,23 @@
+//! `fsmatrix plan`: load, validate, plan, print.  Contacts no host.
+use super::{CliError, CmdResult, Exit, PlanArgs};
+use crate::plan::{plan as make_plan, render};
+use crate::run::dry;
+
+pub fn plan(args: &PlanArgs) -> CmdResult {
+    let (inv, m) = crate::config::load(&args.inventory, &args.matrix)?;
+    let p = make_plan(&inv, &m);
+    if args.commands {
+        let hosts = super::runtime()?.block_on(dry::commands(&inv, &p));
+        println!("{}", dry::LIVE_VALUES);
+        for (host, text) in hosts {
+            print!("## {host}\n{text}");
+        }
+    } else if args.json {
+        let s = serde_json::to_string_pretty(&p)
+            .map_err(|e| CliError::nothing_ran(format!("failed to serialize the plan: {e}")))?;
+        println!("{s}");
+    } else {
+        print!("{}", render(&p));
+    }
+    Ok(Exit::Success)
+}

@@ -1,0 +1,191 @@
+//! Parser outcomes turned into what a cell records: the measures of a run
+//! (or the reasons it has none), the load's timings, and the parsed files
+//! the bundle keeps beside the raw output.  Pure.
+use super::pgbench::{parse_init, parse_run, ProgressSample as PgbenchSample, TpsKind};
+use super::psql::parse_psql;
+use crate::config::Length;
+use crate::results::model::{InitTimings, Phase, ProgressSample, RunMeasures};
+use crate::text::json_pretty_bytes;
+
+/// A run's output read: its measures, or why it has none, and the files
+/// (name, bytes) the cell keeps besides `run.out`/`run.err`.
+#[derive(Debug)]
+pub struct Measured {
+    pub measures: Result<RunMeasures, String>,
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+/// A pgbench run: `length` is the cell's (a timed run's duration is the
+/// one asked for, which pgbench ≤ 9.x does not print).
+pub fn measure_pgbench(
+    stdout: &str,
+    stderr: &str,
+    status: Option<i32>,
+    length: Length,
+) -> Measured {
+    let r = parse_run(stdout, stderr, status);
+    let mut files = Vec::new();
+    if !r.progress.is_empty() {
+        files.push(("progress.csv".to_string(), progress_csv(&r.progress)));
+    }
+    files.push(("parsed.json".to_string(), json_pretty_bytes(&r)));
+    let measures = match (&r.summary.tps, r.valid) {
+        (Some(tps), true) => Ok(RunMeasures {
+            tps: tps.value,
+            tps_including_connect: r
+                .summary
+                .tps_lines
+                .iter()
+                .find(|t| t.kind == TpsKind::IncludingConnectionsEstablishing)
+                .map(|t| t.value),
+            latency_avg_ms: r.summary.latency_avg_ms,
+            latency_stddev_ms: r.summary.latency_stddev_ms,
+            transactions: r.summary.transactions_processed.unwrap_or(0),
+            failed_transactions: r.summary.failed.as_ref().map(|f| f.count),
+            duration_s: match length {
+                Length::Seconds(s) => s as f64,
+                _ => r.summary.duration_s.map(|d| d as f64).unwrap_or(0.0),
+            },
+            progress: r
+                .progress
+                .iter()
+                .map(|p| ProgressSample {
+                    t_s: p.t_s,
+                    tps: p.tps,
+                    latency_avg_ms: p.lat_ms,
+                    latency_stddev_ms: p.stddev_ms,
+                    failed: p.failed,
+                })
+                .collect(),
+        }),
+        _ => Err(reasons(r.invalid_reasons.iter().map(|r| r.to_string()))),
+    };
+    Measured { measures, files }
+}
+
+/// A SQL script run by psql: "tps" is statements per second of the
+/// statements' own timings, latency their mean.
+pub fn measure_psql(stdout: &str, status: Option<i32>) -> Measured {
+    let p = parse_psql(stdout, status);
+    let files = vec![("statements.json".to_string(), json_pretty_bytes(&p))];
+    let measures = if p.valid {
+        let n = p.statements.len();
+        let secs = p.total_ms / 1000.0;
+        Ok(RunMeasures {
+            tps: if secs > 0.0 { n as f64 / secs } else { 0.0 },
+            tps_including_connect: None,
+            latency_avg_ms: (n > 0).then(|| p.total_ms / n as f64),
+            latency_stddev_ms: None,
+            transactions: n as u64,
+            failed_transactions: None,
+            duration_s: secs,
+            progress: Vec::new(),
+        })
+    } else {
+        Err(reasons(p.invalid_reasons.iter().map(|r| r.to_string())))
+    };
+    Measured { measures, files }
+}
+
+/// `pgbench -i`'s timings, when it completed (the caller also requires exit
+/// status 0).
+pub fn init_timings(stdout: &str, stderr: &str) -> Option<InitTimings> {
+    let parsed = parse_init(stdout, stderr);
+    parsed.completed.then(|| InitTimings {
+        total_s: parsed.total_s,
+        phases: parsed
+            .phases
+            .iter()
+            .map(|p| Phase {
+                name: p.name.clone(),
+                seconds: p.seconds,
+            })
+            .collect(),
+    })
+}
+
+fn reasons(it: impl Iterator<Item = String>) -> String {
+    let v: Vec<String> = it.collect();
+    if v.is_empty() {
+        "the output has no result".to_string()
+    } else {
+        v.join("; ")
+    }
+}
+
+/// Per-second progress as CSV (`t_s,tps,latency_avg_ms,latency_stddev_ms,failed`).
+pub fn progress_csv(p: &[PgbenchSample]) -> Vec<u8> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let opt = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
+    let mut rows = vec![[
+        "t_s".to_string(),
+        "tps".into(),
+        "latency_avg_ms".into(),
+        "latency_stddev_ms".into(),
+        "failed".into(),
+    ]];
+    rows.extend(p.iter().map(|x| {
+        [
+            x.t_s.to_string(),
+            x.tps.to_string(),
+            opt(x.lat_ms),
+            opt(x.stddev_ms),
+            x.failed.map(|v| v.to_string()).unwrap_or_default(),
+        ]
+    }));
+    for r in &rows {
+        // Writing to a Vec cannot fail.
+        let _ = w.write_record(r);
+    }
+    w.into_inner().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RUN: &str = include_str!("../../../tests/fixtures/pgbench/15/run-select-only-t.stdout");
+
+    #[test]
+    fn a_pgbench_run_becomes_measures() {
+        let m = measure_pgbench(RUN, "", Some(0), Length::Transactions(500));
+        let r = m.measures.expect("valid");
+        assert_eq!(r.tps, 4481.170123);
+        assert_eq!(r.transactions, 1000);
+        assert_eq!(r.latency_avg_ms, Some(0.446));
+        assert!(m.files.iter().any(|(n, _)| n == "parsed.json"));
+        let bad = measure_pgbench("", "connection refused\n", Some(1), Length::Seconds(5));
+        assert!(bad.measures.is_err());
+    }
+
+    #[test]
+    fn psql_statements_and_init_timings() {
+        let m = measure_psql(
+            "SELECT 1;\nTime: 2.000 ms\nSELECT 2;\nTime: 3.000 ms\n",
+            Some(0),
+        );
+        let r = m.measures.expect("valid");
+        assert_eq!(r.transactions, 2);
+        assert_eq!(r.latency_avg_ms, Some(2.5));
+        assert!((r.tps - 400.0).abs() < 1e-9);
+        let t = init_timings("", "done in 1.23 s (drop tables 0.01 s, vacuum 0.50 s).\n")
+            .expect("completed");
+        assert_eq!(t.total_s, Some(1.23));
+        assert_eq!(t.phases.len(), 2);
+        assert!(init_timings("", "ERROR: nope\n").is_none());
+    }
+
+    #[test]
+    fn progress_is_csv() {
+        let stderr = include_str!("../../../tests/fixtures/pgbench/15/run-tpcb-P1.stderr");
+        let r = parse_run("", stderr, Some(0));
+        let text = String::from_utf8(progress_csv(&r.progress)).unwrap_or_default();
+        let mut lines = text.lines();
+        assert_eq!(
+            lines.next(),
+            Some("t_s,tps,latency_avg_ms,latency_stddev_ms,failed")
+        );
+        assert_eq!(lines.next(), Some("1,1788.9,2.203,1.797,0"));
+        assert_eq!(lines.count() + 1, r.progress.len());
+    }
+}

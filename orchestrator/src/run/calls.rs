@@ -1,0 +1,323 @@
+//! The words of every verb call a sweep makes, built from the inventory's
+//! host and the plan's cell: one builder per verb, used by the host worker
+//! (and so by `plan --commands`, which drives the same worker).
+use std::collections::BTreeMap;
+
+use super::facts::Kv;
+use super::verb::{scripts_dir, Call, Verb};
+use crate::config::{FsType, Host, Length, Scale, WorkloadKind, ZfsProperty};
+use crate::plan::Cell;
+use crate::results::model::FsSettings;
+
+/// The pool name fsmatrix gives every ZFS pool it makes (the guard knows
+/// `fsmx*` pools as its own).
+pub const POOL: &str = "fsmx";
+
+/// On-disk size of one pgbench scale unit (100 000 accounts rows with their
+/// index, branches, tellers), measured ~15–16 MiB on ext4 with PostgreSQL 15;
+/// used to turn `scale = "80%"` into a scale factor.
+pub const BYTES_PER_SCALE: u64 = 16 * 1024 * 1024;
+
+/// Paths on the host for one sweep (under the inventory's `work_dir`).
+#[derive(Debug, Clone)]
+pub struct HostPaths {
+    pub scripts: String,
+    /// Where the filesystem under test is mounted.
+    pub mnt: String,
+    /// The benchmark cluster's socket folder and server log: short, for
+    /// the 107-byte socket path limit.
+    pub pg_dir: String,
+    /// One folder per run's output.
+    pub runs: String,
+    pub work: String,
+}
+
+impl HostPaths {
+    /// `None` when fsmatrix has no script for the host's OS.
+    pub fn new(host: &Host) -> Option<HostPaths> {
+        let w = host.work_dir.as_str().trim_end_matches('/').to_string();
+        Some(HostPaths {
+            scripts: scripts_dir(host)?,
+            mnt: format!("{w}/mnt"),
+            pg_dir: format!("{w}/pg"),
+            runs: format!("{w}/runs"),
+            work: w,
+        })
+    }
+
+    /// Where a run's (or a load's) output files go.
+    pub fn run_out(&self, cell: &Cell) -> String {
+        format!("{}/{}", self.runs, cell.id)
+    }
+
+    /// Where a workload's `pgbench -i` output goes.
+    pub fn load_out(&self, cell: &Cell) -> String {
+        format!(
+            "{}/{}-{}-load",
+            self.runs,
+            cell.fs.name.as_str(),
+            cell.workload.name.as_str()
+        )
+    }
+}
+
+/// Builds the calls of one host's sweep.
+pub struct Calls<'a> {
+    pub host: &'a Host,
+    pub paths: &'a HostPaths,
+}
+
+impl Calls<'_> {
+    fn devices(&self) -> impl Iterator<Item = String> + '_ {
+        self.host.devices.iter().map(|d| d.as_str().to_string())
+    }
+
+    fn consent(&self) -> &'static str {
+        if self
+            .host
+            .consent_foreign
+            .iter()
+            .any(|d| d == self.host.device())
+        {
+            "yes"
+        } else {
+            "no"
+        }
+    }
+
+    fn pg(&self, verb: Verb) -> Call {
+        Call::new(verb)
+            .arg("pg_bin", self.host.pg_bin_or_hint())
+            .arg("pg_user", self.host.pg_user.as_str())
+    }
+
+    pub fn facts(&self) -> Call {
+        Call::new(Verb::Facts)
+            .args("dev", self.devices())
+            .arg("pg_bin", self.host.pg_bin_or_hint())
+    }
+
+    pub fn preflight(&self) -> Call {
+        Call::new(Verb::Preflight)
+            .arg("dev", self.host.device().as_str())
+            .args("allowed", self.devices())
+            .arg("consent", self.consent())
+    }
+
+    pub fn make_fs(&self, c: &Cell) -> Call {
+        let call = Call::new(Verb::MakeFs)
+            .arg("dev", self.host.device().as_str())
+            .args("allowed", self.devices())
+            .arg("consent", self.consent())
+            .arg("fs", c.fs.fs_type.as_str());
+        if c.fs.fs_type == FsType::Zfs {
+            let kv = |z: &ZfsProperty| format!("{}={}", z.name.as_str(), z.value.as_str());
+            call.arg("pool", POOL)
+                .arg("mnt", &self.paths.mnt)
+                .args("pool_prop", c.fs.pool_properties.iter().map(kv))
+                .args("zfs_prop", c.fs.properties.iter().map(kv))
+        } else {
+            call.args(
+                "mkfs_opt",
+                c.fs.mkfs_options.iter().map(|o| o.as_str().to_string()),
+            )
+        }
+    }
+
+    pub fn mount(&self, c: &Cell) -> Call {
+        with_pool(
+            Call::new(Verb::Mount)
+                .arg("dev", self.host.device().as_str())
+                .arg("fs", c.fs.fs_type.as_str())
+                .arg("mnt", &self.paths.mnt)
+                .args(
+                    "mount_opt",
+                    c.fs.mount_options.iter().map(|o| o.as_str().to_string()),
+                ),
+            c,
+        )
+    }
+
+    pub fn pg_init(&self, c: &Cell) -> Call {
+        self.pg(Verb::PgInit)
+            .arg("mnt", &self.paths.mnt)
+            .arg("cell", &self.paths.pg_dir)
+            .arg("port", self.host.pg_port.to_string())
+            .args(
+                "pg_set",
+                c.pg_settings
+                    .iter()
+                    .map(|s| format!("{}={}", s.name.as_str(), s.value.as_str())),
+            )
+    }
+
+    pub fn pg_start(&self) -> Call {
+        self.pg(Verb::PgStart)
+            .arg("mnt", &self.paths.mnt)
+            .arg("cell", &self.paths.pg_dir)
+    }
+
+    pub fn pg_stop(&self) -> Call {
+        self.pg(Verb::PgStop)
+            .arg("mnt", &self.paths.mnt)
+            .arg("cell", &self.paths.pg_dir)
+    }
+
+    /// `fs` is the variant's type when known; without it teardown still
+    /// stops postgres, unmounts and destroys fsmatrix's pool.
+    pub fn teardown(&self, fs: Option<FsType>) -> Call {
+        let mut call = Call::new(Verb::Teardown)
+            .arg("dev", self.host.device().as_str())
+            .args("allowed", self.devices());
+        if let Some(fs) = fs {
+            call = call.arg("fs", fs.as_str());
+        }
+        call.arg("mnt", &self.paths.mnt)
+            .arg("pool", POOL)
+            .arg("pg_bin", self.host.pg_bin_or_hint())
+            .arg("pg_user", self.host.pg_user.as_str())
+            .arg("cell", &self.paths.pg_dir)
+    }
+
+    pub fn sizes(&self, c: &Cell) -> Call {
+        with_pool(
+            Call::new(Verb::Sizes)
+                .arg("mnt", &self.paths.mnt)
+                .arg("fs", c.fs.fs_type.as_str()),
+            c,
+        )
+    }
+
+    pub fn drop_caches(&self, c: &Cell) -> Call {
+        with_pool(
+            Call::new(Verb::DropCaches)
+                .arg("fs", c.fs.fs_type.as_str())
+                .arg("dev", self.host.device().as_str()),
+            c,
+        )
+    }
+
+    /// `pgbench -i` at `scale` (resolved from a device percentage at run
+    /// time), or the SQL script uploaded to `sql`.
+    pub fn load(&self, out: &str, scale: Option<u64>, sql: Option<&str>) -> Call {
+        let call = self
+            .pg(Verb::Load)
+            .arg("cell", &self.paths.pg_dir)
+            .arg("port", self.host.pg_port.to_string())
+            .arg("out", out);
+        match (scale, sql) {
+            (_, Some(sql)) => call.arg("sql", sql),
+            (Some(s), None) => call.arg("scale", s.to_string()),
+            (None, None) => call,
+        }
+    }
+
+    pub fn run(&self, c: &Cell, out: &str, script: Option<&str>) -> Call {
+        let mut call = self
+            .pg(Verb::Run)
+            .arg("cell", &self.paths.pg_dir)
+            .arg("port", self.host.pg_port.to_string())
+            .arg("out", out);
+        call = match (&c.workload.kind, script) {
+            (WorkloadKind::Builtin { builtin }, _) => call.arg("builtin", builtin.as_str()),
+            (_, Some(s)) => call.arg("script", s),
+            (_, None) => call,
+        };
+        call = call
+            .arg("clients", c.clients.to_string())
+            .arg("jobs", c.jobs.to_string());
+        call = match c.length {
+            Length::Seconds(s) => call.arg("duration", s.to_string()),
+            Length::Transactions(t) => call.arg("transactions", t.to_string()),
+            Length::ToCompletion { .. } => call,
+        };
+        call.arg("progress", if c.progress { "1" } else { "0" })
+    }
+
+    /// Fetch a file the scripts wrote under work_dir.
+    pub fn cat(&self, path: &str) -> Call {
+        Call::new(Verb::Cat)
+            .arg("work", &self.paths.work)
+            .arg("path", path)
+    }
+}
+
+fn with_pool(call: Call, c: &Cell) -> Call {
+    if c.fs.fs_type == FsType::Zfs {
+        call.arg("pool", POOL)
+    } else {
+        call
+    }
+}
+
+/// Where a workload's script file lands on the host (named by checksum),
+/// with its content.
+pub fn workload_file(p: &HostPaths, kind: &WorkloadKind) -> Option<(String, String)> {
+    let (sha256, content, ext) = match kind {
+        WorkloadKind::Builtin { .. } => return None,
+        WorkloadKind::PgbenchScript {
+            sha256, content, ..
+        } => (sha256, content, "pgbench"),
+        WorkloadKind::SqlScript {
+            sha256, content, ..
+        } => (sha256, content, "sql"),
+    };
+    Some((
+        format!("{}/w/{}.{ext}", p.work, &sha256[..16]),
+        content.clone(),
+    ))
+}
+
+/// A scale given as a share of the device, on a host that did not say how
+/// large the device is.
+#[derive(Debug, thiserror::Error)]
+#[error("resolve scale = \"{pct}%\": the device size is unknown (preflight did not report it)")]
+pub struct UnknownDeviceSize {
+    pub pct: u8,
+}
+
+/// Resolve a workload's scale against the device size the guard reported.
+pub fn resolve_scale(
+    scale: Option<Scale>,
+    device_bytes: Option<u64>,
+) -> Result<Option<u64>, UnknownDeviceSize> {
+    match scale {
+        None => Ok(None),
+        Some(Scale::Factor(n)) => Ok(Some(u64::from(n))),
+        Some(Scale::DevicePercent(pct)) => {
+            let size = device_bytes.ok_or(UnknownDeviceSize { pct })?;
+            Ok(Some((size / 100 * u64::from(pct) / BYTES_PER_SCALE).max(1)))
+        }
+    }
+}
+
+/// Effective settings from `mount`'s output: the options the kernel shows,
+/// the requested ones it does not show (ignored, recorded), and the ZFS
+/// properties the matrix touched plus compression/compressratio.
+pub fn fs_settings(kv: &Kv, c: &Cell) -> FsSettings {
+    let effective = kv.get("effective_mount_opts").map(str::to_string);
+    let shown: Vec<&str> = effective.as_deref().unwrap_or("").split(',').collect();
+    let ignored =
+        c.fs.mount_options
+            .iter()
+            .map(|o| o.as_str())
+            .filter(|o| !shown.contains(o))
+            .map(str::to_string)
+            .collect();
+    let mut wanted: Vec<String> =
+        c.fs.properties
+            .iter()
+            .map(|p| p.name.as_str().to_string())
+            .collect();
+    wanted.extend(["compression", "compressratio", "recordsize", "atime"].map(String::from));
+    let zfs_properties: BTreeMap<String, String> = kv
+        .with_prefix("zfs")
+        .into_iter()
+        .filter(|(k, _)| wanted.contains(k))
+        .collect();
+    FsSettings {
+        mount_options: effective,
+        zfs_properties,
+        ignored_options: ignored,
+    }
+}

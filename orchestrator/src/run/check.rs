@@ -1,0 +1,275 @@
+//! Is a host ready for a sweep?  Upload the scripts if they are missing,
+//! read the facts, run the device guard (read-only), and compare them with
+//! what the inventory and the plan need.  `check` runs this on every host;
+//! every sweep runs it first.
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+
+use super::adaptive::Counted;
+use super::calls::HostPaths;
+use super::error::StepError;
+use super::facts::{tool_for, HostFacts, Kv};
+use super::sink::Sink;
+use super::worker::Worker;
+use crate::config::inventory::expand_tilde;
+use crate::config::values::AbsPath;
+use crate::config::{Auth, FsType, Host};
+use crate::plan::Plan;
+use crate::remote::{ExecOptions, Remote, RemoteCommand, RemoteError, SshTarget};
+
+/// What `check` found on one host (also written to the bundle by `run`).
+#[derive(Debug, Clone, Serialize)]
+pub struct HostReport {
+    pub host: String,
+    pub ready: bool,
+    /// Why not, when not ready.
+    pub problems: Vec<String>,
+    /// `facts` as the script printed them (every key, also new ones).
+    pub facts: BTreeMap<String, String>,
+    pub guard: BTreeMap<String, String>,
+    pub elapsed_ms: u128,
+    #[serde(skip)]
+    pub parsed: HostFacts,
+}
+
+impl HostReport {
+    pub fn new(host: &Host) -> HostReport {
+        HostReport {
+            host: host.name.as_str().to_string(),
+            ready: false,
+            problems: Vec::new(),
+            facts: BTreeMap::new(),
+            guard: BTreeMap::new(),
+            elapsed_ms: 0,
+            parsed: HostFacts::default(),
+        }
+    }
+
+    /// A host that could not be reached at all.
+    pub fn unreachable(host: &Host, e: &RemoteError, since: Instant) -> HostReport {
+        let mut r = HostReport::new(host);
+        r.problems.push(format!("failed to {e}"));
+        r.elapsed_ms = since.elapsed().as_millis();
+        r
+    }
+}
+
+/// `~/x` is the user's home; a relative path is relative to the inventory.
+fn resolve_path(inv_path: &Path, p: &Path) -> PathBuf {
+    let p = expand_tilde(p);
+    if p.is_relative() {
+        inv_path.parent().unwrap_or(Path::new(".")).join(p)
+    } else {
+        p
+    }
+}
+
+/// Reach a host as the inventory says.
+pub fn ssh_target(inv_path: &Path, host: &Host) -> SshTarget {
+    let identity_file = match &host.auth {
+        Auth::IdentityFile(p) => Some(resolve_path(inv_path, p)),
+        Auth::Agent => None,
+    };
+    SshTarget {
+        host_name: host.name.as_str().to_string(),
+        address: host.address.as_str().to_string(),
+        port: host.port,
+        user: host.user.as_str().to_string(),
+        identity_file,
+        known_hosts: resolve_path(inv_path, &host.known_hosts),
+        connect_timeout: crate::timeouts::CONNECT,
+        sudo: host.uses_sudo(),
+    }
+}
+
+/// The filesystem types the plan builds on `host`.
+pub fn needs_of(plan: &Plan, host: &str) -> Vec<FsType> {
+    let mut v: Vec<FsType> = plan
+        .cells
+        .iter()
+        .filter(|c| c.host.as_str() == host)
+        .map(|c| c.fs.fs_type)
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// The shell loop that finds PostgreSQL's binaries when the inventory gives
+/// no pg_bin: the newest `/usr/lib/postgresql/<v>/bin` on Debian-likes,
+/// else the BSD path.
+pub const DETECT_PG_BIN: &str =
+    "for d in /usr/lib/postgresql/*/bin /usr/pgsql-*/bin /usr/local/bin /usr/bin; do \
+     if [ -x \"$d/pg_ctl\" ]; then echo \"$d\"; fi; done | sort -V | tail -n 1";
+
+async fn detect_pg_bin<R: Remote>(remote: &R) -> Option<String> {
+    let out = remote
+        .exec(
+            &RemoteCommand::raw(DETECT_PG_BIN),
+            ExecOptions::with_timeout(crate::timeouts::PROBE),
+        )
+        .await
+        .ok()?;
+    let p = out.stdout_lossy().trim().to_string();
+    (!p.is_empty()).then_some(p)
+}
+
+/// A host is prepared: the scripts are there, facts read, the guard passed
+/// (or not: see the report), pg_bin known.
+pub struct Prepared {
+    pub host: Host,
+    pub paths: HostPaths,
+}
+
+/// Upload the scripts when missing, read facts and run the device guard
+/// (read-only) on a connected host.  `pre_clean`: tear down what a killed
+/// run left first (a mount, postgres, a pool would make the guard refuse).
+pub async fn prepare<R: Remote>(
+    remote: &R,
+    host: &Host,
+    needs: &[FsType],
+    pre_clean: bool,
+) -> (HostReport, Option<Prepared>) {
+    let t0 = Instant::now();
+    let mut report = HostReport::new(host);
+    let Some(paths) = HostPaths::new(host) else {
+        report.problems.push(format!(
+            "fsmatrix has no remote script for {} yet",
+            host.os.as_str()
+        ));
+        return (report, None);
+    };
+    let mut host = host.clone();
+    if host.pg_bin.is_none() {
+        match detect_pg_bin(remote).await.map(|p| AbsPath::new(&p)) {
+            Some(Ok(p)) => host.pg_bin = Some(p),
+            _ => report
+                .problems
+                .push("no PostgreSQL binaries found (set pg_bin in the inventory)".into()),
+        }
+    }
+    let scratch = Sink::discard();
+    let w = Worker {
+        remote,
+        host: &host,
+        paths: paths.clone(),
+        sink: &scratch,
+        cancel: tokio::sync::watch::channel(false).1,
+        counted: Counted::default(),
+    };
+    if pre_clean {
+        if let Err(e) = w.upload_scripts().await {
+            report.problems.push(upload_problem(remote, &e).await);
+            report.elapsed_ms = t0.elapsed().as_millis();
+            return (report, None);
+        }
+        w.teardown(None, &mut String::new()).await;
+    }
+    // One round trip when the scripts are already there (the usual case).
+    let (facts, guard) = match w.facts_and_guard().await {
+        Ok(Some((facts, guard))) => (Ok(facts), guard),
+        Err(e) => (Err(e), w.guard().await),
+        Ok(None) => {
+            if let Err(e) = w.upload_scripts().await {
+                report.problems.push(upload_problem(remote, &e).await);
+                report.elapsed_ms = t0.elapsed().as_millis();
+                return (report, None);
+            }
+            futures::join!(w.facts(), w.guard())
+        }
+    };
+    judge(&mut report, &host, needs, facts, guard);
+    report.elapsed_ms = t0.elapsed().as_millis();
+    (report, Some(Prepared { host, paths }))
+}
+
+/// What the facts and the guard say about the host's readiness.
+fn judge(
+    report: &mut HostReport,
+    host: &Host,
+    needs: &[FsType],
+    facts: Result<Kv, StepError>,
+    guard: Result<Kv, StepError>,
+) {
+    match facts {
+        Ok(kv) => {
+            report.facts = kv.to_map();
+            report.parsed = HostFacts::parse(&kv);
+        }
+        Err(e) => report.problems.push(format!("facts failed: {}", e.message)),
+    }
+    match guard {
+        Ok(kv) => report.guard = kv.to_map(),
+        Err(e) => report.problems.push(format!(
+            "device {} refused by the guard: {}",
+            host.device().as_str(),
+            e.message
+                .lines()
+                .find(|l| l.starts_with("refused:"))
+                .unwrap_or(&e.message)
+        )),
+    }
+    let f = &report.parsed;
+    let mut problems = Vec::new();
+    if let Some(os) = &f.os {
+        if os != host.os.as_str() {
+            problems.push(format!(
+                "the inventory says os = {:?} but the host runs {os}",
+                host.os.as_str()
+            ));
+        }
+    }
+    if let Some(uid) = f.uid.as_deref().filter(|u| *u != "0") {
+        problems.push(not_root(f.user.as_deref().unwrap_or_default(), uid));
+    }
+    if !report.facts.is_empty() {
+        for (name, v) in [
+            ("postgres", &f.postgres_version),
+            ("pgbench", &f.pgbench_version),
+        ] {
+            if v.is_none() {
+                problems.push(format!("{name} not found in {}", host.pg_bin_or_hint()));
+            }
+        }
+        let mut needed: Vec<&str> = needs.iter().map(|f| tool_for(*f)).collect();
+        needed.dedup();
+        for t in needed.into_iter().filter(|t| !f.has_tool(t)) {
+            problems.push(format!(
+                "{t} is not installed (a planned filesystem needs it)"
+            ));
+        }
+        if needs.contains(&FsType::Zfs) && f.zfs_running != Some(true) {
+            problems.push("zfs is installed but not running (module or zfs-fuse daemon)".into());
+        }
+    }
+    report.problems.extend(problems);
+    report.ready = report.problems.is_empty();
+}
+
+/// Why the scripts could not be uploaded: usually a login user that is not
+/// root (the work folder is root's), which the user should be told plainly.
+async fn upload_problem<R: Remote>(remote: &R, e: &RemoteError) -> String {
+    let probe = RemoteCommand::raw("id -un && id -u");
+    let who = remote
+        .exec(&probe, ExecOptions::with_timeout(crate::timeouts::PROBE))
+        .await
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| o.stdout_lossy());
+    let mut lines = who.as_deref().unwrap_or_default().lines();
+    match (lines.next(), lines.next()) {
+        (Some(user), Some(uid)) if uid.trim() != "0" => not_root(user.trim(), uid.trim()),
+        _ => format!("failed to upload the scripts: {e}"),
+    }
+}
+
+/// The problem of a host whose commands do not run as root.
+fn not_root(user: &str, uid: &str) -> String {
+    format!(
+        "the scripts run as `{user}` (uid {uid}), not root: mkfs, mount and the benchmark cluster need root; \
+         log in as root or set become = \"sudo\" for this host (passwordless: sudo -n)"
+    )
+}

@@ -1,0 +1,98 @@
+//! `plan --commands`: the real host worker, driven against a stand-in host
+//! (the recording remote) that answers as a ready host would, so that what
+//! the plan shows is what a run sends: one step sequence, not two.  A run
+//! logs the same lines into its bundle (`hosts/<host>/commands.log`).
+//!
+//! Values only a live host knows are the stand-in's answers, named in
+//! [`LIVE_VALUES`]: the device's size (for `scale = "N%"`), pg_bin when the
+//! inventory has none, and whether the scripts are already there.
+use tokio::sync::watch;
+
+use super::adaptive::Counted;
+use super::check::{needs_of, DETECT_PG_BIN};
+use super::facts::tool_for;
+use super::logged::Logged;
+use super::sink::Sink;
+use super::sweep::{host_sweep, HostJob};
+use crate::config::{Host, Inventory};
+use crate::plan::{Cell, Plan};
+use crate::remote::RecordingRemote;
+
+/// The device size the stand-in reports (a `scale = "N%"` resolves
+/// against it).
+pub const STAND_IN_DEVICE_BYTES: u64 = 100 << 30;
+
+/// What a live host answers differently, said above the commands.
+pub const LIVE_VALUES: &str = "\
+# Every command a run sends, per host and in order: the host worker itself, driven against a stand-in
+# host that answers as a ready one.  On a live host:
+# - a workload with scale = \"N%\" loads N% of the real device (shown for a 100 GiB device);
+# - a host without pg_bin in the inventory uses the pg_bin it has (shown as found by the search line);
+# - scripts an earlier sweep uploaded (same checksum) are not uploaded again: one line reads
+#   facts and runs the guard instead;
+# - adaptive repeats past min run only while the 95% CI is wider than the target (all are shown);
+# - a step that fails ends its filesystem variant early: its cells are recorded as failed, then
+#   pg-stop and teardown run.
+# become = \"sudo\" hosts show each command as sudo runs it.";
+
+/// A recording remote that answers as a ready `host` would for a plan
+/// that builds `needs`.
+pub fn stand_in(host: &Host, needs: &[crate::config::FsType]) -> RecordingRemote {
+    let r = RecordingRemote::new(host.name.as_str());
+    let script = format!("{}.sh", host.os.as_str());
+    let mut facts = format!("os={}\nuid=0\nuser=root\n", host.os.as_str());
+    for (i, d) in host.devices.iter().enumerate() {
+        facts.push_str(&format!(
+            "device.{i}.path={}\ndevice.{i}.present=yes\ndevice.{i}.size_bytes={STAND_IN_DEVICE_BYTES}\n",
+            d.as_str()
+        ));
+    }
+    let tools: Vec<&str> = needs.iter().map(|f| tool_for(*f)).collect();
+    facts.push_str(&format!(
+        "tools={}\nzfs_running=yes\npostgres_version=postgres (PostgreSQL) stand-in\npgbench_version=pgbench (PostgreSQL) stand-in\n",
+        tools.join(" ")
+    ));
+    let pg_bin = host.os.pg_bin_hint().replace('*', "found");
+    r.respond_ok(DETECT_PG_BIN, &format!("{pg_bin}\n"))
+        .respond_ok(&format!("{script} facts "), &facts)
+        // The scripts' checksums: none yet (a first sweep uploads them).
+        .respond_ok("sha256sum -- *.sh", "")
+        .respond_ok(
+            &format!("{script} preflight "),
+            &format!("guard=ok\ndev_size_bytes={STAND_IN_DEVICE_BYTES}\nsignature=none\n"),
+        )
+        .respond_ok(&format!("{script} load "), "status=0\n")
+        .respond_ok(&format!("{script} run "), "status=0\n")
+        .respond_ok("-load/stdout", "done in 0.00 s.\n");
+    r
+}
+
+/// Every host's commands, in plan order: (host name, log text).  A host
+/// the stand-in cannot prepare (no script for its OS) says why instead.
+pub async fn commands(inv: &Inventory, p: &Plan) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for hp in &p.hosts {
+        let Some(host) = inv.hosts.iter().find(|h| h.name == hp.host) else {
+            continue;
+        };
+        let cells: Vec<&Cell> = p.cells.iter().filter(|c| c.host == hp.host).collect();
+        let needs = needs_of(p, hp.host.as_str());
+        let remote = stand_in(host, &needs);
+        let logged = Logged::new(&remote, host.uses_sudo());
+        let job = HostJob {
+            host,
+            cells,
+            needs,
+            pre_clean: false,
+            counted: Counted::default(),
+        };
+        let (_cancel_tx, cancel) = watch::channel(false);
+        let (report, _) = host_sweep(&logged, job, &Sink::discard(), cancel).await;
+        let mut text = logged.text();
+        if !report.ready {
+            text.push_str(&format!("# not run: {}\n", report.problems.join("; ")));
+        }
+        out.push((host.name.as_str().to_string(), text));
+    }
+    out
+}

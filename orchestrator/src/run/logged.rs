@@ -1,0 +1,104 @@
+//! [`Logged`]: a [`Remote`] that keeps every command a sweep sends to one
+//! host, as the host gets it: facts, uploads and checksums as well as the
+//! verbs, and the tunnels the orchestrator opens to PostgreSQL.  A run
+//! writes the log into its bundle (`hosts/<host>/commands.log`);
+//! `plan --commands` prints the log of the same worker driven against the
+//! recording remote.  One format, so that the two can be compared line by
+//! line.
+use std::future::Future;
+use std::sync::Mutex;
+
+use crate::remote::{upload_command, ExecOptions, ExecOutput, Remote, RemoteCommand, RemoteError};
+use crate::text::sha256_hex;
+
+pub struct Logged<'a, R: Remote> {
+    inner: &'a R,
+    /// `become = "sudo"`: the SSH layer wraps every command in `sudo -n`;
+    /// the log shows the wrapped form.
+    sudo: bool,
+    lines: Mutex<Vec<String>>,
+}
+
+impl<'a, R: Remote> Logged<'a, R> {
+    pub fn new(inner: &'a R, sudo: bool) -> Self {
+        Logged {
+            inner,
+            sudo,
+            lines: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The log so far, one line per command.
+    pub fn text(&self) -> String {
+        let lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = lines.join("\n");
+        if !s.is_empty() {
+            s.push('\n');
+        }
+        s
+    }
+
+    fn push(&self, line: String) {
+        tracing::debug!(host = self.inner.host(), "{line}");
+        self.lines
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(line);
+    }
+
+    fn shown(&self, cmd: &RemoteCommand, stdin: Option<&[u8]>) -> String {
+        let cmd = if self.sudo {
+            cmd.via_sudo()
+        } else {
+            cmd.clone()
+        };
+        let mut line = match cmd.to_shell() {
+            Ok(t) => format!("$ {t}"),
+            Err(e) => format!("$ (not sent: {e})"),
+        };
+        if let Some(b) = stdin {
+            line.push_str(&format!(
+                "  # stdin: {} bytes, sha256 {}",
+                b.len(),
+                &sha256_hex(b)[..16]
+            ));
+        }
+        line
+    }
+}
+
+impl<R: Remote> Remote for Logged<'_, R> {
+    type Tunnel = R::Tunnel;
+
+    fn host(&self) -> &str {
+        self.inner.host()
+    }
+
+    async fn exec(
+        &self,
+        command: &RemoteCommand,
+        options: ExecOptions,
+    ) -> Result<ExecOutput, RemoteError> {
+        self.push(self.shown(command, options.stdin.as_deref()));
+        self.inner.exec(command, options).await
+    }
+
+    fn upload(
+        &self,
+        remote_path: &str,
+        bytes: &[u8],
+        mode: u32,
+    ) -> impl Future<Output = Result<(), RemoteError>> + Send {
+        // The inner remote sends exactly this command (it may do more
+        // around it: the recording one remembers the bytes).
+        self.push(self.shown(&upload_command(remote_path, mode), Some(bytes)));
+        self.inner.upload(remote_path, bytes, mode)
+    }
+
+    async fn tunnel(&self, port: u16) -> Result<Self::Tunnel, RemoteError> {
+        self.push(format!(
+            "# tunnel to 127.0.0.1:{port} (PostgreSQL counters)"
+        ));
+        self.inner.tunnel(port).await
+    }
+}

@@ -1,0 +1,191 @@
+//! Where host workers put what they produce: results into the one bundle
+//! (behind a mutex; writes are small and fsync'd, the lock is never held
+//! across an await) and events to the display.  `check` and
+//! `plan --commands` use a sink without a bundle.
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use super::events::{Outcome, RunEvent};
+use crate::plan::{cell_secs, Cell};
+use crate::results::bundle::Bundle;
+use crate::results::journal::SweepStatus;
+use crate::results::model::{CellParams, CellResult, CellStatus, RESULT_SCHEMA};
+use crate::results::BundleError;
+
+pub struct Sink {
+    /// `None`: nothing is recorded.
+    pub bundle: Option<Mutex<Bundle>>,
+    pub events: mpsc::UnboundedSender<RunEvent>,
+}
+
+impl Sink {
+    /// A sink that records nothing and whose events nobody reads.
+    pub fn discard() -> Sink {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        Sink {
+            bundle: None,
+            events: tx,
+        }
+    }
+
+    pub fn emit(&self, e: RunEvent) {
+        // The display may be gone (Ctrl-C); results still go to the bundle.
+        let _ = self.events.send(e);
+    }
+
+    fn with_bundle<T: Default>(
+        &self,
+        f: impl FnOnce(&mut Bundle) -> Result<T, BundleError>,
+    ) -> Result<T, BundleError> {
+        let Some(bundle) = &self.bundle else {
+            return Ok(T::default());
+        };
+        let mut guard = match bundle.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        f(&mut guard)
+    }
+
+    pub fn write(&self, rel: &str, bytes: &[u8]) -> Result<(), BundleError> {
+        self.with_bundle(|b| b.write(rel, bytes).map(|_| ()))
+    }
+
+    pub fn write_json(&self, rel: &str, v: &impl serde::Serialize) -> Result<(), BundleError> {
+        self.with_bundle(|b| b.write_json(rel, v).map(|_| ()))
+    }
+
+    /// Close the bundle (once, after every worker ended).
+    pub fn close(&self, status: SweepStatus) -> Result<(), BundleError> {
+        self.with_bundle(|b| b.close(status).map(|_| ()))
+    }
+
+    /// Write a cell's files, its result.json, its results.jsonl line and
+    /// the journal line that says it is finished — in that order, so the
+    /// journal never names a file that could be lost.
+    pub fn finish_cell(
+        &self,
+        result: &CellResult,
+        cell: &Cell,
+        files: &[(String, Vec<u8>)],
+    ) -> Result<(), BundleError> {
+        self.with_bundle(|b| {
+            let id = &result.cell_id;
+            b.write_json(&format!("cells/{id}/cell.json"), cell)?;
+            for (name, bytes) in files {
+                b.write(&format!("cells/{id}/{name}"), bytes)?;
+            }
+            b.write_json(&format!("cells/{id}/result.json"), result)?;
+            b.append_jsonl("results.jsonl", result)?;
+            b.cell_done(id)?;
+            Ok(())
+        })
+    }
+
+    /// Record a cell's end (files, result, journal), count it, say it.
+    pub fn record(
+        &self,
+        cell: &Cell,
+        result: &CellResult,
+        files: &[(String, Vec<u8>)],
+        tally: &mut HostTally,
+    ) {
+        let host = cell.host.as_str().to_string();
+        if let Err(e) = self.finish_cell(result, cell, files) {
+            self.emit(RunEvent::Note {
+                host: host.clone(),
+                message: format!("failed to record cell {}: {e}", cell.id),
+            });
+        }
+        let outcome = Outcome::of(&result.status);
+        tally.count(outcome);
+        self.emit(RunEvent::CellEnded {
+            host,
+            cell: cell.id.clone(),
+            outcome,
+            planned: Duration::from_secs(cell_secs(cell)),
+        });
+    }
+
+    /// Record every cell in `cells` as not run, with `reason`.
+    pub fn record_not_run(&self, cells: &[&Cell], reason: &str, tally: &mut HostTally) {
+        for c in cells {
+            let status = CellStatus::NotRun {
+                reason: reason.to_string(),
+            };
+            self.record(c, &unrun(c, status), &[], tally);
+        }
+    }
+
+    /// Record an adaptive repeat that the CI target made unnecessary.
+    pub fn record_not_needed(&self, c: &Cell, reason: &str, tally: &mut HostTally) {
+        let status = CellStatus::NotNeeded {
+            reason: reason.to_string(),
+        };
+        self.record(c, &unrun(c, status), &[], tally);
+    }
+}
+
+/// A cell that did not run: its result has no measures.
+fn unrun(c: &Cell, status: CellStatus) -> CellResult {
+    CellResult {
+        schema: RESULT_SCHEMA,
+        cell_id: c.id.clone(),
+        params: params(c),
+        status,
+        started: None,
+        ended: None,
+        sizes: None,
+        init: None,
+        fs_settings: None,
+    }
+}
+
+/// What a host's worker ended with.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct HostTally {
+    pub done: usize,
+    pub failed: usize,
+    pub not_run: usize,
+    pub not_needed: usize,
+}
+
+impl HostTally {
+    pub fn count(&mut self, o: Outcome) {
+        match o {
+            Outcome::Done => self.done += 1,
+            Outcome::Failed => self.failed += 1,
+            Outcome::NotRun => self.not_run += 1,
+            Outcome::NotNeeded => self.not_needed += 1,
+        }
+    }
+}
+
+impl std::ops::Add for HostTally {
+    type Output = HostTally;
+
+    fn add(self, t: HostTally) -> HostTally {
+        HostTally {
+            done: self.done + t.done,
+            failed: self.failed + t.failed,
+            not_run: self.not_run + t.not_run,
+            not_needed: self.not_needed + t.not_needed,
+        }
+    }
+}
+
+/// A cell's parameters as its result records them.
+pub fn params(c: &Cell) -> CellParams {
+    CellParams {
+        host: c.host.as_str().to_string(),
+        filesystem: c.fs.name.as_str().to_string(),
+        fs_type: c.fs.fs_type.as_str().to_string(),
+        workload: c.workload.name.as_str().to_string(),
+        clients: c.clients,
+        jobs: c.jobs,
+        repeat: c.repeat,
+        warmup: c.warmup,
+    }
+}

@@ -1,0 +1,409 @@
+//! The host worker's sequencing, without a lab: the worker runs against the
+//! recording remote (the same stand-in `plan --commands` uses), which
+//! answers as a ready host, fails, cancels or drops where a test says.
+//! Results go to a real bundle in a temporary folder.
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+
+use super::adaptive::Counted;
+use super::calls::HostPaths;
+use super::dry::stand_in;
+use super::events::{Outcome, RunEvent};
+use super::sink::{HostTally, Sink};
+use super::verb::{run_timeout, Verb};
+use super::worker::Worker;
+use crate::config::{FsType, Inventory, Matrix};
+use crate::plan::{plan, Cell, Plan};
+use crate::remote::{Recorded, RecordingRemote};
+use crate::results::bundle::Bundle;
+
+const INV: &str = "[[host]]\nname = \"h\"\naddress = \"127.0.0.1\"\nos = \"linux\"\n\
+                   devices = [\"/dev/loop9\"]\npg_bin = \"/usr/lib/postgresql/15/bin\"\n";
+
+/// One ext4 variant, select-only at 1 client, `repeats` runs of 5 s.
+fn setup(repeats: &str, drop_caches: bool) -> (Inventory, Plan) {
+    let inv =
+        Inventory::parse(Path::new("inv.toml"), INV.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let m = Matrix::parse(
+        Path::new("m.toml"),
+        format!(
+            "name = \"m\"\nrepeats = {repeats}\ndrop_caches = {drop_caches}\n\
+             [[filesystem]]\nname = \"e\"\ntype = \"ext4\"\nmount_options = [\"noatime\"]\n\
+             [[workload]]\nname = \"w\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"5s\"\n"
+        ),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let p = plan(&inv, &m);
+    (inv, p)
+}
+
+/// What one worker run left: the commands' verbs in order, the recorded
+/// results, the events.
+struct Ran {
+    verbs: Vec<String>,
+    calls: Vec<Recorded>,
+    results: Vec<serde_json::Value>,
+    events: Vec<RunEvent>,
+    tally: HostTally,
+}
+
+impl Ran {
+    fn after(&self, verb: &str) -> Vec<&str> {
+        let i = self
+            .verbs
+            .iter()
+            .position(|v| v == verb)
+            .unwrap_or_else(|| panic!("{verb} never sent: {:?}", self.verbs));
+        self.verbs[i + 1..].iter().map(String::as_str).collect()
+    }
+
+    fn failed_steps(&self) -> Vec<&str> {
+        self.results
+            .iter()
+            .filter(|r| r["status"]["state"] == "failed")
+            .filter_map(|r| r["status"]["step"].as_str())
+            .collect()
+    }
+
+    fn outcomes(&self) -> Vec<Outcome> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                RunEvent::CellEnded { outcome, .. } => Some(*outcome),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn notes(&self) -> String {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                RunEvent::Note { message, .. } => Some(message.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// The verb of a command (`linux.sh VERB …`), or what else it is.
+fn verb_of(command: &str) -> String {
+    match command.split_once("linux.sh ") {
+        _ if command.contains("&& cat >") => "upload".into(),
+        Some((_, rest)) => rest.split(' ').next().unwrap_or("").to_string(),
+        None if command.contains("sha256sum <") => "checksum".into(),
+        None => "other".into(),
+    }
+}
+
+/// Run the worker over every cell of `p` against `remote`; `cancel` lets a
+/// hook of the remote interrupt it.
+async fn run_worker(
+    inv: &Inventory,
+    p: &Plan,
+    remote: &RecordingRemote,
+    cancel: watch::Receiver<bool>,
+) -> Ran {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let bundle = Bundle::create(tmp.path(), "m").unwrap_or_else(|e| panic!("{e}"));
+    let root = bundle.path().to_path_buf();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let sink = Sink {
+        bundle: Some(Mutex::new(bundle)),
+        events: tx,
+    };
+    let host = &inv.hosts[0];
+    let cells: Vec<&Cell> = p.cells.iter().collect();
+    let w = Worker {
+        remote,
+        host,
+        paths: HostPaths::new(host).unwrap_or_else(|| panic!("linux has scripts")),
+        sink: &sink,
+        cancel,
+        counted: Counted::default(),
+    };
+    let tally = tokio::time::timeout(Duration::from_secs(5), w.run_cells(&cells))
+        .await
+        .unwrap_or_else(|_| panic!("the worker hung"));
+    drop(sink);
+    let mut events = Vec::new();
+    while let Some(e) = rx.recv().await {
+        events.push(e);
+    }
+    let jsonl = std::fs::read_to_string(root.join("data/results.jsonl")).unwrap_or_default();
+    let results: Vec<serde_json::Value> = jsonl
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    // Every planned cell is recorded exactly once, however the worker ended.
+    let mut ids: Vec<&str> = results
+        .iter()
+        .filter_map(|r| r["cell_id"].as_str())
+        .collect();
+    ids.sort();
+    let mut planned: Vec<&str> = p.cells.iter().map(|c| c.id.as_str()).collect();
+    planned.sort();
+    assert_eq!(ids, planned, "each cell recorded once");
+    let calls = remote.calls();
+    let verbs = remote.commands().iter().map(|c| verb_of(c)).collect();
+    Ran {
+        verbs,
+        calls,
+        results,
+        events,
+        tally,
+    }
+}
+
+fn stand_in_for(inv: &Inventory) -> RecordingRemote {
+    stand_in(&inv.hosts[0], &[FsType::Ext4])
+}
+
+fn no_cancel() -> watch::Receiver<bool> {
+    watch::channel(false).1
+}
+
+const SETUP: [&str; 6] = [
+    "teardown",
+    "preflight",
+    "make-fs",
+    "mount",
+    "pg-init",
+    "pg-start",
+];
+
+#[tokio::test]
+async fn a_cell_group_runs_its_steps_in_order() {
+    let (inv, p) = setup("2", true);
+    let remote = stand_in_for(&inv);
+    let ran = run_worker(&inv, &p, &remote, no_cancel()).await;
+    let run = ["drop-caches", "run", "cat", "cat"];
+    let mut want: Vec<&str> = SETUP.to_vec();
+    want.extend(["load", "cat", "cat", "sizes"]);
+    want.extend(run);
+    want.extend(run);
+    want.extend(["pg-stop", "teardown"]);
+    assert_eq!(ran.verbs, want);
+    // Counters and the database size go through tunnels to pg_port.
+    let tunnels = ran
+        .calls
+        .iter()
+        .filter(|c| matches!(c, Recorded::Tunnel { port: 5432 }))
+        .count();
+    assert_eq!(tunnels, 1 + 2 * 2, "{:?}", ran.calls);
+    // The stand-in's run output is empty: both cells fail at `run`, recorded.
+    assert_eq!(ran.failed_steps(), ["run", "run"]);
+    assert_eq!(ran.tally.failed, 2);
+}
+
+#[tokio::test]
+async fn a_failure_at_each_step_ends_with_teardown() {
+    // (failing verb, the cells' failed step, verbs allowed after it)
+    let cases: [(&str, &str, &[&str]); 8] = [
+        ("preflight", "preflight", &["teardown"]),
+        ("make-fs", "make-fs", &["teardown"]),
+        ("mount", "mount", &["teardown"]),
+        ("pg-init", "pg-init", &["teardown"]),
+        ("pg-start", "pg-start", &["teardown"]),
+        ("load", "load", &["pg-stop", "teardown"]),
+        (
+            "drop-caches",
+            "drop-caches",
+            &["drop-caches", "run", "cat", "pg-stop", "teardown"],
+        ),
+        ("run", "run", &["drop-caches", "run", "pg-stop", "teardown"]),
+    ];
+    for (verb, step, allowed) in cases {
+        let (inv, p) = setup("2", true);
+        let remote = stand_in_for(&inv);
+        remote.fail(&format!("linux.sh {verb} "), 3, "boom: scripted failure\n");
+        let ran = run_worker(&inv, &p, &remote, no_cancel()).await;
+        assert_eq!(
+            ran.verbs.last().map(String::as_str),
+            Some("teardown"),
+            "{verb}: {:?}",
+            ran.verbs
+        );
+        let after = ran.after(verb);
+        assert!(
+            after.iter().all(|v| allowed.contains(v)),
+            "{verb}: after it {after:?}"
+        );
+        // A failed setup step never goes on to the next one.
+        if let Some(i) = SETUP.iter().position(|s| *s == verb) {
+            for later in &SETUP[i + 1..] {
+                assert!(!after.contains(later), "{verb}: {later} ran after it");
+            }
+        }
+        assert_eq!(ran.failed_steps(), [step, step], "{verb}");
+        let r = &ran.results[0]["status"];
+        assert_eq!(r["exit_status"], 3, "{verb}: {r}");
+        assert!(
+            r["stderr_tail"].as_str().unwrap_or("").contains("boom"),
+            "{verb}: {r}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn failing_cleanup_is_said_and_the_sweep_goes_on() {
+    for verb in ["pg-stop", "teardown"] {
+        let (inv, p) = setup("1", false);
+        let remote = stand_in_for(&inv);
+        remote.fail(&format!("linux.sh {verb} "), 1, "device busy\n");
+        let ran = run_worker(&inv, &p, &remote, no_cancel()).await;
+        assert_eq!(ran.verbs.last().map(String::as_str), Some("teardown"));
+        assert!(
+            ran.notes().contains("device busy"),
+            "{verb}: {}",
+            ran.notes()
+        );
+    }
+}
+
+#[tokio::test]
+async fn cancellation_at_each_step_stops_and_cleans_up() {
+    for verb in [
+        "preflight",
+        "make-fs",
+        "mount",
+        "pg-init",
+        "pg-start",
+        "load",
+        "sizes",
+        "drop-caches",
+        "run",
+    ] {
+        let (inv, p) = setup("3", true);
+        let remote = stand_in_for(&inv);
+        let (tx, rx) = watch::channel(false);
+        let needle = format!("linux.sh {verb} ");
+        remote.on_exec(move |cmd| {
+            if cmd.contains(&needle) {
+                let _ = tx.send(true);
+            }
+        });
+        let ran = run_worker(&inv, &p, &remote, rx).await;
+        assert_eq!(
+            ran.verbs.last().map(String::as_str),
+            Some("teardown"),
+            "{verb}: {:?}",
+            ran.verbs
+        );
+        // After the interrupt nothing new starts: only collecting what ran,
+        // and cleaning up.
+        let after = ran.after(verb);
+        assert!(
+            after
+                .iter()
+                .all(|v| ["cat", "pg-stop", "teardown"].contains(v)),
+            "{verb}: after it {after:?}"
+        );
+        let outcomes = ran.outcomes();
+        assert_eq!(outcomes.len(), 3, "{verb}");
+        // The last cells never started.
+        assert!(
+            outcomes.iter().rev().take(2).all(|o| *o != Outcome::Done),
+            "{verb}: {outcomes:?}"
+        );
+        assert!(
+            ran.tally.not_run + ran.tally.failed == 3,
+            "{verb}: {:?}",
+            ran.tally
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_verb_gets_its_timeout() {
+    let (inv, p) = setup("1", true);
+    let remote = stand_in_for(&inv);
+    run_worker(&inv, &p, &remote, no_cancel()).await;
+    let mut seen = 0;
+    for c in remote.calls() {
+        let Recorded::Exec {
+            command, timeout, ..
+        } = c
+        else {
+            continue;
+        };
+        let verb = verb_of(&command);
+        let want = match Verb::from_name(&verb) {
+            Some(Verb::Run) => run_timeout(p.cells[0].length),
+            Some(v) => v.timeout(),
+            None if verb == "upload" => crate::timeouts::UPLOAD,
+            None if verb == "checksum" => crate::timeouts::CHECKSUM,
+            None => continue,
+        };
+        assert_eq!(timeout, Some(want), "{command}");
+        seen += 1;
+    }
+    assert!(seen >= 12, "{seen}");
+    assert_eq!(
+        run_timeout(p.cells[0].length),
+        Duration::from_secs(5) + crate::timeouts::RUN_SLACK
+    );
+}
+
+/// pgbench output with the given tps.
+fn pgbench_out(tps: f64) -> String {
+    let real = include_str!("../../../tests/fixtures/pgbench/15/run-select-only-t.stdout");
+    real.replace("tps = 4481.170123", &format!("tps = {tps:.6}"))
+}
+
+#[tokio::test]
+async fn adaptive_repeats_stop_once_the_ci_is_within_target() {
+    // Equal tps: the CI is 0 after min = 2, so repeats 3 and 4 are not needed.
+    let (inv, p) = setup("{ min = 2, max = 4, target_ci = \"5%\" }", false);
+    let remote = stand_in_for(&inv);
+    for c in &p.cells {
+        remote.respond_ok(&format!("runs/{}/stdout", c.id), &pgbench_out(1000.0));
+    }
+    let ran = run_worker(&inv, &p, &remote, no_cancel()).await;
+    assert_eq!(ran.verbs.iter().filter(|v| *v == "run").count(), 2);
+    assert_eq!(
+        (ran.tally.done, ran.tally.not_needed),
+        (2, 2),
+        "{:?}",
+        ran.tally
+    );
+    // Spread tps: every repeat runs, and reaching max short of the target is said.
+    let (inv, p) = setup("{ min = 2, max = 4, target_ci = \"1%\" }", false);
+    let remote = stand_in_for(&inv);
+    for (c, tps) in p.cells.iter().zip([1000.0, 1500.0, 900.0, 1300.0]) {
+        remote.respond_ok(&format!("runs/{}/stdout", c.id), &pgbench_out(tps));
+    }
+    let ran = run_worker(&inv, &p, &remote, no_cancel()).await;
+    assert_eq!(ran.verbs.iter().filter(|v| *v == "run").count(), 4);
+    assert_eq!(ran.tally.done, 4);
+    assert!(
+        ran.notes().contains("4 counted repeats (max 4)"),
+        "{}",
+        ran.notes()
+    );
+}
+
+#[tokio::test]
+async fn a_host_that_drops_mid_group_fails_the_rest_without_hanging() {
+    let (inv, p) = setup("3", false);
+    let remote = stand_in_for(&inv);
+    remote.drop_after("linux.sh run ");
+    let ran = run_worker(&inv, &p, &remote, no_cancel()).await;
+    // The first run was sent; everything after it failed on the connection.
+    assert_eq!(ran.tally.failed, 3, "{:?}", ran.tally);
+    assert!(ran
+        .failed_steps()
+        .iter()
+        .all(|s| *s == "collect" || *s == "run"));
+    // Cleanup is still tried, and its failure is said.
+    assert_eq!(ran.verbs.last().map(String::as_str), Some("teardown"));
+    assert!(
+        ran.notes().contains("teardown did not finish cleanly"),
+        "{}",
+        ran.notes()
+    );
+}

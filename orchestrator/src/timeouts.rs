@@ -1,0 +1,46 @@
+//! Every timeout fsmatrix puts on a remote operation, in one place.  They are
+//! generous: a stuck step is the only thing they catch, and a slow disk must
+//! not fail a sweep.  The verbs' own limits are [`crate::run::Verb::timeout`],
+//! built from the constants here.
+use std::time::Duration;
+
+/// Waiting for a host's SSH server before calling it unreachable.
+pub const CONNECT: Duration = Duration::from_secs(10);
+/// A keepalive every this often; three missed ones drop the connection.
+pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
+/// After a command's exit status, how long to wait for the rest of its
+/// output (a daemon that kept our stdout open would otherwise hold the step
+/// forever).
+pub const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+/// Killing a timed-out command's process group.
+pub const KILL: Duration = Duration::from_secs(20);
+/// Uploading one file (scripts, a workload script) through `cat >`.
+pub const UPLOAD: Duration = Duration::from_secs(120);
+/// `sha256sum` of one uploaded file.
+pub const CHECKSUM: Duration = Duration::from_secs(60);
+/// Small commands: creating the work folder, finding pg_bin, `id`.
+pub const PROBE: Duration = Duration::from_secs(30);
+/// Connecting to PostgreSQL through the tunnel (counters, sizes).
+pub const PG_CONNECT: Duration = Duration::from_secs(20);
+
+/// Verbs (see `docs/remote-scripts.md`).
+pub const FACTS: Duration = Duration::from_secs(120);
+pub const PREFLIGHT: Duration = Duration::from_secs(120);
+/// mkfs of a large disk, or `zpool create` that trims it.
+pub const MAKE_FS: Duration = Duration::from_secs(900);
+pub const MOUNT: Duration = Duration::from_secs(180);
+pub const PG_INIT: Duration = Duration::from_secs(600);
+/// A server that replays WAL on start can take minutes.
+pub const PG_START: Duration = Duration::from_secs(420);
+pub const PG_STOP: Duration = Duration::from_secs(180);
+/// `pgbench -i` at a large scale.
+pub const LOAD: Duration = Duration::from_secs(12 * 3600);
+pub const SIZES: Duration = Duration::from_secs(600);
+pub const DROP_CACHES: Duration = Duration::from_secs(300);
+pub const TEARDOWN: Duration = Duration::from_secs(300);
+/// Fetching one output file of a run.
+pub const CAT: Duration = Duration::from_secs(300);
+/// A timed run gets its duration plus this.
+pub const RUN_SLACK: Duration = Duration::from_secs(300);
+/// A run bounded by transactions or to completion (a SQL script).
+pub const RUN_UNTIMED: Duration = Duration::from_secs(6 * 3600);
