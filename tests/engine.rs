@@ -1,4 +1,4 @@
-//! The run engine end to end on the local lab (issue 4's acceptance): a real
+//! The run engine end to end on the local lab: a real
 //! sweep over SSH on every lab host in parallel, a bundle that verifies, the
 //! device guard, host keys, an unreachable host and an interrupted sweep.
 //! Needs a standing lab (`fsmatrix lab up`; CI brings one up) or brings one up.
@@ -1039,4 +1039,93 @@ fn become_sudo_timeout_kills_the_root_command() {
         &[],
     );
     assert_eq!(left.trim(), "none", "the timed-out root command still runs");
+}
+
+/// `plan --commands` is what a run sends: the same inventory and matrix,
+/// planned and then run on two lab hosts (one as root, one through sudo),
+/// give the same commands, line for line, as each host's
+/// `hosts/<host>/commands.log` in the bundle.  A fresh work folder makes the
+/// run upload its scripts, as the plan shows.
+#[test]
+fn plan_commands_equal_what_the_run_sent() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let work = "/var/tmp/fsmatrix-commands-test";
+    let extra = [
+        format!("work_dir = {work:?}\n"),
+        format!("work_dir = {work:?}\nuser = \"fsmx\"\nbecome = \"sudo\"\n"),
+    ];
+    let hosts: Vec<(&LabHost, &str)> = lab
+        .inv
+        .hosts
+        .iter()
+        .take(2)
+        .zip(&extra)
+        .map(|(h, e)| (h, e.as_str()))
+        .collect();
+    for (h, _) in &hosts {
+        ssh_ok(&lab.inv, h, "rm -rf \"$1\"", &[work]);
+    }
+    let inv = write(
+        tmp.path(),
+        "inventory.toml",
+        &inventory(&lab.inv, &hosts, ""),
+    );
+    let matrix = write(
+        tmp.path(),
+        "matrix.toml",
+        "name = \"commands\"\n[postgres]\nshared_buffers = \"64MB\"\n\
+         [[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\nmount_options = [\"noatime\"]\n\
+         [[filesystem]]\nname = \"zfs\"\ntype = \"zfs\"\nproperties = { compression = \"on\" }\n\
+         [[workload]]\nname = \"sel\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"2s\"\n",
+    );
+    let plan = fsmatrix()
+        .args(["plan", "--commands", "-i"])
+        .arg(&inv)
+        .arg("-m")
+        .arg(&matrix)
+        .output()
+        .expect("plan --commands");
+    assert_eq!(plan.status.code(), Some(0));
+    let planned = String::from_utf8_lossy(&plan.stdout).into_owned();
+    let out = tmp.path().join("results");
+    let o = run(&inv, &matrix, &out);
+    assert_eq!(o.status.code(), Some(0));
+    let bundle = bundle_in(&out);
+    assert_verifies(&bundle);
+    for (h, _) in &hosts {
+        let section = planned
+            .split(&format!("## {}\n", h.name))
+            .nth(1)
+            .and_then(|s| s.split("\n## ").next())
+            .unwrap_or_else(|| panic!("no section for {}:\n{planned}", h.name));
+        let sent =
+            std::fs::read_to_string(bundle.join(format!("data/hosts/{}/commands.log", h.name)))
+                .expect("commands.log");
+        let want: Vec<&str> = section.lines().collect();
+        let got: Vec<&str> = sent.lines().collect();
+        for (i, (w, g)) in want.iter().zip(&got).enumerate() {
+            assert_eq!(w, g, "{}: line {} differs", h.name, i + 1);
+        }
+        assert_eq!(
+            want.len(),
+            got.len(),
+            "{}: plan\n{section}\nsent\n{sent}",
+            h.name
+        );
+        assert!(got.len() > 30, "{}: {} commands", h.name, got.len());
+        assert_clean(&lab.inv, h);
+    }
+    // The sudo host's commands are shown as sudo runs them.
+    let sudo_log = std::fs::read_to_string(
+        bundle.join(format!("data/hosts/{}/commands.log", hosts[1].0.name)),
+    )
+    .expect("commands.log");
+    assert!(
+        sudo_log
+            .lines()
+            .all(|l| !l.starts_with("$ ") || l.starts_with("$ sudo -n /bin/sh -c ")),
+        "{sudo_log}"
+    );
 }

@@ -1,5 +1,5 @@
 //! Hosts run in parallel: the same cells per host on 1 lab host and on
-//! every lab host, wall time of each sweep and their ratio (issue 4 expects
+//! every lab host, wall time of each sweep and their ratio (the goal is
 //! ≤ 1.1 on real hosts; on the local lab all hosts share this machine's
 //! cores, so the ratio also shows how much the lab's hosts contend).
 //! Needs a standing lab: `fsmatrix lab up`, then

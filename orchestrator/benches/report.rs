@@ -1,4 +1,4 @@
-//! Time to build and render a report of 10 000 generated cells (issue 5:
+//! Time to build and render a report of 10 000 generated cells (the goal:
 //! under a second), every format including HTML.
 //!
 //! Run, optimised as users run the tool (the `perf` profile: the dev

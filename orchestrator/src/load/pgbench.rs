@@ -2,7 +2,7 @@
 //!
 //! Every line is recognised by its prefix (after trimming surrounding
 //! blanks), never by token position, because the summary gained, lost and
-//! reworded lines in 9.4, 10, 13, 14 and 15 (`../shared/notes/pgbench-output.md`).
+//! reworded lines in 9.4, 10, 13, 14 and 15 (`tests/fixtures/pgbench/README.md`).
 //! Lines are split on `\n` and `\r` alike: on a terminal `pgbench -i` ends
 //! its progress lines with `\r` only.  Unknown lines are ignored, so a newer
 //! pgbench that adds a line still parses.  Nothing here panics on any input

@@ -3,7 +3,7 @@
 //! One JSON object a line, each fsync'd before the call returns.  A cell's
 //! `cell_done` line is written only after every file of the cell is fsync'd
 //! and renamed, and carries their sha256: a resumed sweep trusts exactly the
-//! cells whose files still hash to those values (issue 5, part 1).
+//! cells whose files still hash to those values.
 //!
 //! The journal is a BagIt tag file: it changes while the sweep runs, so it is
 //! listed in `tagmanifest-sha256.txt` only when the bundle is closed.

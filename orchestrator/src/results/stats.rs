@@ -7,7 +7,7 @@
 //! dependencies; the unit tests pin it against scipy to 1e-9.
 //!
 //! Warm-up runs (`params.warmup`) and cells that did not finish are never
-//! counted (issue 5: the first run after `pgbench -i` was ~9 % slow on the
+//! counted (the first run after `pgbench -i` was ~9 % slow on the
 //! local lab, so counting it punishes whichever filesystem runs first).
 use serde::Serialize;
 
