@@ -132,7 +132,7 @@ pub fn render_html(r: &Report, cells: &[CellResult]) -> String {
         let _ = writeln!(
             out,
             "<p>{}</p>",
-            super::report::not_needed_sentence(r.not_needed)
+            super::view::not_needed_sentence(r.not_needed)
         );
     }
 
