@@ -72,6 +72,20 @@ pub fn iec_bytes(b: f64) -> String {
     }
 }
 
+/// `1.5 GiB`, `40 MiB`: like [`iec_bytes`] but rounded to one decimal
+/// and written without trailing zeros (plot axes, the HTML report's tables).
+pub fn iec_bytes_short(b: f64) -> String {
+    let (x, unit) = iec_scaled(b);
+    format!("{} {unit}", fmt_g((x * 10.0).round() / 10.0))
+}
+
+/// A float with at most six decimals and no trailing zeros (5 → `5`,
+/// 2.5 → `2.5`).
+pub fn fmt_g(x: f64) -> String {
+    let s = format!("{x:.6}");
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
 /// Pretty JSON with a final newline, as every JSON file of a bundle is
 /// written (serialising plain data cannot fail; an empty file would show it).
 pub fn json_pretty_bytes(v: &impl serde::Serialize) -> Vec<u8> {
@@ -110,6 +124,16 @@ mod tests {
         assert_eq!(iec_bytes(1536.0), "1.5 KiB");
         assert_eq!(iec_bytes(3.0 * (1u64 << 30) as f64), "3.0 GiB");
         assert_eq!(iec_scaled(-2048.0), (-2.0, "KiB"));
+        assert_eq!(iec_bytes_short(40.0 * (1u64 << 20) as f64), "40 MiB");
+        assert_eq!(iec_bytes_short(1536.0), "1.5 KiB");
+        assert_eq!(iec_bytes_short(900.0), "900 B");
+    }
+
+    #[test]
+    fn short_floats_drop_trailing_zeros() {
+        assert_eq!(fmt_g(5.0), "5");
+        assert_eq!(fmt_g(2.5), "2.5");
+        assert_eq!(fmt_g(0.1234567), "0.123457");
     }
 
     #[test]

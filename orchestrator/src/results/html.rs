@@ -24,10 +24,14 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::compare::Verdict;
 use super::model::{CellResult, CellStatus};
 use super::report::Report;
 use super::stats::Summary;
+use super::view::{
+    Kind, ReportView, SizeText, TableView, NO_COUNTED_RUN, NO_RESULTS, NO_WINNER, PROBLEMS_HEADING,
+    TITLE, WINNER_WHY,
+};
+use crate::text;
 
 /// The plot kinds, in the order the report shows them (`data-plot` values).
 pub const PLOT_KINDS: [&str; 5] = [
@@ -88,52 +92,30 @@ ul.notes{font-size:.9em;color:#333}";
 /// `cells` are the cell records the report was built from (all bundles);
 /// the timelines and load phases come from them, the rest from `r`.
 pub fn render_html(r: &Report, cells: &[CellResult]) -> String {
-    let mut out = String::from(
+    let v = ReportView::new(r, SizeText::Short);
+    let mut out = format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>fsmatrix report</title>\n<style>",
+         <title>{TITLE}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<h1>{TITLE}</h1>\n"
     );
-    out.push_str(CSS);
-    out.push_str("</style>\n</head>\n<body>\n<h1>fsmatrix report</h1>\n");
-    if !r.bundles.iter().all(|b| b.is_empty()) {
-        let _ = writeln!(
-            out,
-            "<p>Bundles: {}</p>",
-            esc(&r
-                .bundles
-                .iter()
-                .map(String::as_str)
-                .collect::<Vec<_>>()
-                .join(", "))
-        );
+    if let Some(b) = &v.bundles {
+        let _ = writeln!(out, "<p>{}</p>", esc(b));
     }
-    if r.tables.is_empty() && r.problems.is_empty() && r.warmups_excluded == 0 {
-        out.push_str("<p class=\"empty\">No cell results.</p>\n</body>\n</html>\n");
+    if v.empty {
+        let _ = writeln!(out, "<p class=\"empty\">{NO_RESULTS}</p>\n</body>\n</html>");
         return out;
     }
     out.push_str("<ul class=\"notes\">\n");
-    for n in &r.notes {
+    for n in &v.notes {
         let _ = writeln!(out, "<li>{}</li>", esc(n));
     }
     let _ = writeln!(
         out,
-        "<li>Noisy: CV above {}% (rows shaded).</li>\n</ul>",
-        fmt_g(r.cv_threshold * 100.0)
+        "<li>{}</li>\n</ul>",
+        esc(&v.noisy_note(" (rows shaded)"))
     );
-    if r.warmups_excluded > 0 {
-        let _ = writeln!(
-            out,
-            "<p>{} warm-up run{} not counted.</p>",
-            r.warmups_excluded,
-            if r.warmups_excluded == 1 { "" } else { "s" }
-        );
-    }
-    if r.not_needed > 0 {
-        let _ = writeln!(
-            out,
-            "<p>{}</p>",
-            super::report::not_needed_sentence(r.not_needed)
-        );
+    for sentence in [&v.warmups, &v.not_needed].into_iter().flatten() {
+        let _ = writeln!(out, "<p>{}</p>", esc(sentence));
     }
 
     let order = variant_order(cells);
@@ -160,8 +142,7 @@ pub fn render_html(r: &Report, cells: &[CellResult]) -> String {
         plots_init(cells, &order),
     );
 
-    tables_html(&mut out, r);
-    problems_html(&mut out, r);
+    tables_html(&mut out, &v);
     out.push_str("</body>\n</html>\n");
     out
 }
@@ -532,7 +513,7 @@ fn draw_bars(b: &BarChart) -> Result<String, String> {
 }
 
 fn plain_y(y: &f64) -> String {
-    fmt_g((y * 100.0).round() / 100.0)
+    text::fmt_g((y * 100.0).round() / 100.0)
 }
 
 fn plots_tps_bars(r: &Report, order: &[String]) -> Result<Vec<Figure>, String> {
@@ -646,7 +627,7 @@ fn plots_timelines(
                 .configure_mesh()
                 .x_desc("seconds into the run")
                 .y_desc("tps")
-                .x_label_formatter(&|x| fmt_g(*x))
+                .x_label_formatter(&|x| text::fmt_g(*x))
                 .y_label_formatter(&plain_y)
                 .label_style(("sans-serif", LABEL))
                 .axis_desc_style(("sans-serif", DESC))
@@ -706,14 +687,7 @@ fn plots_timelines(
 }
 
 fn bytes_axis(y: &f64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut x = *y;
-    let mut u = 0;
-    while x.abs() >= 1024.0 && u < UNITS.len() - 1 {
-        x /= 1024.0;
-        u += 1;
-    }
-    format!("{} {}", fmt_g((x * 10.0).round() / 10.0), UNITS[u])
+    text::iec_bytes_short(*y)
 }
 
 fn plots_sizes(r: &Report, order: &[String]) -> Result<Vec<Figure>, String> {
@@ -888,150 +862,60 @@ fn plots_init(cells: &[CellResult], order: &[String]) -> Result<Vec<Figure>, Str
     Ok(figs)
 }
 
-fn bytes_h(b: Option<f64>) -> String {
-    b.map_or("—".into(), |b| bytes_axis(&b))
-}
-
-fn mean_ci(s: &Summary, digits: usize) -> String {
-    match s.ci95 {
-        Some((lo, hi)) => format!("{:.digits$} ± {:.digits$}", s.mean, (hi - lo) / 2.0),
-        None => format!("{:.digits$}", s.mean),
+fn tables_html(out: &mut String, v: &ReportView) {
+    if v.sections.is_empty() {
+        let _ = writeln!(out, "<p class=\"empty\">{NO_COUNTED_RUN}</p>");
     }
-}
-
-fn tables_html(out: &mut String, r: &Report) {
-    if r.tables.is_empty() {
-        out.push_str("<p class=\"empty\">No counted run finished.</p>\n");
-    }
-    for t in &r.tables {
-        let _ = writeln!(
-            out,
-            "<h2>{} — {} client{}</h2>",
-            esc(&t.workload),
-            t.clients,
-            if t.clients == 1 { "" } else { "s" }
-        );
-        out.push_str(
-            "<table class=\"fsmx-table\">\n<tr><th>host</th><th>filesystem</th><th>type</th><th>n</th>\
-             <th>median tps</th><th>tps min–max</th><th>mean tps ± 95% CI</th><th>CV</th>\
-             <th>latency ms (mean)</th><th>vs baseline (95% CI)</th><th>p</th><th>verdict</th>\
-             <th>on disk</th><th>apparent</th><th>compressratio</th></tr>\n",
-        );
-        for h in &t.hosts {
-            for row in &h.rows {
-                let g = &row.stats;
-                let s = &g.tps;
-                let cv = g
-                    .tps
-                    .cv
-                    .map_or("—".into(), |cv| format!("{:.1}%", cv * 100.0));
-                let cv = if g.noisy { format!("{cv} noisy") } else { cv };
-                let lat = g.latency_ms.as_ref().map_or("—".into(), |l| mean_ci(l, 3));
-                let (ratio, p, verdict) = match &row.comparison {
-                    None => ("1".to_owned(), "—".to_owned(), "baseline".to_owned()),
-                    Some(c) => {
-                        let ratio = match c.ratio {
-                            Some(x) => match x.ci95 {
-                                Some((lo, hi)) => format!("{:.3} ({lo:.3}–{hi:.3})", x.ratio),
-                                None => format!("{:.3}", x.ratio),
-                            },
-                            None => "—".into(),
-                        };
-                        let p = c.welch.map_or("—".into(), |w| {
-                            if w.p < 0.001 {
-                                "<0.001".into()
-                            } else {
-                                format!("{:.3}", w.p)
-                            }
-                        });
-                        let verdict = match c.verdict {
-                            Verdict::Faster | Verdict::Slower => {
-                                format!("{} than {}", c.verdict.text(), c.baseline)
-                            }
-                            v => v.text().to_owned(),
-                        };
-                        (ratio, p, verdict)
-                    }
-                };
-                let winner = h.winner.as_deref() == Some(g.key.filesystem.as_str());
-                let _ = writeln!(
-                    out,
-                    "<tr{}><td>{}</td><td{}>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{:.1}</td>\
-                     <td class=\"n\">{:.1}–{:.1}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
-                     <td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
-                    if g.noisy { " class=\"noisy\"" } else { "" },
-                    esc(&g.key.host),
-                    if winner { " class=\"winner\"" } else { "" },
-                    esc(&g.key.filesystem),
-                    esc(&g.fs_type),
-                    s.n,
-                    s.median,
-                    s.min,
-                    s.max,
-                    mean_ci(s, 1),
-                    esc(&cv),
-                    lat,
-                    esc(&ratio),
-                    p,
-                    esc(&verdict),
-                    bytes_h(g.du_on_disk_bytes),
-                    bytes_h(g.du_apparent_bytes),
-                    g.zfs_compressratio.map_or("—".into(), |x| format!("{x:.2}x")),
-                );
-            }
-        }
-        out.push_str("</table>\n");
-        let verdicts: Vec<String> = t
-            .hosts
+    for s in &v.sections {
+        let _ = writeln!(out, "<h2>{}</h2>", s.heading(&esc(&s.workload)));
+        table_html(out, &s.table);
+        let verdicts: Vec<String> = s
+            .verdicts
             .iter()
-            .filter(|h| h.rows.len() >= 2)
             .map(|h| match &h.winner {
                 Some(w) => format!(
-                    "<li>{}: winner <span class=\"winner\">{}</span> (more tps than every other variant, p &lt; 0.05)</li>",
+                    "<li>{}: winner <span class=\"winner\">{}</span> {}</li>",
                     esc(&h.host),
-                    esc(w)
+                    esc(w),
+                    esc(WINNER_WHY)
                 ),
-                None => format!(
-                    "<li>{}: no winner (differences within noise or untestable)</li>",
-                    esc(&h.host)
-                ),
+                None => format!("<li>{}: {}</li>", esc(&h.host), esc(NO_WINNER)),
             })
             .collect();
         if !verdicts.is_empty() {
             let _ = writeln!(out, "<ul>\n{}\n</ul>", verdicts.join("\n"));
         }
     }
+    if let Some(t) = &v.problems {
+        let _ = writeln!(out, "<h2>{PROBLEMS_HEADING}</h2>");
+        table_html(out, t);
+    }
 }
 
-fn problems_html(out: &mut String, r: &Report) {
-    if r.problems.is_empty() {
-        return;
+/// A table: numbers right-aligned, noisy rows shaded, the winner marked.
+fn table_html(out: &mut String, t: &TableView) {
+    out.push_str("<table class=\"fsmx-table\">\n<tr>");
+    for c in t.columns {
+        let _ = write!(out, "<th>{}</th>", esc(c.header));
     }
-    out.push_str(
-        "<h2>Failed and not run</h2>\n<table class=\"fsmx-table\">\n<tr><th>cell</th><th>host</th>\
-         <th>filesystem</th><th>workload</th><th>clients</th><th>repeat</th><th>status</th><th>detail</th></tr>\n",
-    );
-    for p in &r.problems {
-        let _ = writeln!(
-            out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&p.cell_id),
-            esc(&p.host),
-            esc(&p.filesystem),
-            esc(&p.workload),
-            p.clients,
-            p.repeat,
-            esc(&p.status),
-            esc(&p.detail)
-        );
+    out.push_str("</tr>\n");
+    for row in &t.rows {
+        out.push_str(if row.noisy {
+            "<tr class=\"noisy\">"
+        } else {
+            "<tr>"
+        });
+        for (c, text) in t.columns.iter().zip(&row.cells) {
+            let class = match c.kind {
+                Kind::Number => " class=\"n\"",
+                Kind::Variant if row.winner => " class=\"winner\"",
+                Kind::Text | Kind::Variant => "",
+            };
+            let _ = write!(out, "<td{class}>{}</td>", esc(text));
+        }
+        out.push_str("</tr>\n");
     }
     out.push_str("</table>\n");
-}
-
-/// A float without trailing zeros (5 → "5", 2.5 → "2.5").
-fn fmt_g(x: f64) -> String {
-    let s = format!("{x:.6}");
-    s.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 #[cfg(test)]

@@ -7,7 +7,10 @@
 //! - [`model`]: what a cell's `result.json` / a `results.jsonl` line holds.
 //! - [`compare`]: variants against a baseline on one host (Welch, ratio CI).
 //! - [`stats`]: summaries and Student's t over counted repeats.
-//! - [`report`]: rendering of results ([`report::render_markdown`]).
+//! - [`report`]: reports of results ([`report::build_report`]) as Markdown,
+//!   CSV and JSON ([`report::render_markdown`]).
+//! - [`view`]: the report's tables and sentences as text, shared by the
+//!   Markdown and HTML renderers.
 //! - [`html`]: the HTML report with SVG plots ([`html::render_html`]).
 use std::path::{Path, PathBuf};
 
@@ -21,6 +24,7 @@ pub mod model;
 pub mod report;
 pub mod stats;
 pub mod verify;
+pub mod view;
 
 pub use bundle::Bundle;
 pub use journal::{JournalEvent, SweepStatus};

@@ -14,7 +14,11 @@ use serde::Serialize;
 use super::bundle::{read_results_jsonl, RESULTS_JSONL};
 use super::compare::{self, Comparison};
 use super::model::{CellResult, CellStatus};
-use super::stats::{group_stats, GroupStats, StatsOptions, Summary};
+use super::stats::{group_stats, GroupStats, StatsOptions};
+use super::view::{
+    Kind, ReportView, SizeText, TableView, NO_COUNTED_RUN, NO_RESULTS, NO_WINNER, PROBLEMS_HEADING,
+    TITLE, WINNER_WHY,
+};
 use super::BundleError;
 /// The cell records of a bundle: `data/results.jsonl`, or, when that is
 /// absent (a bundle closed before any cell finished writing it), every
@@ -460,53 +464,12 @@ fn build(
     })
 }
 
-/// "4 adaptive repeats were not needed: ..." for the Markdown and HTML reports.
-pub fn not_needed_sentence(n: usize) -> String {
-    format!(
-        "{n} adaptive repeat{} not run: the repeats before {} had already narrowed the 95% CI to the target.",
-        if n == 1 { " was" } else { "s were" },
-        if n == 1 { "it" } else { "them" }
-    )
-}
-
-fn bytes_h(b: f64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut x = b;
-    let mut u = 0;
-    while x >= 1024.0 && u < UNITS.len() - 1 {
-        x /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{x:.0} B")
-    } else {
-        format!("{x:.1} {}", UNITS[u])
-    }
-}
-
-/// Make text safe inside a Markdown table cell.
-fn cell_text(s: &str) -> String {
+/// Make text safe inside a Markdown table cell (and a line of a list).
+fn md_text(s: &str) -> String {
     s.replace('|', "\\|")
         .replace(['\n', '\r'], " ")
         .trim()
         .to_owned()
-}
-
-const DASH: &str = "—";
-
-fn p_text(p: f64) -> String {
-    if p < 0.001 {
-        "<0.001".into()
-    } else {
-        format!("{p:.3}")
-    }
-}
-
-fn mean_ci_text(s: &Summary, digits: usize) -> String {
-    match s.ci95 {
-        Some((lo, hi)) => format!("{:.digits$} ± {:.digits$}", s.mean, (hi - lo) / 2.0),
-        None => format!("{:.digits$}", s.mean),
-    }
 }
 
 /// Render cell records as Markdown with default options (the report the
@@ -515,163 +478,76 @@ pub fn render_markdown(cells: &[CellResult]) -> String {
     match build_report(&[Source { name: "", cells }], &ReportOptions::default()) {
         Ok(r) => render_markdown_report(&r),
         // Unreachable without a requested baseline; say so rather than panic.
-        Err(e) => format!("# fsmatrix report\n\nfailed to {e}\n"),
+        Err(e) => format!("# {TITLE}\n\nfailed to {e}\n"),
     }
 }
 
 /// Markdown: per (workload, clients) a table with one row per host ×
 /// filesystem (hosts sorted, variants in matrix order), the winner per host,
-/// then failed and not-run cells.
+/// then failed and not-run cells.  The texts are [`ReportView`]'s; this only
+/// escapes and joins them.
 pub fn render_markdown_report(r: &Report) -> String {
-    let mut out = String::from("# fsmatrix report\n\n");
-    if r.tables.is_empty() && r.problems.is_empty() && r.warmups_excluded == 0 {
-        out.push_str("No cell results.\n");
+    let v = ReportView::new(r, SizeText::OneDecimal);
+    let mut out = format!("# {TITLE}\n\n");
+    if v.empty {
+        let _ = writeln!(out, "{NO_RESULTS}");
         return out;
     }
-    for n in &r.notes {
-        let _ = writeln!(out, "- {}", cell_text(n));
+    for n in &v.notes {
+        let _ = writeln!(out, "- {}", md_text(n));
     }
-    let _ = writeln!(
-        out,
-        "- Noisy: CV above {}%.\n",
-        fmt_g(r.cv_threshold * 100.0)
-    );
-    if r.tables.is_empty() {
-        out.push_str("No counted run finished.\n\n");
+    let _ = writeln!(out, "- {}\n", md_text(&v.noisy_note("")));
+    if v.sections.is_empty() {
+        let _ = writeln!(out, "{NO_COUNTED_RUN}\n");
     }
-    for t in &r.tables {
-        let _ = writeln!(
-            out,
-            "## {} — {} client{}\n",
-            cell_text(&t.workload),
-            t.clients,
-            if t.clients == 1 { "" } else { "s" }
-        );
-        out.push_str(
-            "| host | filesystem | type | n | median tps | tps min–max | mean tps ± 95% CI | CV | latency ms (mean) | vs baseline (95% CI) | p | verdict | on disk | apparent | compressratio |\n\
-             |---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|\n",
-        );
-        for h in &t.hosts {
-            for row in &h.rows {
-                let g = &row.stats;
-                let s = &g.tps;
-                let cv = match g.tps.cv {
-                    Some(cv) if g.noisy => format!("{:.1}% noisy", cv * 100.0),
-                    Some(cv) => format!("{:.1}%", cv * 100.0),
-                    None => DASH.into(),
-                };
-                let lat = g
-                    .latency_ms
-                    .as_ref()
-                    .map_or(DASH.into(), |l| mean_ci_text(l, 3));
-                let (ratio, p, verdict) = match &row.comparison {
-                    None => ("1".to_owned(), DASH.to_owned(), "baseline".to_owned()),
-                    Some(c) => {
-                        let ratio = match c.ratio {
-                            Some(rt) => match rt.ci95 {
-                                Some((lo, hi)) => {
-                                    format!("{:.3} ({lo:.3}–{hi:.3})", rt.ratio)
-                                }
-                                None => format!("{:.3}", rt.ratio),
-                            },
-                            None => DASH.into(),
-                        };
-                        let p = c.welch.map_or(DASH.into(), |w| p_text(w.p));
-                        let verdict = match c.verdict {
-                            compare::Verdict::Faster | compare::Verdict::Slower => {
-                                format!("{} than {}", c.verdict.text(), c.baseline)
-                            }
-                            v => v.text().to_owned(),
-                        };
-                        (ratio, p, verdict)
-                    }
-                };
-                let _ = writeln!(
-                    out,
-                    "| {} | {} | {} | {} | {:.1} | {:.1}–{:.1} | {} | {cv} | {lat} | {ratio} | {p} | {} | {} | {} | {} |",
-                    cell_text(&g.key.host),
-                    cell_text(&g.key.filesystem),
-                    cell_text(&g.fs_type),
-                    s.n,
-                    s.median,
-                    s.min,
-                    s.max,
-                    mean_ci_text(s, 1),
-                    cell_text(&verdict),
-                    g.du_on_disk_bytes.map_or(DASH.into(), bytes_h),
-                    g.du_apparent_bytes.map_or(DASH.into(), bytes_h),
-                    g.zfs_compressratio
-                        .map_or(DASH.into(), |x| format!("{x:.2}x")),
-                );
-            }
-        }
+    for s in &v.sections {
+        let _ = writeln!(out, "## {}\n", s.heading(&md_text(&s.workload)));
+        md_table(&mut out, &s.table);
         out.push('\n');
-        for h in &t.hosts {
-            if h.rows.len() < 2 {
-                continue;
-            }
-            match &h.winner {
-                Some(w) => {
-                    let _ = writeln!(
-                        out,
-                        "- {}: winner **{}** (more tps than every other variant, p < 0.05)",
-                        cell_text(&h.host),
-                        cell_text(w)
-                    );
-                }
-                None => {
-                    let _ = writeln!(
-                        out,
-                        "- {}: no winner (differences within noise or untestable)",
-                        cell_text(&h.host)
-                    );
-                }
-            }
+        for h in &s.verdicts {
+            let host = md_text(&h.host);
+            let _ = match &h.winner {
+                Some(w) => writeln!(out, "- {host}: winner **{}** {WINNER_WHY}", md_text(w)),
+                None => writeln!(out, "- {host}: {NO_WINNER}"),
+            };
         }
-        if t.hosts.iter().any(|h| h.rows.len() >= 2) {
+        if !s.verdicts.is_empty() {
             out.push('\n');
         }
     }
-    if r.warmups_excluded > 0 {
-        let _ = writeln!(
-            out,
-            "{} warm-up run{} not counted.\n",
-            r.warmups_excluded,
-            if r.warmups_excluded == 1 { "" } else { "s" }
-        );
+    for sentence in [&v.warmups, &v.not_needed].into_iter().flatten() {
+        let _ = writeln!(out, "{}\n", md_text(sentence));
     }
-    if r.not_needed > 0 {
-        let _ = writeln!(out, "{}\n", not_needed_sentence(r.not_needed));
-    }
-    if !r.problems.is_empty() {
-        out.push_str("## Failed and not run\n\n");
-        out.push_str(
-            "| cell | host | filesystem | workload | clients | repeat | status | detail |\n\
-             |---|---|---|---|--:|--:|---|---|\n",
-        );
-        for p in &r.problems {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                cell_text(&p.cell_id),
-                cell_text(&p.host),
-                cell_text(&p.filesystem),
-                cell_text(&p.workload),
-                p.clients,
-                p.repeat,
-                p.status,
-                cell_text(&p.detail),
-            );
-        }
+    if let Some(t) = &v.problems {
+        let _ = writeln!(out, "## {PROBLEMS_HEADING}\n");
+        md_table(&mut out, t);
         out.push('\n');
     }
     out
 }
 
-/// A float without trailing zeros (5 → "5", 2.5 → "2.5").
-fn fmt_g(x: f64) -> String {
-    let s = format!("{x:.6}");
-    s.trim_end_matches('0').trim_end_matches('.').to_owned()
+/// A Markdown table: header, alignment row, one line per row.
+fn md_table(out: &mut String, t: &TableView) {
+    fn line<'a>(out: &mut String, cells: impl Iterator<Item = &'a str>) {
+        out.push('|');
+        for c in cells {
+            let _ = write!(out, " {} |", md_text(c));
+        }
+        out.push('\n');
+    }
+    line(out, t.columns.iter().map(|c| c.header));
+    out.push('|');
+    for c in t.columns {
+        out.push_str(if c.kind == Kind::Number {
+            "--:|"
+        } else {
+            "---|"
+        });
+    }
+    out.push('\n');
+    for row in &t.rows {
+        line(out, row.cells.iter().map(String::as_str));
+    }
 }
 
 /// The columns of `--format csv`, one row per host × filesystem × workload × clients.
@@ -720,74 +596,78 @@ fn num(v: Option<f64>) -> String {
         .unwrap_or_default()
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
+/// CSV (RFC 4180 quoting by the `csv` crate, `\n` line ends) of the
+/// report's rows, [`REPORT_CSV_HEADER`] first.
+pub fn render_csv(r: &Report) -> String {
+    match csv_bytes(r) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        // Writing to memory fails only on a record of another length than
+        // the header's, which csv_row's type rules out; say so, not panic.
+        Err(e) => format!("failed to render the report as csv: {e}\n"),
     }
 }
 
-/// CSV (RFC 4180, `\n` line ends) of the report's rows, [`REPORT_CSV_HEADER`] first.
-pub fn render_csv(r: &Report) -> String {
-    let mut out = REPORT_CSV_HEADER.join(",");
-    out.push('\n');
+fn csv_bytes(r: &Report) -> Result<Vec<u8>, csv::Error> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(REPORT_CSV_HEADER)?;
     for t in &r.tables {
         for h in &t.hosts {
             for row in &h.rows {
-                let g = &row.stats;
-                let lat = g.latency_ms.as_ref();
-                let ps = g.per_second_tps.as_ref();
-                let c = row.comparison.as_ref();
-                let ratio = c.and_then(|c| c.ratio);
-                let welch = c.and_then(|c| c.welch);
-                let fields = [
-                    t.workload.clone(),
-                    t.clients.to_string(),
-                    h.host.clone(),
-                    g.key.filesystem.clone(),
-                    g.fs_type.clone(),
-                    g.tps.n.to_string(),
-                    g.warmups_excluded.to_string(),
-                    num(Some(g.tps.median)),
-                    num(Some(g.tps.mean)),
-                    num(Some(g.tps.min)),
-                    num(Some(g.tps.max)),
-                    num(g.tps.sd),
-                    num(g.tps.cv),
-                    num(g.tps.ci95.map(|c| c.0)),
-                    num(g.tps.ci95.map(|c| c.1)),
-                    g.noisy.to_string(),
-                    num(lat.map(|l| l.median)),
-                    num(lat.map(|l| l.mean)),
-                    num(lat.and_then(|l| l.ci95).map(|c| c.0)),
-                    num(lat.and_then(|l| l.ci95).map(|c| c.1)),
-                    ps.map_or("0".into(), |p| p.n.to_string()),
-                    num(ps.map(|p| p.median)),
-                    num(ps.map(|p| p.mean)),
-                    num(ps.and_then(|p| p.cv)),
-                    num(g.du_on_disk_bytes),
-                    num(g.du_apparent_bytes),
-                    num(g.zfs_compressratio),
-                    c.map(|c| c.baseline.clone())
-                        .or_else(|| h.baseline.clone())
-                        .unwrap_or_default(),
-                    num(ratio.map(|x| x.ratio)),
-                    num(ratio.and_then(|x| x.ci95).map(|c| c.0)),
-                    num(ratio.and_then(|x| x.ci95).map(|c| c.1)),
-                    num(welch.map(|w| w.t)),
-                    num(welch.map(|w| w.df)),
-                    num(welch.map(|w| w.p)),
-                    c.map_or("baseline", |c| c.verdict.text()).to_owned(),
-                    (h.winner.as_deref() == Some(g.key.filesystem.as_str())).to_string(),
-                ];
-                let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
-                out.push_str(&line.join(","));
-                out.push('\n');
+                w.write_record(csv_row(t, h, row))?;
             }
         }
     }
-    out
+    w.into_inner().map_err(|e| e.into_error().into())
+}
+
+/// One row of [`render_csv`], in [`REPORT_CSV_HEADER`] order.
+fn csv_row(t: &Table, h: &HostBlock, row: &Row) -> [String; REPORT_CSV_HEADER.len()] {
+    let g = &row.stats;
+    let lat = g.latency_ms.as_ref();
+    let ps = g.per_second_tps.as_ref();
+    let c = row.comparison.as_ref();
+    let ratio = c.and_then(|c| c.ratio);
+    let welch = c.and_then(|c| c.welch);
+    [
+        t.workload.clone(),
+        t.clients.to_string(),
+        h.host.clone(),
+        g.key.filesystem.clone(),
+        g.fs_type.clone(),
+        g.tps.n.to_string(),
+        g.warmups_excluded.to_string(),
+        num(Some(g.tps.median)),
+        num(Some(g.tps.mean)),
+        num(Some(g.tps.min)),
+        num(Some(g.tps.max)),
+        num(g.tps.sd),
+        num(g.tps.cv),
+        num(g.tps.ci95.map(|c| c.0)),
+        num(g.tps.ci95.map(|c| c.1)),
+        g.noisy.to_string(),
+        num(lat.map(|l| l.median)),
+        num(lat.map(|l| l.mean)),
+        num(lat.and_then(|l| l.ci95).map(|c| c.0)),
+        num(lat.and_then(|l| l.ci95).map(|c| c.1)),
+        ps.map_or("0".into(), |p| p.n.to_string()),
+        num(ps.map(|p| p.median)),
+        num(ps.map(|p| p.mean)),
+        num(ps.and_then(|p| p.cv)),
+        num(g.du_on_disk_bytes),
+        num(g.du_apparent_bytes),
+        num(g.zfs_compressratio),
+        c.map(|c| c.baseline.clone())
+            .or_else(|| h.baseline.clone())
+            .unwrap_or_default(),
+        num(ratio.map(|x| x.ratio)),
+        num(ratio.and_then(|x| x.ci95).map(|c| c.0)),
+        num(ratio.and_then(|x| x.ci95).map(|c| c.1)),
+        num(welch.map(|w| w.t)),
+        num(welch.map(|w| w.df)),
+        num(welch.map(|w| w.p)),
+        c.map_or("baseline", |c| c.verdict.text()).to_owned(),
+        (h.winner.as_deref() == Some(g.key.filesystem.as_str())).to_string(),
+    ]
 }
 
 /// The report as pretty JSON (the [`Report`] structure; non-finite numbers

@@ -1,0 +1,322 @@
+//! The report as text, once: what the Markdown and HTML renderers show.
+//!
+//! [`ReportView::new`] turns a [`Report`] into tables of cell texts (the
+//! columns, their headers and every number's formatting: mean ± CI, p,
+//! ratios, verdicts, byte sizes, [`DASH`] for what is missing) and the
+//! sentences around them.  A renderer only escapes these texts and wraps
+//! them in its syntax; where the two differ on purpose it is said here
+//! ([`SizeText`], [`ReportView::noisy_note`]).
+use super::compare::Verdict;
+use super::report::Report;
+use super::stats::Summary;
+use crate::text;
+
+/// What a cell without a value shows.
+pub const DASH: &str = "—";
+/// The report's title.
+pub const TITLE: &str = "fsmatrix report";
+/// Said instead of the report when there is nothing to show.
+pub const NO_RESULTS: &str = "No cell results.";
+/// Said instead of the tables when no counted run finished.
+pub const NO_COUNTED_RUN: &str = "No counted run finished.";
+/// The heading of the problems table.
+pub const PROBLEMS_HEADING: &str = "Failed and not run";
+/// After a host's winner.
+pub const WINNER_WHY: &str = "(more tps than every other variant, p < 0.05)";
+/// After a host without a winner.
+pub const NO_WINNER: &str = "no winner (differences within noise or untestable)";
+
+/// How a column is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Left-aligned text.
+    Text,
+    /// Right-aligned number.
+    Number,
+    /// Left-aligned name of the row's variant (HTML marks the winner's).
+    Variant,
+}
+
+/// One column of a table: its header and layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Column {
+    pub header: &'static str,
+    pub kind: Kind,
+}
+
+const fn col(header: &'static str, kind: Kind) -> Column {
+    Column { header, kind }
+}
+
+/// The columns of a (workload, clients) table, one row per host × variant.
+pub const RESULT_COLUMNS: [Column; 15] = [
+    col("host", Kind::Text),
+    col("filesystem", Kind::Variant),
+    col("type", Kind::Text),
+    col("n", Kind::Number),
+    col("median tps", Kind::Number),
+    col("tps min–max", Kind::Number),
+    col("mean tps ± 95% CI", Kind::Number),
+    col("CV", Kind::Number),
+    col("latency ms (mean)", Kind::Number),
+    col("vs baseline (95% CI)", Kind::Number),
+    col("p", Kind::Number),
+    col("verdict", Kind::Text),
+    col("on disk", Kind::Number),
+    col("apparent", Kind::Number),
+    col("compressratio", Kind::Number),
+];
+
+/// The columns of the failed and not-run cells.
+pub const PROBLEM_COLUMNS: [Column; 8] = [
+    col("cell", Kind::Text),
+    col("host", Kind::Text),
+    col("filesystem", Kind::Text),
+    col("workload", Kind::Text),
+    col("clients", Kind::Number),
+    col("repeat", Kind::Number),
+    col("status", Kind::Text),
+    col("detail", Kind::Text),
+];
+
+/// A table: its columns and, per row, one text per column.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableView {
+    pub columns: &'static [Column],
+    pub rows: Vec<RowView>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowView {
+    /// One text per column, unescaped.
+    pub cells: Vec<String>,
+    /// CV above the threshold (HTML shades the row).
+    pub noisy: bool,
+    /// The row's variant is its host's winner.
+    pub winner: bool,
+}
+
+/// One (workload, clients) table and the winners under it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SectionView {
+    pub workload: String,
+    pub clients: u32,
+    pub table: TableView,
+    /// Hosts with at least two variants, in table order.
+    pub verdicts: Vec<HostVerdict>,
+}
+
+impl SectionView {
+    /// `tpcb — 4 clients`, from the workload as the renderer escaped it.
+    pub fn heading(&self, workload: &str) -> String {
+        let s = if self.clients == 1 { "" } else { "s" };
+        format!("{workload} — {} client{s}", self.clients)
+    }
+}
+
+/// A host's winner, or that it has none.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostVerdict {
+    pub host: String,
+    pub winner: Option<String>,
+}
+
+/// How a renderer writes byte sizes: the one cell whose text differs
+/// between the Markdown (`40.0 MiB`) and the HTML report (`40 MiB`, as on
+/// the plots' axes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SizeText {
+    /// [`text::iec_bytes`]: one decimal above bytes.
+    OneDecimal,
+    /// [`text::iec_bytes_short`]: no trailing zeros.
+    Short,
+}
+
+impl SizeText {
+    fn of(self, b: Option<f64>) -> String {
+        match (b, self) {
+            (None, _) => DASH.into(),
+            (Some(b), SizeText::OneDecimal) => text::iec_bytes(b),
+            (Some(b), SizeText::Short) => text::iec_bytes_short(b),
+        }
+    }
+}
+
+/// Everything the Markdown and HTML reports say, as unescaped text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportView {
+    /// `Bundles: a, b`, when the bundles have names (the HTML report).
+    pub bundles: Option<String>,
+    /// No table, problem or warm-up: the report is [`NO_RESULTS`].
+    pub empty: bool,
+    /// Method and blocking notes, in the order shown.
+    pub notes: Vec<String>,
+    /// The noisy threshold in percent (`5`).
+    pub cv_threshold_pct: String,
+    /// One per (workload, clients); none: [`NO_COUNTED_RUN`].
+    pub sections: Vec<SectionView>,
+    /// `3 warm-up runs not counted.`
+    pub warmups: Option<String>,
+    /// Adaptive repeats that were not needed.
+    pub not_needed: Option<String>,
+    /// Failed and not-run cells, when there are any.
+    pub problems: Option<TableView>,
+}
+
+impl ReportView {
+    pub fn new(r: &Report, sizes: SizeText) -> Self {
+        let bundles = (!r.bundles.iter().all(|b| b.is_empty()))
+            .then(|| format!("Bundles: {}", r.bundles.join(", ")));
+        let sections = r
+            .tables
+            .iter()
+            .map(|t| SectionView {
+                workload: t.workload.clone(),
+                clients: t.clients,
+                table: TableView {
+                    columns: &RESULT_COLUMNS,
+                    rows: t
+                        .hosts
+                        .iter()
+                        .flat_map(|h| {
+                            h.rows.iter().map(move |row| RowView {
+                                cells: result_cells(row, sizes),
+                                noisy: row.stats.noisy,
+                                winner: h.winner.as_deref()
+                                    == Some(row.stats.key.filesystem.as_str()),
+                            })
+                        })
+                        .collect(),
+                },
+                verdicts: t
+                    .hosts
+                    .iter()
+                    .filter(|h| h.rows.len() >= 2)
+                    .map(|h| HostVerdict {
+                        host: h.host.clone(),
+                        winner: h.winner.clone(),
+                    })
+                    .collect(),
+            })
+            .collect();
+        let problems = (!r.problems.is_empty()).then(|| TableView {
+            columns: &PROBLEM_COLUMNS,
+            rows: r
+                .problems
+                .iter()
+                .map(|p| RowView {
+                    cells: vec![
+                        p.cell_id.clone(),
+                        p.host.clone(),
+                        p.filesystem.clone(),
+                        p.workload.clone(),
+                        p.clients.to_string(),
+                        p.repeat.to_string(),
+                        p.status.clone(),
+                        p.detail.clone(),
+                    ],
+                    noisy: false,
+                    winner: false,
+                })
+                .collect(),
+        });
+        let n = r.warmups_excluded;
+        ReportView {
+            bundles,
+            empty: r.tables.is_empty() && r.problems.is_empty() && n == 0,
+            notes: r.notes.clone(),
+            cv_threshold_pct: text::fmt_g(r.cv_threshold * 100.0),
+            sections,
+            warmups: (n > 0).then(|| {
+                format!(
+                    "{n} warm-up run{} not counted.",
+                    if n == 1 { "" } else { "s" }
+                )
+            }),
+            not_needed: (r.not_needed > 0).then(|| not_needed_sentence(r.not_needed)),
+            problems,
+        }
+    }
+
+    /// `Noisy: CV above 5%.`, with how the renderer shows noisy rows
+    /// (`" (rows shaded)"` in HTML, nothing in Markdown) before the stop.
+    pub fn noisy_note(&self, how_shown: &str) -> String {
+        format!("Noisy: CV above {}%{how_shown}.", self.cv_threshold_pct)
+    }
+}
+
+/// "4 adaptive repeats were not run: ..." for the Markdown and HTML reports.
+pub fn not_needed_sentence(n: usize) -> String {
+    format!(
+        "{n} adaptive repeat{} not run: the repeats before {} had already narrowed the 95% CI to the target.",
+        if n == 1 { " was" } else { "s were" },
+        if n == 1 { "it" } else { "them" }
+    )
+}
+
+/// A row's texts in [`RESULT_COLUMNS`] order.
+fn result_cells(row: &super::report::Row, sizes: SizeText) -> Vec<String> {
+    let g = &row.stats;
+    let s = &g.tps;
+    let cv = match s.cv {
+        Some(cv) if g.noisy => format!("{:.1}% noisy", cv * 100.0),
+        Some(cv) => format!("{:.1}%", cv * 100.0),
+        None => DASH.into(),
+    };
+    let (ratio, p, verdict) = match &row.comparison {
+        None => ("1".to_owned(), DASH.to_owned(), "baseline".to_owned()),
+        Some(c) => {
+            let ratio = match c.ratio {
+                Some(rt) => match rt.ci95 {
+                    Some((lo, hi)) => format!("{:.3} ({lo:.3}–{hi:.3})", rt.ratio),
+                    None => format!("{:.3}", rt.ratio),
+                },
+                None => DASH.into(),
+            };
+            let p = c.welch.map_or(DASH.into(), |w| p_text(w.p));
+            let verdict = match c.verdict {
+                Verdict::Faster | Verdict::Slower => {
+                    format!("{} than {}", c.verdict.text(), c.baseline)
+                }
+                v => v.text().to_owned(),
+            };
+            (ratio, p, verdict)
+        }
+    };
+    vec![
+        g.key.host.clone(),
+        g.key.filesystem.clone(),
+        g.fs_type.clone(),
+        s.n.to_string(),
+        format!("{:.1}", s.median),
+        format!("{:.1}–{:.1}", s.min, s.max),
+        mean_ci_text(s, 1),
+        cv,
+        g.latency_ms
+            .as_ref()
+            .map_or(DASH.into(), |l| mean_ci_text(l, 3)),
+        ratio,
+        p,
+        verdict,
+        sizes.of(g.du_on_disk_bytes),
+        sizes.of(g.du_apparent_bytes),
+        g.zfs_compressratio
+            .map_or(DASH.into(), |x| format!("{x:.2}x")),
+    ]
+}
+
+fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "<0.001".into()
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+/// `812.5 ± 12.3`: the mean and half its 95% CI, or the mean alone.
+fn mean_ci_text(s: &Summary, digits: usize) -> String {
+    match s.ci95 {
+        Some((lo, hi)) => format!("{:.digits$} ± {:.digits$}", s.mean, (hi - lo) / 2.0),
+        None => format!("{:.digits$}", s.mean),
+    }
+}
