@@ -23,7 +23,7 @@ use super::journal::{self, Journal, JournalEvent, SweepStatus, JOURNAL_FILE};
 use super::manifest::{self, check_rel_path, sha256_file, TMP_PREFIX};
 use super::model::{CellResult, CSV_HEADER};
 use super::BundleError;
-use crate::text::{rfc3339 as now_rfc3339, sha256_hex as sha256_bytes};
+use crate::text::{rfc3339, sha256_hex};
 
 pub const BAGIT_FILE: &str = "bagit.txt";
 pub const BAG_INFO_FILE: &str = "bag-info.txt";
@@ -201,7 +201,7 @@ impl Bundle {
         fs::create_dir(&data).map_err(|e| BundleError::io("create", &data, e))?;
         let mut journal = Journal::open_append(&root.join(JOURNAL_FILE))?;
         fsync_dir(&root).map_err(|e| BundleError::io("fsync", &root, e))?;
-        let started = now_rfc3339(now);
+        let started = rfc3339(now);
         let ev = JournalEvent::SweepStarted {
             matrix: matrix_name.to_owned(),
             started: started.clone(),
@@ -271,7 +271,7 @@ impl Bundle {
             .map_err(|e| BundleError::io("create", &dir.join("data"), e))?;
         let mut journal = Journal::open_append(&jpath)?;
         let ev = JournalEvent::Reopened {
-            at: now_rfc3339(OffsetDateTime::now_utc()),
+            at: rfc3339(OffsetDateTime::now_utc()),
         };
         journal.append(&ev)?;
         let mut events = read.events;
@@ -344,7 +344,7 @@ impl Bundle {
         let name = rel.rsplit('/').next().unwrap_or(&rel);
         write_atomic(&dir, name, bytes)
             .map_err(|e| BundleError::io("write", &self.root.join(&rel), e))?;
-        let sum = sha256_bytes(bytes);
+        let sum = sha256_hex(bytes);
         self.written.insert(rel, sum.clone());
         Ok(sum)
     }
@@ -481,7 +481,7 @@ impl Bundle {
         self.write(RESULTS_CSV, &csv)?;
 
         let ended_t = OffsetDateTime::now_utc();
-        let ended = now_rfc3339(ended_t);
+        let ended = rfc3339(ended_t);
         self.journal.append(&JournalEvent::Closed {
             status,
             ended: ended.clone(),
