@@ -1,6 +1,6 @@
 //! The checked-in bundle written by the first version of the writer
 //! (tests/fixtures/bundle-v1) must always verify and report.
-mod bundle_common;
+use super::bundle_common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -157,3 +157,36 @@ fn commands_shows_every_remote_command_quoted() {
         "{text}"
     );
 }
+
+#[test]
+fn verbose_logs_every_command_and_quiet_logs_none() {
+    let args = [
+        "plan",
+        "-i",
+        "inventory/lab.toml",
+        "-m",
+        "matrix/quick.toml",
+        "--commands",
+    ];
+    let quiet = fsmatrix().args(args).output().expect("run fsmatrix");
+    assert_eq!(quiet.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&quiet.stderr), "");
+    let loud = fsmatrix()
+        .arg("-v")
+        .args(args)
+        .output()
+        .expect("run fsmatrix");
+    assert_eq!(loud.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&loud.stderr);
+    // The same commands, as they are sent, each with its host.
+    let sent = err.lines().filter(|l| l.contains("$ /bin/sh ")).count();
+    let printed = String::from_utf8_lossy(&loud.stdout)
+        .lines()
+        .filter(|l| l.starts_with("$ /bin/sh "))
+        .count();
+    assert_eq!(sent, printed, "{err}");
+    assert!(
+        err.contains("host=\"lab2\"") || err.contains("host=lab2"),
+        "{err}"
+    );
+}

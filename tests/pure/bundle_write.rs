@@ -1,5 +1,5 @@
 //! The bundle writer and verify, against the real filesystem and coreutils.
-mod bundle_common;
+use super::bundle_common;
 
 use std::fs;
 use std::path::Path;
