@@ -86,6 +86,18 @@ pub fn fmt_g(x: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
+/// A text cell of a CSV file made inert for spreadsheets: one that starts
+/// with `=`, `+`, `-`, `@`, a tab or a CR (a formula to Excel and
+/// LibreOffice; names come from other people's bundles) gets a leading `'`.
+/// Numbers are written as numbers, never through this.
+pub fn csv_text(s: &str) -> String {
+    if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        format!("'{s}")
+    } else {
+        s.to_string()
+    }
+}
+
 /// Pretty JSON with a final newline, as every JSON file of a bundle is
 /// written (serialising plain data cannot fail; an empty file would show it).
 pub fn json_pretty_bytes(v: &impl serde::Serialize) -> Vec<u8> {
@@ -134,6 +146,15 @@ mod tests {
         assert_eq!(fmt_g(5.0), "5");
         assert_eq!(fmt_g(2.5), "2.5");
         assert_eq!(fmt_g(0.1234567), "0.123457");
+    }
+
+    #[test]
+    fn csv_text_cells_cannot_be_formulas() {
+        assert_eq!(csv_text("=HYPERLINK(\"x\")"), "'=HYPERLINK(\"x\")");
+        assert_eq!(csv_text("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(csv_text("-2+3"), "'-2+3");
+        assert_eq!(csv_text("ext4"), "ext4");
+        assert_eq!(csv_text(""), "");
     }
 
     #[test]

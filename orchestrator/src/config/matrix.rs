@@ -1768,6 +1768,38 @@ mod vary_tests {
     }
 
     #[test]
+    fn numbers_keep_their_value_and_paths_are_not_zfs_properties() {
+        let m = parse(&format!(
+            "name = \"m\"\n{WL}[postgres]\nmax_connections = 0x20\nwork_mem = 0o10\n[[filesystem]]\nname = \"b\"\ntype = \"btrfs\"\nmount_options = [\"commit={{c}}\"]\nvary = {{ c = [0b101] }}\n"
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let got: Vec<(String, String)> = m
+            .postgres
+            .iter()
+            .map(|s| (s.name.as_str().to_string(), s.value.as_str().to_string()))
+            .collect();
+        assert!(
+            got.contains(&("max_connections".into(), "32".into())),
+            "{got:?}"
+        );
+        assert!(got.contains(&("work_mem".into(), "8".into())), "{got:?}");
+        assert_eq!(m.filesystems[0].mount_options[0].as_str(), "commit=5");
+        for (props, where_) in [
+            ("properties = { mountpoint = \"/etc\" }", "properties"),
+            ("vary = { cachefile = [\"/etc/x\"] }", "vary"),
+            ("pool_properties = { altroot = \"/\" }", "pool_properties"),
+        ] {
+            let e = parse(&format!(
+                "name = \"m\"\n{WL}[[filesystem]]\nname = \"z\"\ntype = \"zfs\"\n{props}\n"
+            ));
+            let Err(e) = e else {
+                panic!("{where_}: accepted a path-valued ZFS property")
+            };
+            assert!(e.to_string().contains("is refused"), "{where_}: {e}");
+        }
+    }
+
+    #[test]
     fn duplicate_variant_names_across_entries() {
         let e = parse(&format!(
             "name = \"m\"\n{WL}[[filesystem]]\nname = \"z-on\"\ntype = \"zfs\"\n[[filesystem]]\nname = \"z-{{compression}}\"\ntype = \"zfs\"\nvary = {{ compression = [\"off\", \"on\"] }}\n"

@@ -252,7 +252,7 @@ value_type!(
         max_len: 64,
         valid: "letters, digits and _ : . - starting with a letter (e.g. recordsize)",
     },
-    extra = starts_with_letter
+    extra = zfs_property_name
 );
 
 value_type!(
@@ -361,6 +361,43 @@ fn starts_with_letter(what: &str, s: &str) -> Result<(), ValueError> {
     }
 }
 
+/// ZFS properties a matrix may not set (zfsprops(7), zpoolprops(7)): those
+/// whose value is a path or a place outside the benchmark (`mountpoint`,
+/// `altroot`, `cachefile`, `keylocation`, `bootfs`), those that hand the
+/// dataset to someone else (`sharenfs`, `sharesmb`, `zoned`, `jailed`), and
+/// those fsmatrix sets itself to mount and destroy what it made
+/// (`canmount`, `readonly`).  Performance properties (compression,
+/// recordsize, atime, sync, logbias, primarycache, ashift, …) stay allowed.
+pub const ZFS_REFUSED_PROPERTIES: [&str; 11] = [
+    "mountpoint",
+    "altroot",
+    "cachefile",
+    "keylocation",
+    "bootfs",
+    "sharenfs",
+    "sharesmb",
+    "zoned",
+    "jailed",
+    "canmount",
+    "readonly",
+];
+
+fn zfs_property_name(what: &str, s: &str) -> Result<(), ValueError> {
+    starts_with_letter(what, s)?;
+    // ZFS property names are case-insensitive (`MountPoint` is `mountpoint`).
+    let lower = s.to_ascii_lowercase();
+    if ZFS_REFUSED_PROPERTIES.contains(&lower.as_str()) {
+        return Err(ValueError(format!(
+            "{what} `{}` is refused: it names a path or a place outside the benchmark, or fsmatrix \
+             sets it itself (refused: {}); set performance properties such as compression, \
+             recordsize, atime, sync, logbias, primarycache or ashift",
+            shown(s),
+            ZFS_REFUSED_PROPERTIES.join(", ")
+        )));
+    }
+    Ok(())
+}
+
 fn no_leading_dot(what: &str, s: &str) -> Result<(), ValueError> {
     if s.starts_with('.') {
         Err(ValueError(format!(
@@ -405,6 +442,33 @@ mod tests {
         "a>b",
         "'; rm -rf / #",
     ];
+
+    #[test]
+    fn zfs_properties_that_name_paths_or_belong_to_fsmatrix_are_refused() {
+        for bad in [
+            "mountpoint",
+            "MountPoint",
+            "cachefile",
+            "altroot",
+            "sharenfs",
+            "canmount",
+        ] {
+            let e = ZfsPropertyName::new(bad).expect_err(bad).0;
+            assert!(e.contains("refused") && e.contains("compression"), "{e}");
+        }
+        for ok in [
+            "compression",
+            "recordsize",
+            "atime",
+            "sync",
+            "logbias",
+            "primarycache",
+            "ashift",
+            "com.example:tag",
+        ] {
+            assert!(ZfsPropertyName::new(ok).is_ok(), "{ok}");
+        }
+    }
 
     #[test]
     fn every_type_refuses_shell_metacharacters() {

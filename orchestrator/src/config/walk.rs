@@ -247,7 +247,17 @@ pub(crate) fn str_list_value(
 pub(crate) fn scalar_string(v: &DeValue<'_>) -> Option<String> {
     match v {
         DeValue::String(s) => Some(s.to_string()),
-        DeValue::Integer(i) => Some(i.as_str().replace('_', "")),
+        // `0x20` is 32: the digits alone would say 20.
+        DeValue::Integer(i) => {
+            let digits = i.as_str().replace('_', "");
+            if i.radix() == 10 {
+                Some(digits)
+            } else {
+                u64::from_str_radix(&digits, i.radix())
+                    .ok()
+                    .map(|n| n.to_string())
+            }
+        }
         DeValue::Float(f) => Some(f.as_str().replace('_', "")),
         DeValue::Boolean(b) => Some(if *b { "on" } else { "off" }.to_string()),
         _ => None,

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::text::csv_text;
+
 /// Version of this record layout; bump only on an incompatible change.
 pub const RESULT_SCHEMA: u32 = 1;
 
@@ -233,11 +235,11 @@ impl CellResult {
             }
         };
         vec![
-            self.cell_id.clone(),
-            p.host.clone(),
-            p.filesystem.clone(),
-            p.fs_type.clone(),
-            p.workload.clone(),
+            csv_text(&self.cell_id),
+            csv_text(&p.host),
+            csv_text(&p.filesystem),
+            csv_text(&p.fs_type),
+            csv_text(&p.workload),
             p.clients.to_string(),
             p.jobs.to_string(),
             p.repeat.to_string(),
@@ -257,13 +259,13 @@ impl CellResult {
             opt(sizes.zfs_logicalused_bytes),
             opt(sizes.pg_database_bytes),
             opt(self.init.as_ref().and_then(|i| i.total_s)),
-            opt(self
+            csv_text(&opt(self
                 .fs_settings
                 .as_ref()
-                .and_then(|f| f.mount_options.clone())),
-            step,
+                .and_then(|f| f.mount_options.clone()))),
+            csv_text(&step),
             exit,
-            reason,
+            csv_text(&reason),
         ]
     }
 }

@@ -20,6 +20,7 @@ use super::view::{
     TITLE, WINNER_WHY,
 };
 use super::BundleError;
+use crate::text::csv_text;
 /// The cell records of a bundle: `data/results.jsonl`, or, when that is
 /// absent (a bundle closed before any cell finished writing it), every
 /// `data/cells/*/result.json`.
@@ -629,11 +630,11 @@ fn csv_row(t: &Table, h: &HostBlock, row: &Row) -> [String; REPORT_CSV_HEADER.le
     let ratio = c.and_then(|c| c.ratio);
     let welch = c.and_then(|c| c.welch);
     [
-        t.workload.clone(),
+        csv_text(&t.workload),
         t.clients.to_string(),
-        h.host.clone(),
-        g.key.filesystem.clone(),
-        g.fs_type.clone(),
+        csv_text(&h.host),
+        csv_text(&g.key.filesystem),
+        csv_text(&g.fs_type),
         g.tps.n.to_string(),
         g.warmups_excluded.to_string(),
         num(Some(g.tps.median)),
@@ -656,9 +657,11 @@ fn csv_row(t: &Table, h: &HostBlock, row: &Row) -> [String; REPORT_CSV_HEADER.le
         num(g.du_on_disk_bytes),
         num(g.du_apparent_bytes),
         num(g.zfs_compressratio),
-        c.map(|c| c.baseline.clone())
-            .or_else(|| h.baseline.clone())
-            .unwrap_or_default(),
+        csv_text(
+            &c.map(|c| c.baseline.clone())
+                .or_else(|| h.baseline.clone())
+                .unwrap_or_default(),
+        ),
         num(ratio.map(|x| x.ratio)),
         num(ratio.and_then(|x| x.ci95).map(|c| c.0)),
         num(ratio.and_then(|x| x.ci95).map(|c| c.1)),
