@@ -461,9 +461,9 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
                             wl.drop_caches,
                         );
                         let t = cell_secs(&cell);
-                        secs += t;
+                        secs = secs.saturating_add(t);
                         if !cell.is_conditional() {
-                            secs_min += t;
+                            secs_min = secs_min.saturating_add(t);
                         }
                         cells.push(cell);
                     }

@@ -414,7 +414,12 @@ const RULE_KEYS: &[&str] = &[
 /// ETA for a SQL script that names no `estimate`.
 pub const SQL_DEFAULT_ESTIMATE_SECS: u64 = 60;
 
-/// "10s", "15m", "2h", "1h30m", "90s" → seconds.
+/// The longest run or estimate a matrix may name: 30 days.  Longer is a
+/// typo (or hostile), and sums of such durations would overflow.
+pub const MAX_DURATION_SECS: u64 = 30 * 86400;
+
+/// "10s", "15m", "2h", "1h30m", "90s" → seconds; `None` for anything else,
+/// 0, or more than [`MAX_DURATION_SECS`].
 pub fn parse_duration(s: &str) -> Option<u64> {
     let mut total: u64 = 0;
     let mut num = String::new();
@@ -436,7 +441,7 @@ pub fn parse_duration(s: &str) -> Option<u64> {
             any = true;
         }
     }
-    if !num.is_empty() || !any || total == 0 {
+    if !num.is_empty() || !any || total == 0 || total > MAX_DURATION_SECS {
         return None;
     }
     Some(total)
@@ -1284,7 +1289,7 @@ fn workload(
             errs.push(
                 &s.span(),
                 format!(
-                    "`duration` in {ctx} is \"{}\"; valid: a number with a unit s, m, h or d, e.g. \"10s\", \"15m\", \"2h\", \"1h30m\"",
+                    "`duration` in {ctx} is \"{}\"; valid: a number with a unit s, m, h or d, e.g. \"10s\", \"15m\", \"2h\", \"1h30m\", at most 30d",
                     s.get_ref()
                 ),
             );
@@ -1302,7 +1307,7 @@ fn workload(
                 errs.push(
                     &s.span(),
                     format!(
-                        "`estimate` in {ctx} is \"{}\"; valid: e.g. \"90s\", \"5m\"",
+                        "`estimate` in {ctx} is \"{}\"; valid: e.g. \"90s\", \"5m\", at most 30d",
                         s.get_ref()
                     ),
                 );
@@ -1706,6 +1711,10 @@ mod tests {
             ("0s", None),
             ("5x", None),
             ("m", None),
+            ("30d", Some(2_592_000)),
+            ("30d1s", None),
+            ("18446744073709551615s", None),
+            ("99999999999999999999h", None),
         ] {
             assert_eq!(parse_duration(s), want, "{s:?}");
         }

@@ -115,7 +115,7 @@ impl fmt::Display for Verb {
 /// bounded by transactions (or is a SQL script run to completion).
 pub fn run_timeout(length: Length) -> Duration {
     match length {
-        Length::Seconds(s) => Duration::from_secs(s) + t::RUN_SLACK,
+        Length::Seconds(s) => Duration::from_secs(s).saturating_add(t::RUN_SLACK),
         Length::Transactions(_) | Length::ToCompletion { .. } => t::RUN_UNTIMED,
     }
 }
