@@ -6,7 +6,6 @@ use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use crate::text::sha256_hex;
 use serde::{Deserialize, Serialize};
 use serde_spanned::Spanned;
 use toml::de::{DeTable, DeValue};
@@ -18,6 +17,7 @@ use super::values::{
     ZfsPropertyName, ZfsPropertyValue,
 };
 use super::walk::{int_value, scalar_string, str_list_value, tables, type_name, Tbl, Val};
+use crate::text::sha256_hex;
 
 /// Filesystem types fsmatrix knows how to build (in remote-scripts/).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -349,6 +349,12 @@ pub struct Matrix {
     pub include: Vec<Rule>,
     pub exclude: Vec<Rule>,
     pub hosts: Option<HostFilter>,
+    /// The most cells the matrix may plan (`max_cells`).
+    #[serde(default = "default_max_cells")]
+    pub max_cells: u64,
+    /// Where a plan over `max_cells` is reported.
+    #[serde(skip)]
+    max_cells_at: Option<ConfigError>,
     /// Host names and tags the matrix mentions, with their position, checked
     /// against the inventory by [`Matrix::check_against`].
     #[serde(skip)]
@@ -369,6 +375,7 @@ const TOP_KEYS: &[&str] = &[
     "warmup",
     "progress",
     "hosts",
+    "max_cells",
     "postgres",
     "filesystem",
     "workload",
@@ -411,6 +418,18 @@ const RULE_KEYS: &[&str] = &[
     "clients",
 ];
 
+/// At most this many variants from one `[[filesystem]]`'s `vary`.
+pub const MAX_VARIANTS_PER_ENTRY: usize = 1000;
+
+/// Cells a matrix may plan unless it says `max_cells = N` (at most
+/// [`MAX_CELLS_LIMIT`]): planning is linear, but a sweep this large is a typo.
+pub const DEFAULT_MAX_CELLS: u64 = 100_000;
+pub const MAX_CELLS_LIMIT: u64 = 10_000_000;
+
+fn default_max_cells() -> u64 {
+    DEFAULT_MAX_CELLS
+}
+
 /// ETA for a SQL script that names no `estimate`.
 pub const SQL_DEFAULT_ESTIMATE_SECS: u64 = 60;
 
@@ -448,6 +467,18 @@ pub fn parse_duration(s: &str) -> Option<u64> {
 }
 
 impl Matrix {
+    /// The most cells this matrix can plan on `hosts` hosts (every variant
+    /// on every host, before OS drops, filters and excludes), without
+    /// planning them.
+    pub fn most_cells(&self, hosts: usize) -> u128 {
+        let per_variant: u128 = self
+            .workloads
+            .iter()
+            .map(|w| w.clients.len() as u128 * u128::from(w.warmup + w.repeats.max))
+            .sum();
+        per_variant * self.filesystems.len() as u128 * hosts as u128
+    }
+
     /// Read and validate a matrix file (and the scripts it names, relative to it).
     pub fn load(path: &Path) -> Result<Matrix, ConfigErrors> {
         let text = super::read_file(path)?;
@@ -463,6 +494,23 @@ impl Matrix {
     /// a typo in an exclude rule would otherwise exclude nothing, silently.
     pub fn check_against(&self, inv: &Inventory) -> Result<(), ConfigErrors> {
         let mut out = Vec::new();
+        let most = self.most_cells(inv.hosts.len());
+        if most > u128::from(self.max_cells) {
+            let mut e = self.max_cells_at.clone().unwrap_or_else(|| ConfigError {
+                file: self.path.clone(),
+                line: 1,
+                column: 1,
+                message: String::new(),
+            });
+            e.message = format!(
+                "the matrix can plan up to {most} cells on the {} hosts of {}, more than max_cells = {}; \
+                 narrow the matrix, or raise max_cells (at most {MAX_CELLS_LIMIT})",
+                inv.hosts.len(),
+                inv.path.display(),
+                self.max_cells
+            );
+            out.push(e);
+        }
         for (kind, value, at) in &self.refs {
             match kind {
                 RefKind::Host => {
@@ -541,6 +589,14 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Matrix> {
         }
     };
     let description = root.str(errs, "description").map(|s| s.into_inner());
+    let max_cells_v = root.int(errs, "max_cells", 1, MAX_CELLS_LIMIT as i64);
+    let max_cells = max_cells_v
+        .as_ref()
+        .map_or(DEFAULT_MAX_CELLS, |n| *n.get_ref() as u64);
+    let max_cells_at = Some(src.error(
+        &max_cells_v.as_ref().map_or(0..0, |n| n.span()),
+        String::new(),
+    ));
     let defaults = WlDefaults {
         repeats: root
             .get("repeats")
@@ -642,6 +698,8 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Matrix> {
         include,
         exclude,
         hosts,
+        max_cells,
+        max_cells_at,
         refs,
     })
 }
@@ -966,9 +1024,7 @@ fn filesystem(
         }
     }
     for (key, _) in &axes {
-        if !uses(name_t.get_ref(), key.get_ref())
-            && axes.iter().map(|a| a.1.len()).product::<usize>() > 1
-        {
+        if !uses(name_t.get_ref(), key.get_ref()) && axes.iter().any(|a| a.1.len() > 1) {
             errs.push(
                 &name_t.span(),
                 format!(
@@ -983,7 +1039,22 @@ fn filesystem(
         return Vec::new();
     }
 
-    // Cartesian product.
+    // Cartesian product, bounded before it is built.
+    let variants = axes
+        .iter()
+        .try_fold(1usize, |n, a| n.checked_mul(a.1.len()))
+        .filter(|n| *n <= MAX_VARIANTS_PER_ENTRY);
+    if variants.is_none() {
+        let sizes: Vec<String> = axes.iter().map(|a| a.1.len().to_string()).collect();
+        errs.push(
+            &axes[0].0.span(),
+            format!(
+                "vary in {ctx} makes {} variants; at most {MAX_VARIANTS_PER_ENTRY} per [[filesystem]] (give fewer values, or split it into several entries)",
+                sizes.join(" × ")
+            ),
+        );
+        return Vec::new();
+    }
     let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
     for (key, values) in &axes {
         let mut next = Vec::new();
@@ -1806,6 +1877,55 @@ mod vary_tests {
             };
             assert!(e.to_string().contains("is refused"), "{where_}: {e}");
         }
+    }
+
+    #[test]
+    fn a_vary_too_large_is_refused_before_it_is_built() {
+        let vals = |n: usize| {
+            (0..n)
+                .map(|i| format!("\"v{i}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let e = parse(&format!(
+            "name = \"m\"\n{WL}[[filesystem]]\nname = \"z-{{a}}-{{b}}\"\ntype = \"zfs\"\nvary = {{ a = [{}], b = [{}] }}\n",
+            vals(40),
+            vals(40)
+        ));
+        let Err(e) = e else {
+            panic!("accepted 1600 variants")
+        };
+        assert!(
+            e.to_string()
+                .contains("makes 40 × 40 variants; at most 1000"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_plan_larger_than_max_cells_is_refused_with_the_count() {
+        let inv = crate::config::Inventory::parse(
+            Path::new("inv.toml"),
+            "[defaults]\nos = \"linux\"\n[[host]]\nname = \"a\"\naddress = \"10.0.0.1\"\ndevices = [\"/dev/sdb\"]\n[[host]]\nname = \"b\"\naddress = \"10.0.0.2\"\ndevices = [\"/dev/sdb\"]\n".to_string(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let text = |max: &str| {
+            format!("name = \"m\"\n{max}repeats = 5\n[[filesystem]]\nname = \"e\"\ntype = \"ext4\"\n[[workload]]\nname = \"w\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1, 2]\nduration = \"5s\"\n")
+        };
+        // 2 hosts × 1 variant × 2 clients × 5 repeats = 20 cells.
+        let m = parse(&text("max_cells = 19\n")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.most_cells(2), 20);
+        let e = m.check_against(&inv).expect_err("20 > 19");
+        let e = e.to_string();
+        assert!(
+            e.contains("m.toml:2:13:") && e.contains("up to 20 cells on the 2 hosts"),
+            "{e}"
+        );
+        let m = parse(&text("max_cells = 20\n")).unwrap_or_else(|e| panic!("{e}"));
+        assert!(m.check_against(&inv).is_ok());
+        let m = parse(&text("")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.max_cells, DEFAULT_MAX_CELLS);
+        assert!(parse(&text("max_cells = 0\n")).is_err());
     }
 
     #[test]

@@ -110,12 +110,14 @@ pub fn read(dir: &Path) -> Result<(Inventory, Matrix, Inputs), RunError> {
                 errors: e.to_string(),
             }
         })?;
-    let m = Matrix::parse(&data.join("matrix.toml"), inputs.matrix_text.clone()).map_err(|e| {
-        RunError::SnapshotInvalid {
+    // Checked against the inventory as `plan` checks them: a bundle is
+    // other people's input, and what plan refuses, resume refuses.
+    let m = Matrix::parse(&data.join("matrix.toml"), inputs.matrix_text.clone())
+        .and_then(|m| m.check_against(&inv).map(|()| m))
+        .map_err(|e| RunError::SnapshotInvalid {
             which: "matrix",
             errors: e.to_string(),
-        }
-    })?;
+        })?;
     Ok((inv, m, inputs))
 }
 
