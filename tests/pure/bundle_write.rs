@@ -407,3 +407,69 @@ fn cli_verify_exit_codes() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A bundle is other people's input: links and special files in it are
+/// never followed, hashed, read through or written through.
+#[test]
+fn links_and_special_files_in_a_bundle_are_refused_not_followed() {
+    use std::os::unix::fs::symlink;
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = tmp.path().join("outside");
+    fs::create_dir(&outside).unwrap();
+    fs::write(outside.join("secret.txt"), "not the bag's\n").unwrap();
+
+    // A payload file replaced by a link to a file outside the bag, with a
+    // manifest that matches it: verify refuses instead of saying OK.
+    let root = make_bundle(&tmp.path().join("a"), SweepStatus::Complete);
+    let results = root.join("data/results.csv");
+    fs::remove_file(&results).unwrap();
+    symlink(outside.join("secret.txt"), &results).unwrap();
+    let r = verify(&root).unwrap();
+    assert!(!r.is_ok());
+    assert!(
+        r.problems.iter().any(|p| matches!(p, Problem::Unsafe { what } if what.contains("data/results.csv is a symbolic link"))),
+        "{:?}",
+        r.problems
+    );
+
+    // A FIFO in the payload: verify and report return at once (they would
+    // block forever reading it).
+    let root = make_bundle(&tmp.path().join("b"), SweepStatus::Complete);
+    let fifo = root.join("data/cells/fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(made.success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let r2 = root.clone();
+    std::thread::spawn(move || {
+        let v = verify(&r2).map(|r| r.problems);
+        let rep = fsmatrix::results::report::load_bundle_results(&r2).map(|_| ());
+        let _ = tx.send((v, rep));
+    });
+    let (v, rep) = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("verify and report return on a bag with a FIFO");
+    let problems = v.unwrap();
+    assert!(
+        problems.iter().any(|p| matches!(p, Problem::Unsafe { what } if what.contains("data/cells/fifo is not a regular file"))),
+        "{problems:?}"
+    );
+    assert!(rep.is_err());
+
+    // data/cells a link to a folder outside: resume's open refuses before
+    // writing or deleting anything there.
+    let root = make_bundle(&tmp.path().join("c"), SweepStatus::Incomplete);
+    let cells = root.join("data/cells");
+    fs::rename(&cells, tmp.path().join("moved-cells")).unwrap();
+    symlink(&outside, &cells).unwrap();
+    let before = all_files(&outside);
+    let e = Bundle::open(&root).err().expect("an unsafe bag is refused");
+    assert!(
+        e.to_string().contains("data/cells is a symbolic link"),
+        "{e}"
+    );
+    assert_eq!(all_files(&outside), before);
+    assert_eq!(
+        fs::read_to_string(outside.join("secret.txt")).unwrap(),
+        "not the bag's\n"
+    );
+}

@@ -234,6 +234,14 @@ impl Bundle {
         if !dir.join(BAGIT_FILE).is_file() {
             return Err(not("it has no bagit.txt".into()));
         }
+        // Nothing is read, written or deleted through a link or a FIFO.
+        let unsafe_ = manifest::unsafe_entries(dir);
+        if !unsafe_.is_empty() {
+            return Err(not(format!(
+                "it holds what a bundle may not (nothing was changed): {}",
+                unsafe_.join("; ")
+            )));
+        }
         let jpath = dir.join(JOURNAL_FILE);
         if !jpath.is_file() {
             return Err(not(format!("it has no {JOURNAL_FILE}")));

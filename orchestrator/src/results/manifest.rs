@@ -143,6 +143,68 @@ pub fn parse(text: &str) -> (BTreeMap<String, String>, Vec<BadLine>) {
     (out, bad)
 }
 
+/// Why the entry at bag-relative `rel` may not be read as a file of the
+/// bag: a symbolic link anywhere on its path (it could point outside the
+/// bag), or something that is not a regular file (a FIFO would hang the
+/// reader, a device would read another disk).  `None` when it is a regular
+/// file reached through folders only, or when it does not exist.
+pub fn unsafe_entry(root: &Path, rel: &str) -> Option<String> {
+    let mut p = root.to_path_buf();
+    let parts: Vec<&str> = rel.split('/').filter(|c| !c.is_empty()).collect();
+    for (i, part) in parts.iter().enumerate() {
+        p.push(part);
+        let m = match std::fs::symlink_metadata(&p) {
+            Ok(m) => m,
+            Err(_) => return None,
+        };
+        let last = i + 1 == parts.len();
+        if m.file_type().is_symlink() {
+            return Some(format!("{} is a symbolic link", parts[..=i].join("/")));
+        }
+        if !last && !m.is_dir() {
+            return Some(format!("{} is not a folder", parts[..=i].join("/")));
+        }
+        if last && !m.is_file() {
+            return Some(format!(
+                "{} is not a regular file (a FIFO, socket, device or folder)",
+                parts.join("/")
+            ));
+        }
+    }
+    None
+}
+
+/// Every symbolic link and special file under `root` (not followed), as
+/// bag-relative paths with what they are: a bag that has any is refused
+/// before anything reads, writes or deletes through it.
+pub fn unsafe_entries(root: &Path) -> Vec<String> {
+    fn walk(dir: &Path, rel: &str, out: &mut Vec<String>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let r = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            match e.file_type() {
+                Ok(t) if t.is_symlink() => out.push(format!("{r} is a symbolic link")),
+                Ok(t) if t.is_dir() => walk(&e.path(), &r, out),
+                Ok(t) if t.is_file() => {}
+                _ => out.push(format!(
+                    "{r} is not a regular file (a FIFO, socket or device)"
+                )),
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, "", &mut out);
+    out.sort();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,6 +25,13 @@ use crate::text::csv_text;
 /// absent (a bundle closed before any cell finished writing it), every
 /// `data/cells/*/result.json`.
 pub fn load_bundle_results(dir: &Path) -> Result<Vec<CellResult>, BundleError> {
+    let unsafe_ = super::manifest::unsafe_entries(dir);
+    if !unsafe_.is_empty() {
+        return Err(BundleError::NotABundle {
+            path: dir.to_owned(),
+            why: format!("it holds what a bundle may not: {}", unsafe_.join("; ")),
+        });
+    }
     let jsonl = dir.join("data").join(RESULTS_JSONL);
     if jsonl.is_file() {
         return read_results_jsonl(&jsonl);

@@ -49,11 +49,14 @@ pub enum Problem {
     Oxum { expected: String, actual: String },
     /// A file that exists but could not be read.
     Unreadable { path: String, what: String },
+    /// A symbolic link or special file in the bag: never followed or read.
+    Unsafe { what: String },
 }
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Problem::Unsafe { what } => write!(f, "unsafe: {what}; refused, not followed"),
             Problem::TagFileMissing { path } => write!(f, "missing tag file: {path}"),
             Problem::BadDeclaration { what } => write!(f, "bad bagit.txt: {what}"),
             Problem::Malformed { file, line, what } => {
@@ -162,6 +165,7 @@ enum Hashed {
     Ok(String, u64),
     Missing,
     Unreadable(String),
+    Unsafe(String),
 }
 
 /// Hash `paths` (bag-relative) on `threads` threads.
@@ -178,6 +182,12 @@ fn hash_all(root: &Path, paths: &[String], threads: usize) -> Vec<Hashed> {
                         break;
                     }
                     let p = root.join(&paths[i]);
+                    if let Some(why) = super::manifest::unsafe_entry(root, &paths[i]) {
+                        if let Ok(mut r) = results.lock() {
+                            r[i] = Some(Hashed::Unsafe(why));
+                        }
+                        continue;
+                    }
                     let h = match sha256_file_with(&p, &mut buf) {
                         Ok((s, n)) => Hashed::Ok(s, n),
                         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Hashed::Missing,
@@ -199,6 +209,10 @@ fn hash_all(root: &Path, paths: &[String], threads: usize) -> Vec<Hashed> {
 }
 
 fn read_tag(root: &Path, name: &str, problems: &mut Vec<Problem>) -> Option<String> {
+    if let Some(what) = super::manifest::unsafe_entry(root, name) {
+        problems.push(Problem::Unsafe { what });
+        return None;
+    }
     match fs::read(root.join(name)) {
         Ok(b) => match String::from_utf8(b) {
             Ok(s) => Some(s),
@@ -326,6 +340,7 @@ pub fn verify_with_threads(dir: &Path, threads: usize) -> Result<VerifyReport, N
                     path: path.clone(),
                     what,
                 }),
+                Hashed::Unsafe(what) => problems.push(Problem::Unsafe { what }),
             }
         }
         // Extra files, and the real Oxum of data/.
@@ -343,6 +358,14 @@ pub fn verify_with_threads(dir: &Path, threads: usize) -> Result<VerifyReport, N
             problems.push(Problem::TagFileMissing {
                 path: "data/".into(),
             });
+        }
+        for what in super::manifest::unsafe_entries(dir) {
+            let listed_already = problems
+                .iter()
+                .any(|p| matches!(p, Problem::Unsafe { what: w } if *w == what));
+            if !listed_already {
+                problems.push(Problem::Unsafe { what });
+            }
         }
         let mut disk_bytes = 0u64;
         for p in &on_disk {
@@ -399,6 +422,7 @@ pub fn verify_with_threads(dir: &Path, threads: usize) -> Result<VerifyReport, N
                     path: path.clone(),
                     what,
                 }),
+                Hashed::Unsafe(what) => problems.push(Problem::Unsafe { what }),
             }
         }
     }
