@@ -94,3 +94,78 @@ fn archive_verifies_like_the_bag_and_a_changed_byte_is_named() {
     assert_eq!(v.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&v.stdout).contains("data/results.jsonl"));
 }
+
+/// A `.tar.zst` written by `builder`, at `path`.
+fn tar_zst(path: &Path, builder: impl FnOnce(&mut tar::Builder<Vec<u8>>)) {
+    let mut b = tar::Builder::new(Vec::new());
+    builder(&mut b);
+    let bytes = b.into_inner().expect("tar");
+    let z = zstd::encode_all(&bytes[..], 3).expect("zstd");
+    std::fs::write(path, z).expect("write archive");
+}
+
+/// An archive is other people's input: links, special files and members
+/// that leave the folder are refused before anything lands outside it.
+#[test]
+fn hostile_archives_are_refused_and_nothing_lands_outside() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let link = tmp.path().join("link.tar.zst");
+    tar_zst(&link, |b| {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Symlink);
+        h.set_size(0);
+        h.set_mode(0o777);
+        b.append_link(&mut h, "bag/data", "/etc")
+            .expect("append link");
+    });
+    let dotdot = tmp.path().join("dotdot.tar.zst");
+    tar_zst(&dotdot, |b| {
+        let data = b"evil\n";
+        let mut h = tar::Header::new_old();
+        h.as_old_mut().name[..12].copy_from_slice(b"../evil-file");
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_entry_type(tar::EntryType::Regular);
+        h.set_cksum();
+        b.append(&h, &data[..]).expect("append");
+    });
+    for (archive, why) in [
+        (&link, "is a Symlink, not a file or a folder"),
+        (&dotdot, "leaves the archive's folder"),
+    ] {
+        let o = fsmatrix()
+            .arg("verify")
+            .arg(archive)
+            .output()
+            .expect("verify");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(why), "{err}");
+    }
+    assert!(!tmp.path().join("evil-file").exists());
+    assert!(!std::env::temp_dir().join("evil-file").exists());
+
+    // A planted `.partial` (a link to a file of someone else's) is not
+    // followed: archive refuses and the file keeps its content.
+    let bag = tmp.path().join("quick-20260101T000000Z");
+    copy_dir(fixture(), &bag);
+    let victim = tmp.path().join("victim.txt");
+    std::fs::write(&victim, "keep me\n").expect("write");
+    std::os::unix::fs::symlink(
+        &victim,
+        tmp.path().join("quick-20260101T000000Z.tar.zst.partial"),
+    )
+    .expect("symlink");
+    let o = fsmatrix()
+        .arg("archive")
+        .arg(&bag)
+        .output()
+        .expect("archive");
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(&victim).expect("read"), "keep me\n");
+}

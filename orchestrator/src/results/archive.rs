@@ -69,7 +69,13 @@ pub fn archive(bundle: &Path, out: Option<&Path>) -> Result<PathBuf, ArchiveErro
         });
     }
     let tmp = dest.with_extension("zst.partial");
-    let file = File::create(&tmp).map_err(io("create", &tmp))?;
+    // Exclusively: a planted `.partial` (a link to another file) is refused,
+    // never followed and overwritten.
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(io("create (it must not exist yet)", &tmp))?;
     let enc = zstd::Encoder::new(BufWriter::new(file), 19).map_err(io("compress into", &tmp))?;
     let mut tar = tar::Builder::new(enc);
     tar.follow_symlinks(false);
@@ -84,26 +90,68 @@ pub fn archive(bundle: &Path, out: Option<&Path>) -> Result<PathBuf, ArchiveErro
     Ok(dest)
 }
 
+/// The most an archive may unpack to (an archive is other people's input:
+/// a small file can expand without bound).
+pub const MAX_UNPACKED_BYTES: u64 = 64 << 30;
+/// The most entries an archive may hold.
+pub const MAX_ENTRIES: u64 = 10_000_000;
+
 /// Unpack an archive into `into` (which must be empty); returns the bag's
-/// folder.  The tar crate refuses entries that would land outside `into`.
+/// folder.  Only folders and regular files are unpacked: a link, a device,
+/// an absolute path or a `..` member is refused, as is an archive larger
+/// than [`MAX_UNPACKED_BYTES`] or [`MAX_ENTRIES`].
 pub fn unpack(archive: &Path, into: &Path) -> Result<PathBuf, ArchiveError> {
+    let bad = |why: String| ArchiveError::Bad {
+        path: archive.to_path_buf(),
+        why,
+    };
     let file = File::open(archive).map_err(io("open", archive))?;
     let dec = zstd::Decoder::new(BufReader::new(file)).map_err(io("decompress", archive))?;
     let mut tar = tar::Archive::new(dec);
     tar.set_preserve_permissions(false);
-    tar.unpack(into).map_err(io("unpack", archive))?;
+    let (mut bytes, mut count) = (0u64, 0u64);
+    for entry in tar.entries().map_err(io("read", archive))? {
+        let mut entry = entry.map_err(io("read", archive))?;
+        let path = entry.path().map_err(io("read", archive))?.into_owned();
+        let kind = entry.header().entry_type();
+        if !(kind.is_file() || kind.is_dir()) {
+            return Err(bad(format!(
+                "member {} is a {kind:?}, not a file or a folder",
+                path.display()
+            )));
+        }
+        if path.is_absolute()
+            || path.components().any(|c| {
+                !matches!(
+                    c,
+                    std::path::Component::Normal(_) | std::path::Component::CurDir
+                )
+            })
+        {
+            return Err(bad(format!(
+                "member {} leaves the archive's folder",
+                path.display()
+            )));
+        }
+        count += 1;
+        bytes = bytes.saturating_add(entry.size());
+        if count > MAX_ENTRIES || bytes > MAX_UNPACKED_BYTES {
+            return Err(bad(format!(
+                "it unpacks to more than {MAX_ENTRIES} entries or {} GiB",
+                MAX_UNPACKED_BYTES >> 30
+            )));
+        }
+        entry.unpack_in(into).map_err(io("unpack", archive))?;
+    }
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(into)
         .map_err(io("read", into))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .collect();
     if dirs.len() != 1 || !dirs[0].is_dir() {
-        return Err(ArchiveError::Bad {
-            path: archive.to_path_buf(),
-            why: format!(
-                "expected one bag folder inside, found {} entries",
-                dirs.len()
-            ),
-        });
+        return Err(bad(format!(
+            "expected one bag folder inside, found {} entries",
+            dirs.len()
+        )));
     }
     Ok(dirs.remove(0))
 }
