@@ -101,6 +101,13 @@ pub enum ReportError {
     ByBundleWithBaseline,
     #[error("put bundles side by side: two bundles are both named {name:?} (rows are labelled by bundle folder name); rename or copy one")]
     ByBundleSameName { name: String },
+    #[error("pool {first} with {second}: they hold the same run (cell {cell}, started {started}), so one is a copy of the other and its runs would count twice; give each bundle once")]
+    SameRuns {
+        first: String,
+        second: String,
+        cell: String,
+        started: String,
+    },
 }
 
 /// Everything a report shows; serialised as is for `--format json`.
@@ -178,6 +185,27 @@ const BLOCKING_NOTE: &str =
 /// blocking factor, and a note says so), or, with `by_bundle`, with every
 /// bundle's variants side by side.
 pub fn build_report(sources: &[Source], opts: &ReportOptions) -> Result<Report, ReportError> {
+    // A run is one cell started at one time: a re-run (`run --from`) has
+    // the same cell ids but other start times; a copy has both the same.
+    let mut seen: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
+    for (i, s) in sources.iter().enumerate() {
+        for c in s.cells {
+            let Some(started) = c.started.as_deref() else {
+                continue;
+            };
+            match seen.insert((c.cell_id.as_str(), started), i) {
+                Some(first) if first != i => {
+                    return Err(ReportError::SameRuns {
+                        first: sources[first].name.to_string(),
+                        second: s.name.to_string(),
+                        cell: c.cell_id.clone(),
+                        started: started.to_string(),
+                    })
+                }
+                _ => {}
+            }
+        }
+    }
     if !opts.by_bundle {
         return build(sources, opts, None);
     }
@@ -1035,6 +1063,47 @@ mod tests {
         assert_eq!(t.hosts[0].rows[0].stats.tps.n, 3);
         assert!(render_json(&r).contains("\"not_needed\": 1"));
         assert!(!render_json(&report(&sample(), None)).contains("not_needed"));
+    }
+
+    #[test]
+    fn a_bundle_is_never_pooled_with_its_copy_but_a_rerun_is() {
+        // Runs that ran have a start time (the worker records one).
+        let mut cells = sample();
+        for (i, c) in cells.iter_mut().enumerate() {
+            c.started = Some(format!("2026-01-01T00:00:{i:02}Z"));
+        }
+        let opts = ReportOptions::default();
+        let copy = [
+            Source {
+                name: "a",
+                cells: &cells,
+            },
+            Source {
+                name: "a-copy",
+                cells: &cells,
+            },
+        ];
+        let e = build_report(&copy, &opts).expect_err("a copy pools its runs twice");
+        assert!(
+            e.to_string()
+                .contains("pool a with a-copy: they hold the same run"),
+            "{e}"
+        );
+        let mut rerun = cells.clone();
+        for c in &mut rerun {
+            c.started = c.started.as_ref().map(|s| format!("{s}-again"));
+        }
+        let both = [
+            Source {
+                name: "a",
+                cells: &cells,
+            },
+            Source {
+                name: "rerun",
+                cells: &rerun,
+            },
+        ];
+        assert!(build_report(&both, &opts).is_ok());
     }
 
     #[test]
