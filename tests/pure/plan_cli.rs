@@ -190,3 +190,45 @@ fn verbose_logs_every_command_and_quiet_logs_none() {
         "{err}"
     );
 }
+
+/// What `plan` refuses, `resume` and `run --from` refuse: a bundle's
+/// snapshots are checked against each other before any host is contacted.
+#[test]
+fn a_bundle_whose_matrix_plan_would_refuse_is_refused_by_resume_and_run_from() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bundle = tmp.path().join("ghost-20260101T000000Z");
+    std::fs::create_dir_all(bundle.join("data")).expect("mkdir");
+    std::fs::write(
+        bundle.join("data/inventory.toml"),
+        "[[host]]\nname = \"a\"\naddress = \"10.203.0.250\"\nos = \"linux\"\ndevices = [\"/dev/loop9\"]\n",
+    )
+    .expect("write");
+    std::fs::write(
+        bundle.join("data/matrix.toml"),
+        "name = \"ghost\"\n[hosts]\nnames = [\"ghost\"]\n[[filesystem]]\nname = \"e\"\ntype = \"ext4\"\n\
+         [[workload]]\nname = \"w\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"5s\"\n",
+    )
+    .expect("write");
+    for args in [
+        vec!["resume".to_string()],
+        vec![
+            "run".to_string(),
+            "--out".to_string(),
+            tmp.path().join("out").display().to_string(),
+            "--from".to_string(),
+        ],
+    ] {
+        let o = fsmatrix()
+            .args(&args)
+            .arg(&bundle)
+            .output()
+            .expect("run fsmatrix");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("host `ghost` is not in the inventory"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!tmp.path().join("out").exists());
+}
