@@ -44,3 +44,15 @@ pub const CAT: Duration = Duration::from_secs(300);
 pub const RUN_SLACK: Duration = Duration::from_secs(300);
 /// A run bounded by transactions or to completion (a SQL script).
 pub const RUN_UNTIMED: Duration = Duration::from_secs(6 * 3600);
+
+/// The host lock's holder gets a newline this often; a holder that hears
+/// nothing for [`HOLD_STALE`] ends itself (a cut link never closes its
+/// channel on the host's side until sshd notices).
+pub const HOLD_HEARTBEAT: Duration = Duration::from_secs(10);
+/// See [`HOLD_HEARTBEAT`]; the holder checks every 10 s, so a cut link
+/// frees the lock within `HOLD_STALE` + 10 s.
+pub const HOLD_STALE_MINUTES: u32 = 2;
+/// Taking the host lock (mkdir, checks, flock -n): a few commands.
+pub const LOCK: Duration = Duration::from_secs(30);
+/// How long a release waits for the host to close the holder.
+pub const HOLD_RELEASE: Duration = Duration::from_secs(10);

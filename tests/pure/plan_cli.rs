@@ -111,13 +111,17 @@ fn commands_shows_every_remote_command_quoted() {
         .filter(|l| l.starts_with("$ "))
         .map(|l| match l.split_once("linux.sh ") {
             _ if l.contains("&& cat >") => "upload",
+            _ if l.contains("flock -n 3") => "lock",
             Some((_, rest)) => rest.split(' ').next().unwrap_or(""),
             None => "other",
         })
         .collect();
-    // First contact: the checksum + facts + guard round trip, then (scripts
-    // missing) the uploads, then facts and the guard.
-    assert_eq!(verbs[0], "facts", "{lab1}");
+    // First contact: the host lock (kept for the sweep's life), then the
+    // checksum + facts + guard round trip, then (scripts missing) the
+    // uploads, then facts and the guard.
+    assert_eq!(verbs[0], "lock", "{lab1}");
+    assert!(lab1.contains("/run/lock/fsmatrix"), "{lab1}");
+    assert_eq!(verbs[1], "facts", "{lab1}");
     assert_eq!(
         verbs.iter().filter(|v| **v == "upload").count(),
         2,

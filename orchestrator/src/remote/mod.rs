@@ -282,6 +282,89 @@ pub trait Remote: Send + Sync {
 
     /// A byte stream to `127.0.0.1:port` as seen from the host.
     fn tunnel(&self, port: u16) -> impl Future<Output = Result<Self::Tunnel, RemoteError>> + Send;
+
+    /// Start `command` with `input` as the first bytes of its stdin, and keep
+    /// it running for as long as the returned [`Held`] lives: its stdin
+    /// stays open (a newline every
+    /// [`crate::timeouts::HOLD_HEARTBEAT`]), and dropping or releasing the
+    /// handle sends EOF and closes the channel.  It is ready when it prints
+    /// its first stdout line (within `ready_within`); a command that ends
+    /// before is [`HoldOutcome::Ended`] with its output.  A process tied to
+    /// the session this way dies with it: the host lock.
+    fn hold(
+        &self,
+        command: &RemoteCommand,
+        input: &[u8],
+        ready_within: Duration,
+    ) -> impl Future<Output = Result<HoldOutcome, RemoteError>> + Send;
+}
+
+/// What [`Remote::hold`] gave.
+#[derive(Debug)]
+pub enum HoldOutcome {
+    /// The command printed `first_line` and keeps running.
+    Held { held: Held, first_line: String },
+    /// The command ended (or printed nothing) first; its output.
+    Ended(ExecOutput),
+}
+
+/// A remote process kept alive by [`Remote::hold`]; see there.
+#[derive(Debug)]
+pub struct Held {
+    release: Option<tokio::sync::oneshot::Sender<()>>,
+    lost: tokio::sync::watch::Receiver<bool>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Held {
+    /// A handle driven by `task`, which ends the process when `release`
+    /// fires (or its sender is dropped) and sets `lost` when the process or
+    /// the connection went away by itself.
+    pub fn new(
+        release: tokio::sync::oneshot::Sender<()>,
+        lost: tokio::sync::watch::Receiver<bool>,
+        task: tokio::task::JoinHandle<()>,
+    ) -> Held {
+        Held {
+            release: Some(release),
+            lost,
+            task: Some(task),
+        }
+    }
+
+    /// Has the process or its connection gone away by itself?
+    pub fn is_lost(&self) -> bool {
+        *self.lost.borrow()
+    }
+
+    /// Resolves once the process or its connection has gone away by itself.
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut rx = self.lost.clone();
+        async move {
+            if rx.wait_for(|l| *l).await.is_err() {
+                // The driver is gone without saying lost: released.
+                futures::future::pending::<()>().await;
+            }
+        }
+    }
+
+    /// End the process and wait (bounded) until the host has closed it, so
+    /// that what it held is free when this returns.
+    pub async fn release(mut self) {
+        if let Some(tx) = self.release.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = tokio::time::timeout(crate::timeouts::HOLD_RELEASE, task).await;
+        }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // Dropping the sender tells the driver to end the process.
+        self.release.take();
+    }
 }
 
 /// The command [`Remote::upload`] sends, with the file's bytes on stdin:

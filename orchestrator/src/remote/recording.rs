@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{
-    sha256_command, upload_with, ExecOptions, ExecOutput, ExitStatus, OutputStream, Remote,
-    RemoteCommand, RemoteError,
+    sha256_command, upload_with, ExecOptions, ExecOutput, ExitStatus, Held, HoldOutcome,
+    OutputStream, Remote, RemoteCommand, RemoteError,
 };
 
 /// Called with each command's text before it is answered.
@@ -236,6 +236,38 @@ impl Remote for RecordingRemote {
     ) -> impl Future<Output = Result<(), RemoteError>> + Send {
         lock(&self.files).insert(remote_path.to_string(), crate::text::sha256_hex(bytes));
         upload_with(self, remote_path, bytes, mode)
+    }
+
+    /// Recorded as an exec (the command text is what a host would get) and
+    /// answered by the same rules: a first stdout line means held (until
+    /// released; never lost), no output means it ended.
+    async fn hold(
+        &self,
+        command: &RemoteCommand,
+        input: &[u8],
+        ready_within: Duration,
+    ) -> Result<HoldOutcome, RemoteError> {
+        let options = ExecOptions {
+            stdin: Some(input.to_vec()),
+            ..ExecOptions::with_timeout(ready_within)
+        };
+        let out = self.exec(command, options).await?;
+        match out.stdout.iter().position(|&b| b == b'\n') {
+            Some(nl) if out.status.success() => {
+                let first_line = String::from_utf8_lossy(&out.stdout[..nl]).into_owned();
+                let (release, released) = tokio::sync::oneshot::channel::<()>();
+                let (lost_tx, lost) = tokio::sync::watch::channel(false);
+                let task = tokio::spawn(async move {
+                    let _ = released.await;
+                    drop(lost_tx);
+                });
+                Ok(HoldOutcome::Held {
+                    held: Held::new(release, lost, task),
+                    first_line,
+                })
+            }
+            _ => Ok(HoldOutcome::Ended(out)),
+        }
     }
 
     async fn tunnel(&self, port: u16) -> Result<Self::Tunnel, RemoteError> {

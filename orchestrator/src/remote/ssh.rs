@@ -24,8 +24,8 @@ use tokio::sync::{Mutex, Semaphore};
 
 use super::known_hosts::{HostId, HostKeyError, KnownHosts};
 use super::{
-    login_shell_safe, ExecOptions, ExecOutput, ExitStatus, LineCallback, OutputStream, Remote,
-    RemoteCommand, RemoteError,
+    login_shell_safe, ExecOptions, ExecOutput, ExitStatus, Held, HoldOutcome, LineCallback,
+    OutputStream, Remote, RemoteCommand, RemoteError,
 };
 
 /// Channels in flight per connection (sshd MaxSessions defaults to 10).
@@ -80,6 +80,8 @@ struct Client {
     known: KnownHosts,
     host: HostId,
     verdict: Arc<StdMutex<Option<HostKeyError>>>,
+    /// The accepted key's SHA256 fingerprint.
+    accepted: Arc<StdMutex<Option<String>>>,
 }
 
 impl client::Handler for Client {
@@ -94,7 +96,14 @@ impl client::Handler for Client {
             PublicKeyOrCertificate::Certificate(_) => Err(self.known.certificate_error(&self.host)),
         };
         match result {
-            Ok(()) => Ok(true),
+            Ok(()) => {
+                if let (PublicKeyOrCertificate::PublicKey { key, .. }, Ok(mut a)) =
+                    (server_public_key, self.accepted.lock())
+                {
+                    *a = Some(key.fingerprint(russh::keys::HashAlg::Sha256).to_string());
+                }
+                Ok(true)
+            }
             Err(e) => {
                 if let Ok(mut v) = self.verdict.lock() {
                     *v = Some(e);
@@ -113,6 +122,7 @@ struct Conn {
 /// One host over SSH.  See the module documentation.
 pub struct SshRemote {
     target: SshTarget,
+    host_key: String,
     conn: Mutex<Conn>,
     slots: Semaphore,
     reconnects: AtomicU64,
@@ -129,9 +139,10 @@ impl std::fmt::Debug for SshRemote {
 impl SshRemote {
     /// Connect, check the host key, authenticate.
     pub async fn connect(target: &SshTarget) -> Result<SshRemote, RemoteError> {
-        let handle = open_connection(target).await?;
+        let (handle, host_key) = open_connection(target).await?;
         Ok(SshRemote {
             target: target.clone(),
+            host_key,
             conn: Mutex::new(Conn {
                 handle: Arc::new(handle),
                 generation: 0,
@@ -143,6 +154,13 @@ impl SshRemote {
 
     pub fn target(&self) -> &SshTarget {
         &self.target
+    }
+
+    /// The SHA256 fingerprint of the host key the host showed (and
+    /// known_hosts accepted): two inventory entries with the same one are
+    /// the same machine.
+    pub fn host_key(&self) -> &str {
+        &self.host_key
     }
 
     /// How many times the connection was re-established.
@@ -179,7 +197,7 @@ impl SshRemote {
             return Ok(conn.handle.clone());
         }
         tracing::warn!(host = %self.target.host_name, "connection dropped; reconnecting once");
-        let handle = Arc::new(open_connection(&self.target).await?);
+        let handle = Arc::new(open_connection(&self.target).await?.0);
         conn.handle = handle.clone();
         conn.generation += 1;
         self.reconnects.fetch_add(1, Ordering::Relaxed);
@@ -369,10 +387,134 @@ impl Remote for SshRemote {
             .map_err(|e| self.channel_error(format!("tunnel to 127.0.0.1:{port}: {e}")))?;
         Ok(channel.0.into_stream())
     }
+
+    async fn hold(
+        &self,
+        command: &RemoteCommand,
+        input: &[u8],
+        ready_within: Duration,
+    ) -> Result<HoldOutcome, RemoteError> {
+        let text = if self.target.sudo {
+            command.via_sudo().to_shell()?.to_string()
+        } else {
+            command.to_shell()?.to_string()
+        };
+        // Outside the channel slots: a holder lives as long as the sweep
+        // (MAX_CHANNELS + 1 stays under sshd's MaxSessions).
+        let (channel, _) = self
+            .open_with(|h| async move { h.channel_open_session().await })
+            .await?;
+        let (mut rx, tx) = channel.split();
+        let mut guard = CloseGuard(Some(tx));
+        let tx = guard
+            .0
+            .as_ref()
+            .ok_or_else(|| self.channel_error("channel vanished"))?;
+        tx.exec(true, login_shell_safe(&text))
+            .await
+            .map_err(|e| self.channel_error(format!("the exec request failed: {e}")))?;
+        tx.data_bytes(input.to_vec())
+            .await
+            .map_err(|e| self.channel_error(format!("writing the held command's input: {e}")))?;
+        let mut out = Collector::new(None, false);
+        let mut status = ExitStatus::Unknown;
+        let first = tokio::time::timeout(ready_within, async {
+            loop {
+                match rx.wait().await {
+                    None | Some(ChannelMsg::Close) => return None,
+                    Some(ChannelMsg::Data { data }) => {
+                        out.push(OutputStream::Stdout, &data);
+                        if let Some(nl) = out.stdout.iter().position(|&b| b == b'\n') {
+                            return Some(String::from_utf8_lossy(&out.stdout[..nl]).into_owned());
+                        }
+                    }
+                    Some(ChannelMsg::ExtendedData { data, ext: 1 }) => {
+                        out.push(OutputStream::Stderr, &data)
+                    }
+                    Some(ChannelMsg::ExitStatus { exit_status }) => {
+                        status = ExitStatus::Code { code: exit_status }
+                    }
+                    Some(ChannelMsg::ExitSignal { signal_name, .. }) => {
+                        status = ExitStatus::Signal {
+                            signal: signal_label(&signal_name),
+                        }
+                    }
+                    Some(_) => {}
+                }
+            }
+        })
+        .await;
+        let first_line = match first {
+            Err(_) => {
+                guard.close().await;
+                return Err(self.channel_error(format!(
+                    "{} did not answer within {:.0} s",
+                    command.to_shell().unwrap_or("the held command"),
+                    ready_within.as_secs_f64()
+                )));
+            }
+            Ok(None) => {
+                guard.close().await;
+                return Ok(HoldOutcome::Ended(ExecOutput {
+                    status,
+                    stdout: out.stdout,
+                    stderr: out.stderr,
+                }));
+            }
+            Ok(Some(line)) => line,
+        };
+        let Some(tx) = guard.0.take() else {
+            return Err(self.channel_error("channel vanished"));
+        };
+        let (release_tx, mut release_rx) = tokio::sync::oneshot::channel::<()>();
+        let (lost_tx, lost_rx) = tokio::sync::watch::channel(false);
+        let host = self.target.host_name.clone();
+        let task = tokio::spawn(async move {
+            let mut beat = tokio::time::interval(crate::timeouts::HOLD_HEARTBEAT);
+            beat.tick().await;
+            loop {
+                tokio::select! {
+                    _ = &mut release_rx => {
+                        // EOF ends the holder's read loop; wait for its close.
+                        let _ = tx.eof().await;
+                        let _ = tokio::time::timeout(crate::timeouts::HOLD_RELEASE, async {
+                            while let Some(m) = rx.wait().await {
+                                if matches!(m, ChannelMsg::Close) {
+                                    break;
+                                }
+                            }
+                        })
+                        .await;
+                        let _ = tx.close().await;
+                        return;
+                    }
+                    _ = beat.tick() => {
+                        if tx.data_bytes(&b"\n"[..]).await.is_err() {
+                            tracing::warn!(%host, "the held command's channel is gone");
+                            let _ = lost_tx.send(true);
+                            return;
+                        }
+                    }
+                    m = rx.wait() => {
+                        if matches!(m, None | Some(ChannelMsg::Close) | Some(ChannelMsg::Eof) | Some(ChannelMsg::ExitStatus { .. }) | Some(ChannelMsg::ExitSignal { .. })) {
+                            tracing::warn!(%host, "the held command ended or its connection dropped");
+                            let _ = lost_tx.send(true);
+                            let _ = tx.close().await;
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+        Ok(HoldOutcome::Held {
+            held: Held::new(release_tx, lost_rx, task),
+            first_line,
+        })
+    }
 }
 
 /// Connect + host key + auth, all within `connect_timeout`.
-async fn open_connection(target: &SshTarget) -> Result<Handle<Client>, RemoteError> {
+async fn open_connection(target: &SshTarget) -> Result<(Handle<Client>, String), RemoteError> {
     let host = HostId {
         name: target.host_name.clone(),
         address: target.address.clone(),
@@ -390,10 +532,12 @@ async fn open_connection(target: &SshTarget) -> Result<Handle<Client>, RemoteErr
         config.preferred.key = algorithms.into();
     }
     let verdict = Arc::new(StdMutex::new(None));
+    let accepted = Arc::new(StdMutex::new(None));
     let handler = Client {
         known,
         host,
         verdict: verdict.clone(),
+        accepted: accepted.clone(),
     };
     let connect_error = |reason: String| RemoteError::Connect {
         host: target.host_name.clone(),
@@ -427,7 +571,14 @@ async fn open_connection(target: &SshTarget) -> Result<Handle<Client>, RemoteErr
             reason: format!("no answer within {:.1} s", limit.as_secs_f64()),
         }),
         Ok(Err(e)) => Err(e),
-        Ok(Ok(())) => Ok(handle),
+        Ok(Ok(())) => {
+            let key = accepted
+                .lock()
+                .ok()
+                .and_then(|mut a| a.take())
+                .unwrap_or_default();
+            Ok((handle, key))
+        }
     }
 }
 

@@ -125,8 +125,9 @@ pub struct Prepared {
 }
 
 /// Upload the scripts when missing, read facts and run the device guard
-/// (read-only) on a connected host.  `pre_clean`: tear down what a killed
-/// run left first (a mount, postgres, a pool would make the guard refuse).
+/// (read-only) on a connected host.  `pre_clean` (a sweep, under the host
+/// lock): then tear down what a killed run left (a mount, postgres, a pool
+/// would make the guard refuse) and ask the guard again if it refused.
 pub async fn prepare<R: Remote>(
     remote: &R,
     host: &Host,
@@ -160,14 +161,6 @@ pub async fn prepare<R: Remote>(
         cancel: tokio::sync::watch::channel(false).1,
         counted: Counted::default(),
     };
-    if pre_clean {
-        if let Err(e) = w.upload_scripts().await {
-            report.problems.push(upload_problem(remote, &e).await);
-            report.elapsed_ms = t0.elapsed().as_millis();
-            return (report, None);
-        }
-        w.teardown(None, &mut String::new()).await;
-    }
     // One round trip when the scripts are already there (the usual case).
     let (facts, guard) = match w.facts_and_guard().await {
         Ok(Some((facts, guard))) => (Ok(facts), guard),
@@ -180,6 +173,18 @@ pub async fn prepare<R: Remote>(
             }
             futures::join!(w.facts(), w.guard())
         }
+    };
+    // What a killed sweep left (its mount, its cluster, its pool) would
+    // make the guard refuse: torn down first, then the guard asked again.
+    // Only under the host lock: no live sweep owns those leftovers.
+    let guard = if pre_clean {
+        w.teardown(None, &mut String::new()).await;
+        match guard {
+            Ok(kv) => Ok(kv),
+            Err(_) => w.guard().await,
+        }
+    } else {
+        guard
     };
     judge(&mut report, &host, needs, facts, guard);
     report.elapsed_ms = t0.elapsed().as_millis();

@@ -9,8 +9,10 @@
 use tokio::sync::watch;
 
 use super::adaptive::Counted;
+use super::calls::HostPaths;
 use super::check::{needs_of, DETECT_PG_BIN};
 use super::facts::tool_for;
+use super::lock::{lock_host, Holder};
 use super::logged::Logged;
 use super::sink::Sink;
 use super::sweep::{host_sweep, HostJob};
@@ -25,7 +27,9 @@ pub const STAND_IN_DEVICE_BYTES: u64 = 100 << 30;
 /// What a live host answers differently, said above the commands.
 pub const LIVE_VALUES: &str = "\
 # Every command a run sends, per host and in order: the host worker itself, driven against a stand-in
-# host that answers as a ready one.  On a live host:
+# host that answers as a ready one.  The first command takes the host lock and keeps running for the
+# sweep's life (who holds it goes on its stdin).  On a live host:
+# - a host another sweep holds refuses the whole sweep before anything is touched;
 # - a workload with scale = \"N%\" loads N% of the real device (shown for a 100 GiB device);
 # - a host without pg_bin in the inventory uses the pg_bin it has (shown as found by the search line);
 # - scripts an earlier sweep uploaded (same checksum) are not uploaded again: one line reads
@@ -63,7 +67,8 @@ pub fn stand_in(host: &Host, needs: &[crate::config::FsType]) -> RecordingRemote
         )
         .respond_ok(&format!("{script} load "), "status=0\n")
         .respond_ok(&format!("{script} run "), "status=0\n")
-        .respond_ok("-load/stdout", "done in 0.00 s.\n");
+        .respond_ok("-load/stdout", "done in 0.00 s.\n")
+        .respond_ok("flock -n 3", "locked\n");
     r
 }
 
@@ -83,11 +88,21 @@ pub async fn commands(inv: &Inventory, p: &Plan) -> Vec<(String, String)> {
             host,
             cells,
             needs,
-            pre_clean: false,
+            pre_clean: true,
             counted: Counted::default(),
+        };
+        // A run locks the host first (a host without a script is not touched).
+        let held = match HostPaths::new(host) {
+            Some(_) => lock_host(&logged, host, &Holder::here(p.matrix.as_str()))
+                .await
+                .ok(),
+            None => None,
         };
         let (_cancel_tx, cancel) = watch::channel(false);
         let (report, _) = host_sweep(&logged, job, &Sink::discard(), cancel).await;
+        if let Some(h) = held {
+            h.release().await;
+        }
         let mut text = logged.text();
         if !report.ready {
             text.push_str(&format!("# not run: {}\n", report.problems.join("; ")));

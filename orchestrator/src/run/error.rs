@@ -84,4 +84,19 @@ pub enum RunError {
         total: usize,
         added: usize,
     },
+    #[error(
+        "start the sweep: {} (nothing was touched on any host; wait for the other sweep to end, \
+         or end it: a lock dies with its holder)",
+        refusals.join("; ")
+    )]
+    Locked { refusals: Vec<String> },
+    #[error(
+        "start the sweep: inventory hosts {first} and {second} are the same machine (the same host key, {fingerprint}); \
+         two entries for one machine would format its devices from two sides: keep one (nothing was touched)"
+    )]
+    SameMachine {
+        first: String,
+        second: String,
+        fingerprint: String,
+    },
 }

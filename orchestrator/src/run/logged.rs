@@ -8,7 +8,9 @@
 use std::future::Future;
 use std::sync::Mutex;
 
-use crate::remote::{upload_command, ExecOptions, ExecOutput, Remote, RemoteCommand, RemoteError};
+use crate::remote::{
+    upload_command, ExecOptions, ExecOutput, HoldOutcome, Remote, RemoteCommand, RemoteError,
+};
 use crate::text::sha256_hex;
 
 pub struct Logged<'a, R: Remote> {
@@ -26,6 +28,21 @@ impl<'a, R: Remote> Logged<'a, R> {
             sudo,
             lines: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Go on with the lines an earlier wrapper of the same connection
+    /// logged (the host lock, taken before the sweep starts).
+    pub fn with_lines(inner: &'a R, sudo: bool, lines: Vec<String>) -> Self {
+        Logged {
+            inner,
+            sudo,
+            lines: Mutex::new(lines),
+        }
+    }
+
+    /// The lines logged, to go on with in [`Logged::with_lines`].
+    pub fn into_lines(self) -> Vec<String> {
+        self.lines.into_inner().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The log so far, one line per command.
@@ -93,6 +110,21 @@ impl<R: Remote> Remote for Logged<'_, R> {
         // around it: the recording one remembers the bytes).
         self.push(self.shown(&upload_command(remote_path, mode), Some(bytes)));
         self.inner.upload(remote_path, bytes, mode)
+    }
+
+    async fn hold(
+        &self,
+        command: &RemoteCommand,
+        input: &[u8],
+        ready_within: std::time::Duration,
+    ) -> Result<HoldOutcome, RemoteError> {
+        // The input (who holds the lock) differs per run: said, not shown.
+        self.push(format!(
+            "{}  # kept running for the sweep's life; stdin: who holds it, then a newline every {} s",
+            self.shown(command, None),
+            crate::timeouts::HOLD_HEARTBEAT.as_secs()
+        ));
+        self.inner.hold(command, input, ready_within).await
     }
 
     async fn tunnel(&self, port: u16) -> Result<Self::Tunnel, RemoteError> {

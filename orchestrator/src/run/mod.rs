@@ -7,6 +7,7 @@
 //!   [`sweep`]: hosts in parallel, resume and re-run; [`snapshot`]: what a
 //!   bundle keeps of its inputs; [`sink`]: where results and events go;
 //!   [`adaptive`]: adaptive repeats.
+//! - [`lock`]: one sweep per host at a time.
 //! - [`logged`]: every command sent, logged; [`dry`]: `plan --commands`,
 //!   the same worker against a stand-in host.
 //! - [`events`] and [`progress`]: what workers report and its display;
@@ -19,6 +20,7 @@ pub mod dry;
 pub mod error;
 pub mod events;
 pub mod facts;
+pub mod lock;
 pub mod logged;
 pub mod progress;
 pub mod sink;

@@ -9,9 +9,11 @@ use std::time::Instant;
 use tokio::sync::{mpsc, watch};
 
 use super::adaptive::Counted;
+use super::calls::HostPaths;
 use super::check::{needs_of, prepare, ssh_target, HostReport};
 use super::error::RunError;
 use super::events::RunEvent;
+use super::lock::{lock_host, Holder, LockError};
 use super::logged::Logged;
 use super::progress;
 use super::sink::{HostTally, Sink};
@@ -20,7 +22,7 @@ use super::worker::Worker;
 use crate::config::values::HostName;
 use crate::config::{FsType, Host, Inventory, Matrix};
 use crate::plan::{plan, Cell, Plan};
-use crate::remote::{Remote, SshRemote};
+use crate::remote::{Held, Remote, RemoteError, SshRemote};
 use crate::results::bundle::{Bundle, CreateOptions};
 use crate::results::journal::SweepStatus;
 use crate::results::{CellResult, CellStatus};
@@ -40,8 +42,15 @@ type Kept = HashMap<String, Option<f64>>;
 pub async fn sweep(inv: &Inventory, m: &Matrix, out: &Path) -> Result<SweepSummary, RunError> {
     let p = plan(inv, m);
     let inputs = Inputs::read(inv, m)?;
-    let bundle = Bundle::create(out, m.name.as_str())?;
-    execute(bundle, inv, &p, Some((m, &inputs)), &Kept::new(), false).await
+    let claims = claim(inv, &p, m.name.as_str(), &Kept::new(), false).await?;
+    let bundle = match Bundle::create(out, m.name.as_str()) {
+        Ok(b) => b,
+        Err(e) => {
+            claims.release().await;
+            return Err(e.into());
+        }
+    };
+    execute(bundle, inv, &p, Some((m, &inputs)), &Kept::new(), claims).await
 }
 
 /// `run --from BUNDLE`: the very same sweep again, from the bundle's
@@ -55,14 +64,22 @@ pub async fn rerun(from: &Path, out: &Path) -> Result<SweepSummary, RunError> {
         .ok()
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| from.display().to_string());
-    let bundle = Bundle::create_with(
+    let claims = claim(&inv, &p, m.name.as_str(), &Kept::new(), false).await?;
+    let created = Bundle::create_with(
         out,
         m.name.as_str(),
         CreateOptions {
             rerun_of: Some(old),
         },
-    )?;
-    execute(bundle, &inv, &p, Some((&m, &inputs)), &Kept::new(), false).await
+    );
+    let bundle = match created {
+        Ok(b) => b,
+        Err(e) => {
+            claims.release().await;
+            return Err(e.into());
+        }
+    };
+    execute(bundle, &inv, &p, Some((&m, &inputs)), &Kept::new(), claims).await
 }
 
 /// Finish a sweep whose orchestrator died: re-plan from the bundle's own
@@ -74,6 +91,8 @@ pub async fn resume(dir: &Path) -> Result<SweepSummary, RunError> {
     let p = plan(&inv, &m);
     snapshot::same_cells(dir, &p)?;
     let mut bundle = Bundle::open(dir)?;
+    // Every host is torn down first: each is locked before the bundle changes.
+    let claims = claim(&inv, &p, m.name.as_str(), &Kept::new(), true).await?;
     let mut keep = Kept::new();
     for c in &p.cells {
         // A cell recorded as not run (an interrupted sweep) runs now; one
@@ -90,8 +109,9 @@ pub async fn resume(dir: &Path) -> Result<SweepSummary, RunError> {
                 _ => None,
             });
             keep.insert(c.id.clone(), tps);
-        } else {
-            bundle.discard_cell(&c.id)?;
+        } else if let Err(e) = bundle.discard_cell(&c.id) {
+            claims.release().await;
+            return Err(e.into());
         }
     }
     tracing::info!(
@@ -100,7 +120,7 @@ pub async fn resume(dir: &Path) -> Result<SweepSummary, RunError> {
         keep.len(),
         p.cells.len()
     );
-    execute(bundle, &inv, &p, None, &keep, true).await
+    execute(bundle, &inv, &p, None, &keep, claims).await
 }
 
 /// The counted tps of `host`'s kept cells (a resumed sweep), so that its
@@ -120,7 +140,8 @@ pub struct HostJob<'a> {
     pub host: &'a Host,
     pub cells: Vec<&'a Cell>,
     pub needs: Vec<FsType>,
-    /// Tear down what a killed run left before the checks (resume).
+    /// Tear down what a killed run left after the checks: a sweep does,
+    /// under its host lock; `check` does not.
     pub pre_clean: bool,
     pub counted: Counted,
 }
@@ -169,16 +190,156 @@ fn not_ready(sink: &Sink, report: &HostReport, cells: &[&Cell], tally: &mut Host
     sink.record_not_run(cells, &reason, tally);
 }
 
+/// One host, connected and locked for the sweep (see [`super::lock`]).
+pub struct Claim {
+    ssh: SshRemote,
+    held: Option<Held>,
+    /// What was sent so far (the lock), for the host's commands log.
+    lines: Vec<String>,
+    /// Why the host cannot be used although it answered (its lock could
+    /// not be taken): its cells are recorded as not run with this.
+    problem: Option<String>,
+}
+
+/// Every host a sweep will touch, connected and locked, before the bundle
+/// is made or changed: a sweep refused here has touched nothing.
+pub struct Claims {
+    hosts: HashMap<String, Result<Claim, (RemoteError, Instant)>>,
+    /// Every host is claimed, also those with no cell left to run
+    /// (resume: each is torn down).
+    all_hosts: bool,
+}
+
+impl Claims {
+    /// Release every lock and close every connection.
+    pub async fn release(self) {
+        let all = self
+            .hosts
+            .into_values()
+            .filter_map(Result::ok)
+            .map(|c| async move {
+                if let Some(h) = c.held {
+                    h.release().await;
+                }
+                c.ssh.disconnect().await;
+            });
+        futures::future::join_all(all).await;
+    }
+}
+
+/// Connect to every host with cells to run (every host when `all_hosts`),
+/// refuse two entries that reach one machine, and take each host's lock.
+/// A lock held by someone else refuses the whole sweep (nothing touched).
+async fn claim(
+    inv: &Inventory,
+    p: &Plan,
+    sweep_name: &str,
+    keep: &Kept,
+    all_hosts: bool,
+) -> Result<Claims, RunError> {
+    let wanted: Vec<&Host> = p
+        .hosts
+        .iter()
+        .filter(|hp| {
+            all_hosts
+                || p.cells
+                    .iter()
+                    .any(|c| c.host == hp.host && !keep.contains_key(&c.id))
+        })
+        .filter_map(|hp| inv.hosts.iter().find(|h| h.name == hp.host))
+        .collect();
+    let connected = futures::future::join_all(wanted.iter().map(|host| async move {
+        let t0 = Instant::now();
+        let r = SshRemote::connect(&ssh_target(&inv.path, host)).await;
+        (*host, r.map_err(|e| (e, t0)))
+    }))
+    .await;
+    // One machine under two names: refused before any lock is taken.
+    let mut seen: HashMap<&str, &str> = HashMap::new();
+    let mut same = None;
+    for (host, r) in &connected {
+        if let Ok(ssh) = r {
+            if ssh.host_key().is_empty() {
+                continue;
+            }
+            if let Some(first) = seen.insert(ssh.host_key(), host.name.as_str()) {
+                same.get_or_insert(RunError::SameMachine {
+                    first: first.to_string(),
+                    second: host.name.as_str().to_string(),
+                    fingerprint: ssh.host_key().to_string(),
+                });
+            }
+        }
+    }
+    if let Some(e) = same {
+        for (_, r) in &connected {
+            if let Ok(ssh) = r {
+                ssh.disconnect().await;
+            }
+        }
+        return Err(e);
+    }
+    let holder = Holder::here(sweep_name);
+    let holder = &holder;
+    let locked = futures::future::join_all(connected.into_iter().map(|(host, r)| async move {
+        let name = host.name.as_str().to_string();
+        let ssh = match r {
+            Ok(ssh) => ssh,
+            Err(e) => return (name, Err(e), None),
+        };
+        if HostPaths::new(host).is_none() {
+            // No script for its OS: `prepare` says so and nothing runs.
+            let claim = Claim {
+                ssh,
+                held: None,
+                lines: Vec::new(),
+                problem: None,
+            };
+            return (name, Ok(claim), None);
+        }
+        let logged = Logged::new(&ssh, host.uses_sudo());
+        let result = lock_host(&logged, host, holder).await;
+        let lines = logged.into_lines();
+        let (held, problem, busy) = match result {
+            Ok(h) => (Some(h), None, None),
+            Err(e @ LockError::Busy { .. }) => (None, None, Some(e.to_string())),
+            Err(e) => (None, Some(format!("failed to {e}")), None),
+        };
+        let claim = Claim {
+            ssh,
+            held,
+            lines,
+            problem,
+        };
+        (name, Ok(claim), busy)
+    }))
+    .await;
+    let refusals: Vec<String> = locked.iter().filter_map(|(_, _, b)| b.clone()).collect();
+    let claims = Claims {
+        hosts: locked.into_iter().map(|(n, c, _)| (n, c)).collect(),
+        all_hosts,
+    };
+    if !refusals.is_empty() {
+        claims.release().await;
+        return Err(RunError::Locked { refusals });
+    }
+    Ok(claims)
+}
+
 /// Run the cells of `p` not in `keep` into `bundle` and close it.
-/// `pre_clean`: tear every host down before its checks (after a crash).
+/// The hosts were claimed (connected, locked) by [`claim`]; under the lock
+/// each is torn down after its checks (what a killed sweep left); a resume
+/// (`claims.all_hosts`) keeps its own commands log.
 async fn execute(
     bundle: Bundle,
     inv: &Inventory,
     p: &Plan,
     snapshot_of: Option<(&Matrix, &Inputs)>,
     keep: &Kept,
-    pre_clean: bool,
+    claims: Claims,
 ) -> Result<SweepSummary, RunError> {
+    let resuming = claims.all_hosts;
+    let mut claimed = claims.hosts;
     let root = bundle.path().to_path_buf();
     let (tx, mut rx) = mpsc::unbounded_channel::<RunEvent>();
     let sink = Sink {
@@ -186,10 +347,18 @@ async fn execute(
         events: tx,
     };
     if let Some((m, inputs)) = snapshot_of {
-        snapshot::write(&sink, inputs, m, p)?;
+        if let Err(e) = snapshot::write(&sink, inputs, m, p) {
+            Claims {
+                hosts: claimed,
+                all_hosts: resuming,
+            }
+            .release()
+            .await;
+            return Err(e);
+        }
     }
     // Each attempt keeps its own log of what it sent.
-    let log_name = if pre_clean {
+    let log_name = if resuming {
         format!(
             "commands-resume-{}.log",
             crate::text::now_rfc3339().replace(':', "")
@@ -223,9 +392,10 @@ async fn execute(
             host,
             cells,
             needs: needs_of(p, hp.host.as_str()),
-            pre_clean,
+            pre_clean: true,
             counted: kept_counted(p, &host.name, keep),
         };
+        let claim = claimed.remove(host.name.as_str());
         let (sink, cancel, log_name) = (&sink, cancel_rx.clone(), &log_name);
         Some(async move {
             let name = host.name.as_str().to_string();
@@ -234,25 +404,10 @@ async fn execute(
                 cells: job.cells.len(),
                 eta: hp.eta,
             });
-            if job.cells.is_empty() && !pre_clean {
-                return HostTally::default();
-            }
-            let t0 = Instant::now();
-            let tally = match SshRemote::connect(&ssh_target(&inv.path, host)).await {
-                Ok(ssh) => {
-                    let logged = Logged::new(&ssh, host.uses_sudo());
-                    let (_, tally) = host_sweep(&logged, job, sink, cancel).await;
-                    let rel = format!("hosts/{name}/{log_name}");
-                    if let Err(e) = sink.write(&rel, logged.text().as_bytes()) {
-                        sink.emit(RunEvent::Note {
-                            host: name.clone(),
-                            message: format!("failed to write {rel}: {e}"),
-                        });
-                    }
-                    ssh.disconnect().await;
-                    tally
-                }
-                Err(e) => {
+            let tally = match claim {
+                None => HostTally::default(),
+                Some(Ok(claim)) => run_claimed(claim, host, job, sink, cancel, log_name).await,
+                Some(Err((e, t0))) => {
                     let report = HostReport::unreachable(host, &e, t0);
                     write_report(sink, &report);
                     let mut tally = HostTally::default();
@@ -288,6 +443,81 @@ async fn execute(
         tally,
         interrupted,
     })
+}
+
+/// One claimed host's part: its cells, stopped like an interrupt when its
+/// lock is lost; then the lock released, the commands log written, the
+/// connection closed.
+async fn run_claimed(
+    claim: Claim,
+    host: &Host,
+    job: HostJob<'_>,
+    sink: &Sink,
+    cancel: watch::Receiver<bool>,
+    log_name: &str,
+) -> HostTally {
+    let name = host.name.as_str().to_string();
+    let Claim {
+        ssh,
+        held,
+        lines,
+        problem,
+    } = claim;
+    let logged = Logged::with_lines(&ssh, host.uses_sudo(), lines);
+    let tally = match problem {
+        Some(problem) => {
+            let mut report = HostReport::new(host);
+            report.problems.push(problem);
+            write_report(sink, &report);
+            let mut tally = HostTally::default();
+            not_ready(sink, &report, &job.cells, &mut tally);
+            tally
+        }
+        None => {
+            let (host_tx, host_rx) = watch::channel(false);
+            let lost = held.as_ref().map(|h| h.lost());
+            let mut global = cancel;
+            let watcher = async {
+                tokio::select! {
+                    r = global.wait_for(|c| *c) => {
+                        if r.is_err() {
+                            futures::future::pending::<()>().await;
+                        }
+                    }
+                    _ = async {
+                        match lost {
+                            Some(l) => l.await,
+                            None => futures::future::pending::<()>().await,
+                        }
+                    } => {
+                        sink.emit(RunEvent::Note {
+                            host: name.clone(),
+                            message: "the host lock was lost (its connection dropped): no new step starts on this host; `fsmatrix resume` finishes its cells".into(),
+                        });
+                    }
+                }
+                let _ = host_tx.send(true);
+                futures::future::pending::<()>().await
+            };
+            let work = host_sweep(&logged, job, sink, host_rx);
+            tokio::select! {
+                (_, tally) = work => tally,
+                _ = watcher => unreachable!("the watcher never ends"),
+            }
+        }
+    };
+    if let Some(h) = held {
+        h.release().await;
+    }
+    let rel = format!("hosts/{name}/{log_name}");
+    if let Err(e) = sink.write(&rel, logged.text().as_bytes()) {
+        sink.emit(RunEvent::Note {
+            host: name.clone(),
+            message: format!("failed to write {rel}: {e}"),
+        });
+    }
+    ssh.disconnect().await;
+    tally
 }
 
 /// Ctrl-C or SIGTERM.

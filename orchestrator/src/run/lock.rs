@@ -1,0 +1,418 @@
+//! One sweep per host at a time: the host lock.
+//!
+//! Before a sweep (or a resume) touches a host, it starts a small holder
+//! process there over its own SSH channel ([`Remote::hold`]).  The holder
+//! takes `flock(2)` locks on `<dir>/host.lock` and on one file per device
+//! the inventory names (`<dir>/dev.<resolved path>.lock`), writes who holds
+//! them beside each, says `locked`, and then only reads its stdin.
+//!
+//! - The place is fixed ([`lock_dir`]), not under `work_dir`: two
+//!   inventories that name the same machine share it.  It must be a folder
+//!   of root's (the user every command runs as) with mode 0700, else the
+//!   lock refuses to go through it.
+//! - It dies with its holder: the kernel drops an `flock` when its process
+//!   ends, and the process ends when its stdin reaches EOF — a release,
+//!   the orchestrator killed (its TCP connection closes), or sshd noticing a
+//!   dead connection.  A cut link that sshd has not noticed yet is caught by
+//!   the holder itself: it hears a newline every
+//!   [`crate::timeouts::HOLD_HEARTBEAT`] and ends when it has heard nothing
+//!   for [`crate::timeouts::HOLD_STALE_MINUTES`].  A lock file left behind
+//!   is never held by a dead process, and its holder note is only read when
+//!   the lock is busy, i.e. when its writer is alive.
+//! - A busy lock refuses the whole sweep before anything is touched, naming
+//!   the holder (sweep, machine, user, process, since when).
+use super::facts::Kv;
+use crate::config::{Host, Os};
+use crate::remote::{Held, HoldOutcome, Remote, RemoteCommand, RemoteError};
+
+/// Where a host's locks live.  Linux: `/run/lock` (tmpfs, cleared at boot:
+/// a lock cannot outlive the machine's uptime); the BSDs: `/var/run`.
+pub fn lock_dir(os: Os) -> &'static str {
+    match os {
+        Os::Linux => "/run/lock/fsmatrix",
+        Os::Freebsd | Os::Dragonfly => "/var/run/fsmatrix",
+    }
+}
+
+/// Who holds (or asks for) a lock: said to whoever is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    pub sweep: String,
+    pub machine: String,
+    pub user: String,
+    pub pid: u32,
+    pub since: String,
+}
+
+impl Holder {
+    /// This process, running the sweep `sweep`.
+    pub fn here(sweep: &str) -> Holder {
+        let machine = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+            .map(|s| s.trim().to_string())
+            .ok()
+            .filter(|s| !s.is_empty())
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .unwrap_or_else(|| "unknown".into());
+        let user = std::env::var("USER")
+            .or_else(|_| std::env::var("LOGNAME"))
+            .unwrap_or_else(|_| "unknown".into());
+        Holder {
+            sweep: one_line(sweep),
+            machine: one_line(&machine),
+            user: one_line(&user),
+            pid: std::process::id(),
+            since: crate::text::now_rfc3339(),
+        }
+    }
+
+    /// The holder's first stdin line: the fields, tab-separated.
+    pub fn note_line(&self) -> String {
+        format!(
+            "{}\t{}\t{}\t{}\t{}\n",
+            self.sweep, self.machine, self.user, self.pid, self.since
+        )
+    }
+
+    fn from_kv(kv: &Kv) -> Option<Holder> {
+        let get = |k: &str| kv.get(&format!("holder.{k}")).map(str::to_string);
+        Some(Holder {
+            sweep: get("sweep")?,
+            machine: get("machine")?,
+            user: get("user")?,
+            pid: get("pid")?.trim().parse().ok()?,
+            since: get("since")?,
+        })
+    }
+}
+
+impl std::fmt::Display for Holder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "sweep {:?} run by {} on {} (process {}) since {}",
+            self.sweep, self.user, self.machine, self.pid, self.since
+        )
+    }
+}
+
+/// A holder note is `key=value` lines and its input tab-separated: no
+/// value may hold a control character, nor be empty.
+fn one_line(s: &str) -> String {
+    let s: String = s
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .take(200)
+        .collect();
+    if s.is_empty() {
+        "?".into()
+    } else {
+        s
+    }
+}
+
+/// The most devices one holder locks: dash opens file descriptors 0-9
+/// only, 3 is the host lock, 4-9 the devices.
+pub const MAX_LOCKED_DEVICES: usize = 6;
+
+/// Why a host could not be locked.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error("lock {host}: {lock} is held by {holder}")]
+    Busy {
+        host: String,
+        lock: String,
+        holder: String,
+    },
+    #[error("lock {host}: {reason}")]
+    Failed { host: String, reason: String },
+    #[error(transparent)]
+    Remote(#[from] RemoteError),
+}
+
+/// The holder's shell text (see the module documentation).
+const HOLD_SCRIPT: &str = "d=$1; stale=$2; shift 2; \
+fsmx_tab=$(printf '\\t'); IFS=$fsmx_tab read -r sweep machine user pid since || exit 65; \
+umask 077; mkdir -p -- \"$d\" 2>/dev/null; \
+if [ ! -d \"$d\" ] || [ -L \"$d\" ]; then echo \"fsmatrix: the lock folder $d is not a folder\" >&2; exit 70; fi; \
+fsmx_mine() { set -- $(ls -ldn -- \"$1\"); [ \"$3\" = \"$(id -u)\" ] && case $1 in d???------*) true ;; *) false ;; esac; }; \
+fsmx_mine \"$d\" || { echo \"fsmatrix: the lock folder $d is not a private (0700) folder of uid $(id -u): $(ls -ldn -- \"$d\"); refusing to lock through it\" >&2; exit 70; }; \
+command -v flock >/dev/null 2>&1 || { echo 'fsmatrix: flock(1) is missing (util-linux)' >&2; exit 127; }; \
+[ $# -le 6 ] || { echo 'fsmatrix: at most 6 devices per host can be locked' >&2; exit 64; }; \
+fsmx_busy() { echo \"busy=$1\"; cat -- \"$1.holder\" 2>/dev/null; exit 75; }; \
+fsmx_note() { printf 'holder.sweep=%s\\nholder.machine=%s\\nholder.user=%s\\nholder.pid=%s\\nholder.since=%s\\n' \
+\"$sweep\" \"$machine\" \"$user\" \"$pid\" \"$since\" > \"$1.holder\"; }; \
+exec 3>>\"$d/host.lock\"; flock -n 3 || fsmx_busy \"$d/host.lock\"; \
+n=4; for dev in \"$@\"; do \
+r=$(readlink -f -- \"$dev\" 2>/dev/null) || r=$dev; \
+key=$(printf '%s' \"$r\" | tr -c 'A-Za-z0-9._-' '_'); \
+eval \"exec $n>>\\\"\\$d/dev.\\$key.lock\\\"\"; \
+flock -n \"$n\" || fsmx_busy \"$d/dev.$key.lock\"; fsmx_note \"$d/dev.$key.lock\"; n=$((n + 1)); done; \
+fsmx_note \"$d/host.lock\"; fsmx_pid=$$; fsmx_beat=$d/host.beat; : > \"$fsmx_beat\"; \
+( exec 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-; while sleep 10; do \
+kill -0 \"$fsmx_pid\" 2>/dev/null || exit 0; \
+[ -n \"$(find \"$fsmx_beat\" -mmin \"-$stale\" 2>/dev/null)\" ] || { kill \"$fsmx_pid\"; exit 0; }; \
+done ) </dev/null >/dev/null 2>&1 & \
+echo locked; while IFS= read -r fsmx_line; do : > \"$fsmx_beat\"; done";
+
+/// The command that takes `host`'s locks (in `dir`); the holder's note
+/// comes first on its stdin ([`Holder::note_line`]), so that the command is
+/// the same for every run (`plan --commands` shows it as sent).
+pub fn lock_command(dir: &str, host: &Host) -> RemoteCommand {
+    RemoteCommand::raw("set --")
+        .arg(dir)
+        .arg(crate::timeouts::HOLD_STALE_MINUTES.to_string())
+        .args(host.devices.iter().map(|d| d.as_str()))
+        .raw_arg(";")
+        .raw_arg(HOLD_SCRIPT)
+}
+
+/// Take `host`'s locks; they are held until the returned handle is released
+/// or dropped, or the connection dies.
+pub async fn lock_host<R: Remote>(
+    remote: &R,
+    host: &Host,
+    holder: &Holder,
+) -> Result<Held, LockError> {
+    let name = host.name.as_str().to_string();
+    if host.devices.len() > MAX_LOCKED_DEVICES {
+        return Err(LockError::Failed {
+            host: name,
+            reason: format!(
+                "it lists {} devices; at most {MAX_LOCKED_DEVICES} can be locked per host",
+                host.devices.len()
+            ),
+        });
+    }
+    let cmd = lock_command(lock_dir(host.os), host);
+    let note = holder.note_line();
+    match remote
+        .hold(&cmd, note.as_bytes(), crate::timeouts::LOCK)
+        .await?
+    {
+        HoldOutcome::Held { held, first_line } if first_line.trim() == "locked" => Ok(held),
+        HoldOutcome::Held { held, first_line } => {
+            held.release().await;
+            Err(LockError::Failed {
+                host: name,
+                reason: format!("the lock holder said {first_line:?}, expected \"locked\""),
+            })
+        }
+        HoldOutcome::Ended(out) => {
+            let kv = Kv::parse(&out.stdout_lossy());
+            match (kv.get("busy"), Holder::from_kv(&kv)) {
+                (Some(lock), Some(h)) => Err(LockError::Busy {
+                    host: name,
+                    lock: lock.to_string(),
+                    holder: h.to_string(),
+                }),
+                (Some(lock), None) => Err(LockError::Busy {
+                    host: name,
+                    lock: lock.to_string(),
+                    holder: "a process that has not written its note yet (it is starting)"
+                        .to_string(),
+                }),
+                _ => Err(LockError::Failed {
+                    host: name,
+                    reason: format!(
+                        "the lock holder ended: {}{}",
+                        out.status,
+                        match out.stderr_tail(5) {
+                            t if t.is_empty() => String::new(),
+                            t => format!("; {t}"),
+                        }
+                    ),
+                }),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The holder script itself, run here under the local `/bin/sh` (dash
+    //! on Debian) and busybox sh when installed, with the real flock(1).
+    use super::*;
+    use std::io::{BufRead, BufReader};
+    use std::path::Path;
+    use std::process::{Child, Command, Stdio};
+
+    fn host(devices: &[&str]) -> Host {
+        let list: Vec<String> = devices.iter().map(|d| format!("{d:?}")).collect();
+        let text = format!(
+            "[[host]]\nname = \"h\"\naddress = \"127.0.0.1\"\nos = \"linux\"\ndevices = [{}]\n",
+            list.join(", ")
+        );
+        let inv = crate::config::Inventory::parse(Path::new("inv.toml"), text)
+            .unwrap_or_else(|e| panic!("{e}"));
+        inv.hosts[0].clone()
+    }
+
+    fn holder(sweep: &str) -> Holder {
+        Holder {
+            sweep: sweep.into(),
+            machine: "laptop".into(),
+            user: "ann".into(),
+            pid: 4242,
+            since: "2026-12-01T10:00:00Z".into(),
+        }
+    }
+
+    fn start(shell: &[&str], dir: &Path, host: &Host, h: &Holder) -> (Child, String) {
+        let text = lock_command(dir.to_str().unwrap(), host)
+            .to_shell()
+            .unwrap()
+            .to_string();
+        let mut child = Command::new(shell[0])
+            .args(&shell[1..])
+            .arg("-c")
+            .arg(text)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        {
+            use std::io::Write;
+            let stdin = child.stdin.as_mut().unwrap();
+            stdin.write_all(h.note_line().as_bytes()).unwrap();
+            stdin.flush().unwrap();
+        }
+        let mut line = String::new();
+        BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        (child, line)
+    }
+
+    fn wait_gone(child: &mut Child) {
+        for _ in 0..100 {
+            if child.try_wait().unwrap().is_some() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("the holder did not end");
+    }
+
+    fn shells() -> Vec<Vec<&'static str>> {
+        let mut v = vec![vec!["/bin/sh"]];
+        if Path::new("/bin/busybox").exists() {
+            v.push(vec!["/bin/busybox", "sh"]);
+        }
+        v
+    }
+
+    fn has_flock() -> bool {
+        Command::new("flock").arg("-V").output().is_ok()
+    }
+
+    #[test]
+    fn one_holder_at_a_time_and_the_lock_dies_with_its_holder() {
+        if !has_flock() {
+            panic!("flock(1) is missing: install util-linux");
+        }
+        for sh in shells() {
+            let tmp = tempfile::tempdir().unwrap();
+            let dir = tmp.path().join("locks");
+            // A device named two ways: /dev/null and a link to it.
+            let dev = Path::new("/dev/null");
+            let link = Path::new("/dev/shm").join(format!("fsmx-lock-test-{}", std::process::id()));
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(dev, &link).unwrap();
+            let h = host(&[dev.to_str().unwrap()]);
+            let (mut a, line) = start(&sh, &dir, &h, &holder("first"));
+            assert_eq!(line, "locked\n", "{sh:?}");
+            // A second holder is refused and told who holds the lock.
+            let (b, line) = start(&sh, &dir, &h, &holder("second"));
+            assert_eq!(line.trim(), format!("busy={}/host.lock", dir.display()));
+            let rest = b.wait_with_output().unwrap();
+            assert_eq!(rest.status.code(), Some(75), "{sh:?}");
+            let note = Kv::parse(&String::from_utf8_lossy(&rest.stdout));
+            assert_eq!(Holder::from_kv(&note), Some(holder("first")));
+            // The same device through another path is the same device lock.
+            let other = host(&[link.to_str().unwrap()]);
+            let key = dev.to_str().unwrap().replace('/', "_");
+            assert!(dir.join(format!("dev.{key}.lock.holder")).exists());
+            // EOF on stdin (a release, or sshd closing the channel) frees it.
+            drop(a.stdin.take());
+            wait_gone(&mut a);
+            let (mut c, line) = start(&sh, &dir, &other, &holder("third"));
+            assert_eq!(line, "locked\n", "{sh:?}");
+            // A holder killed outright frees it too, and its note left
+            // behind does not make the lock look held.
+            c.kill().unwrap();
+            c.wait().unwrap();
+            let (mut d, line) = start(&sh, &dir, &h, &holder("fourth"));
+            assert_eq!(line, "locked\n", "{sh:?}");
+            drop(d.stdin.take());
+            wait_gone(&mut d);
+            std::fs::remove_file(&link).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_lock_folder_that_is_not_private_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let h = host(&["/dev/loop9"]);
+        let open = tmp.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let real = tmp.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        for dir in [&open, &link] {
+            let (child, line) = start(&["/bin/sh"], dir, &h, &holder("x"));
+            assert_eq!(line, "", "{}", dir.display());
+            let out = child.wait_with_output().unwrap();
+            assert_eq!(out.status.code(), Some(70), "{}", dir.display());
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                err.contains("refusing to lock") || err.contains("not a folder"),
+                "{err}"
+            );
+            assert!(!dir.join("host.lock").exists());
+        }
+    }
+
+    #[test]
+    fn a_silent_orchestrator_loses_the_lock_after_the_stale_limit() {
+        // Minutes are the unit; "0" makes the first check (10 s) end it.
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("locks");
+        let h = host(&["/dev/loop9"]);
+        let text = lock_command(dir.to_str().unwrap(), &h)
+            .to_shell()
+            .unwrap()
+            .replacen(" 2 ", " 0 ", 1);
+        let mut child = Command::new("/bin/sh")
+            .arg("-c")
+            .arg(text)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        {
+            use std::io::Write;
+            let stdin = child.stdin.as_mut().unwrap();
+            stdin.write_all(holder("x").note_line().as_bytes()).unwrap();
+            stdin.flush().unwrap();
+        }
+        let t0 = std::time::Instant::now();
+        for _ in 0..300 {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        assert!(
+            child.try_wait().unwrap().is_some(),
+            "the holder kept the lock without heartbeats for {:?}",
+            t0.elapsed()
+        );
+        let (_, line) = start(&["/bin/sh"], &dir, &h, &holder("y"));
+        assert_eq!(line, "locked\n");
+    }
+}
