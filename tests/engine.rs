@@ -1129,3 +1129,133 @@ fn plan_commands_equal_what_the_run_sent() {
         "{sudo_log}"
     );
 }
+
+/// Is lab host `h`'s sweep lock free right now (over plain SSH, as root)?
+fn lock_is_free(lab: &Lab, h: &LabHost) -> bool {
+    let o = ssh(
+        &lab.inv,
+        h,
+        "[ ! -e /run/lock/fsmatrix/host.lock ] || flock -n /run/lock/fsmatrix/host.lock true",
+        &[],
+    );
+    o.status.success()
+}
+
+fn wait_for(limit: Duration, what: &str, mut ok: impl FnMut() -> bool) -> Duration {
+    let t0 = Instant::now();
+    while !ok() {
+        assert!(t0.elapsed() < limit, "{what} within {limit:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    t0.elapsed()
+}
+
+#[test]
+fn one_sweep_per_host_the_lock_dies_with_its_holder_and_a_fresh_run_cleans_up() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = &lab.inv.hosts[0];
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let matrix = |name: &str| {
+        format!(
+            "name = \"{name}\"\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n\
+             [[workload]]\nname = \"sel\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"4s\"\nrepeats = 3\n"
+        )
+    };
+    let inv_a = write(tmp.path(), "a.toml", &inventory(&lab.inv, &[(h, "")], ""));
+    // The same machine in another inventory, with another work_dir: the
+    // lock's place does not depend on it.
+    let inv_b = write(
+        tmp.path(),
+        "b.toml",
+        &inventory(
+            &lab.inv,
+            &[(h, "work_dir = \"/var/tmp/fsmatrix-other\"\n")],
+            "",
+        ),
+    );
+    let m_a = write(tmp.path(), "ma.toml", &matrix("first-sweep"));
+    let m_b = write(tmp.path(), "mb.toml", &matrix("second-sweep"));
+    let (out_a, out_b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let log = tmp.path().join("a.log");
+    let mut a = spawn_run(&inv_a, &m_a, &out_a, &log);
+    wait_for(
+        Duration::from_secs(60),
+        "the first sweep takes the lock",
+        || !lock_is_free(&lab, h),
+    );
+
+    // A second sweep on the same host is refused before touching anything,
+    // and names the holder.
+    let o = run(&inv_b, &m_b, &out_b);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("sweep \"first-sweep\""), "{err}");
+    assert!(err.contains(&format!("(process {})", a.id())), "{err}");
+    assert!(err.contains("/run/lock/fsmatrix/host.lock"), "{err}");
+    assert!(err.contains("nothing was touched"), "{err}");
+    assert!(
+        std::fs::read_dir(&out_b).map_or(true, |mut d| d.next().is_none()),
+        "a refused sweep made no bundle"
+    );
+    let other = ssh(&lab.inv, h, "[ ! -e /var/tmp/fsmatrix-other ]", &[]);
+    assert!(
+        other.status.success(),
+        "the refused sweep touched its work_dir"
+    );
+
+    // SIGKILL the first mid-run, once a cluster is up on the device: the
+    // lock dies with it (no one cleans up), and a fresh run (not resume)
+    // tears down what it left and runs.
+    wait_for(
+        Duration::from_secs(120),
+        "the first sweep starts a run",
+        || {
+            std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .contains(": run ext4")
+        },
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    a.kill().expect("SIGKILL");
+    let _ = a.wait();
+    let freed = wait_for(
+        Duration::from_secs(30),
+        "the lock is free after its holder was killed",
+        || lock_is_free(&lab, h),
+    );
+    eprintln!("lock free {:.1} s after SIGKILL", freed.as_secs_f64());
+    let left = ssh_ok(
+        &lab.inv,
+        h,
+        "grep -c ' /var/tmp/fsmatrix/mnt ' /proc/mounts || true",
+        &[],
+    );
+    assert_eq!(
+        left.trim(),
+        "1",
+        "the killed sweep left its mount (the case under test)"
+    );
+    let out_c = tmp.path().join("c");
+    let o = run(&inv_a, &m_a, &out_c);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "a fresh run after a SIGKILL: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let bundle = bundle_in(&out_c);
+    assert_verifies(&bundle);
+    let log_c = std::fs::read_to_string(bundle.join(format!("data/hosts/{}/commands.log", h.name)))
+        .expect("commands.log");
+    assert!(
+        log_c
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .contains("flock -n 3"),
+        "the lock is the first command sent:\n{log_c}"
+    );
+    assert!(lock_is_free(&lab, h), "released at the end of the sweep");
+    assert_clean(&lab.inv, h);
+}

@@ -490,14 +490,14 @@ impl Remote for SshRemote {
                     }
                     _ = beat.tick() => {
                         if tx.data_bytes(&b"\n"[..]).await.is_err() {
-                            tracing::warn!(%host, "the held command's channel is gone");
+                            tracing::debug!(%host, "the held command's channel is gone");
                             let _ = lost_tx.send(true);
                             return;
                         }
                     }
                     m = rx.wait() => {
                         if matches!(m, None | Some(ChannelMsg::Close) | Some(ChannelMsg::Eof) | Some(ChannelMsg::ExitStatus { .. }) | Some(ChannelMsg::ExitSignal { .. })) {
-                            tracing::warn!(%host, "the held command ended or its connection dropped");
+                            tracing::debug!(%host, "the held command ended or its connection dropped");
                             let _ = lost_tx.send(true);
                             let _ = tx.close().await;
                             return;

@@ -56,7 +56,9 @@ impl Holder {
             .unwrap_or_else(|| "unknown".into());
         let user = std::env::var("USER")
             .or_else(|_| std::env::var("LOGNAME"))
-            .unwrap_or_else(|_| "unknown".into());
+            .ok()
+            .filter(|u| !u.is_empty())
+            .unwrap_or_else(user_of_this_process);
         Holder {
             sweep: one_line(sweep),
             machine: one_line(&machine),
@@ -94,6 +96,23 @@ impl std::fmt::Display for Holder {
             self.sweep, self.user, self.machine, self.pid, self.since
         )
     }
+}
+
+/// The name of this process's user from /etc/passwd, else `uid N`.
+fn user_of_this_process() -> String {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(uid) = std::fs::metadata("/proc/self").map(|m| m.uid()) else {
+        return "unknown".into();
+    };
+    std::fs::read_to_string("/etc/passwd")
+        .ok()
+        .and_then(|t| {
+            t.lines().find_map(|l| {
+                let f: Vec<&str> = l.split(':').collect();
+                (f.len() > 2 && f[2] == uid.to_string()).then(|| f[0].to_string())
+            })
+        })
+        .unwrap_or_else(|| format!("uid {uid}"))
 }
 
 /// A holder note is `key=value` lines and its input tab-separated: no
@@ -139,7 +158,7 @@ fsmx_mine() { set -- $(ls -ldn -- \"$1\"); [ \"$3\" = \"$(id -u)\" ] && case $1 
 fsmx_mine \"$d\" || { echo \"fsmatrix: the lock folder $d is not a private (0700) folder of uid $(id -u): $(ls -ldn -- \"$d\"); refusing to lock through it\" >&2; exit 70; }; \
 command -v flock >/dev/null 2>&1 || { echo 'fsmatrix: flock(1) is missing (util-linux)' >&2; exit 127; }; \
 [ $# -le 6 ] || { echo 'fsmatrix: at most 6 devices per host can be locked' >&2; exit 64; }; \
-fsmx_busy() { echo \"busy=$1\"; cat -- \"$1.holder\" 2>/dev/null; exit 75; }; \
+fsmx_busy() { printf 'busy=%s\\t' \"$1\"; tr '\\n' '\\t' < \"$1.holder\" 2>/dev/null; echo; exit 75; }; \
 fsmx_note() { printf 'holder.sweep=%s\\nholder.machine=%s\\nholder.user=%s\\nholder.pid=%s\\nholder.since=%s\\n' \
 \"$sweep\" \"$machine\" \"$user\" \"$pid\" \"$since\" > \"$1.holder\"; }; \
 exec 3>>\"$d/host.lock\"; flock -n 3 || fsmx_busy \"$d/host.lock\"; \
@@ -193,13 +212,8 @@ pub async fn lock_host<R: Remote>(
         HoldOutcome::Held { held, first_line } if first_line.trim() == "locked" => Ok(held),
         HoldOutcome::Held { held, first_line } => {
             held.release().await;
-            Err(LockError::Failed {
-                host: name,
-                reason: format!("the lock holder said {first_line:?}, expected \"locked\""),
-            })
-        }
-        HoldOutcome::Ended(out) => {
-            let kv = Kv::parse(&out.stdout_lossy());
+            // Busy: one line, `busy=<lock>` and the holder's note, tab-separated.
+            let kv = Kv::parse(&first_line.replace('\t', "\n"));
             match (kv.get("busy"), Holder::from_kv(&kv)) {
                 (Some(lock), Some(h)) => Err(LockError::Busy {
                     host: name,
@@ -214,17 +228,21 @@ pub async fn lock_host<R: Remote>(
                 }),
                 _ => Err(LockError::Failed {
                     host: name,
-                    reason: format!(
-                        "the lock holder ended: {}{}",
-                        out.status,
-                        match out.stderr_tail(5) {
-                            t if t.is_empty() => String::new(),
-                            t => format!("; {t}"),
-                        }
-                    ),
+                    reason: format!("the lock holder said {first_line:?}, expected \"locked\""),
                 }),
             }
         }
+        HoldOutcome::Ended(out) => Err(LockError::Failed {
+            host: name,
+            reason: format!(
+                "the lock holder ended: {}{}",
+                out.status,
+                match out.stderr_tail(5) {
+                    t if t.is_empty() => String::new(),
+                    t => format!("; {t}"),
+                }
+            ),
+        }),
     }
 }
 
@@ -325,10 +343,13 @@ mod tests {
             assert_eq!(line, "locked\n", "{sh:?}");
             // A second holder is refused and told who holds the lock.
             let (b, line) = start(&sh, &dir, &h, &holder("second"));
-            assert_eq!(line.trim(), format!("busy={}/host.lock", dir.display()));
             let rest = b.wait_with_output().unwrap();
             assert_eq!(rest.status.code(), Some(75), "{sh:?}");
-            let note = Kv::parse(&String::from_utf8_lossy(&rest.stdout));
+            let note = Kv::parse(&line.replace('\t', "\n"));
+            assert_eq!(
+                note.get("busy"),
+                Some(format!("{}/host.lock", dir.display()).as_str())
+            );
             assert_eq!(Holder::from_kv(&note), Some(holder("first")));
             // The same device through another path is the same device lock.
             let other = host(&[link.to_str().unwrap()]);
