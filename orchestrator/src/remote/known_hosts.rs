@@ -165,13 +165,17 @@ impl KnownHosts {
     /// "empty"), and so is anything but a regular file (a FIFO, a device, a
     /// folder): never blocks, whatever sits at `path`.
     pub fn read(path: &Path, host: &HostId) -> Result<KnownHosts, HostKeyError> {
-        let text = read_regular(path).map_err(|reason| HostKeyError::File {
-            path: path.to_path_buf(),
-            address: host.address.clone(),
-            port: host.port,
-            reason,
+        let bytes = crate::files::read_regular(path, MAX_KNOWN_HOSTS_BYTES).map_err(|reason| {
+            HostKeyError::File {
+                path: path.to_path_buf(),
+                address: host.address.clone(),
+                port: host.port,
+                reason,
+            }
         })?;
-        Ok(KnownHosts::parse(path, &text))
+        // Bytes that are not UTF-8 only spoil their own line, which is then
+        // skipped as unparsable.
+        Ok(KnownHosts::parse(path, &String::from_utf8_lossy(&bytes)))
     }
 
     /// Parse known_hosts text; `path` is only used in messages.
@@ -350,62 +354,6 @@ impl KnownHosts {
 /// Larger than any real known_hosts (a line is under 1 KB): refused rather
 /// than read into memory.
 const MAX_KNOWN_HOSTS_BYTES: u64 = 64 << 20;
-
-/// The text of `path` if it is a regular file.  The kind is checked before
-/// opening (opening a FIFO for reading blocks until a writer comes) and again
-/// on the opened file (it may have been swapped in between); the open itself
-/// is non-blocking.  Bytes that are not UTF-8 only spoil their own line,
-/// which is then skipped as unparsable.
-fn read_regular(path: &Path) -> Result<String, String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let kind = |m: &std::fs::Metadata| -> Result<(), String> {
-        let t = m.file_type();
-        if t.is_file() {
-            return Ok(());
-        }
-        Err(format!(
-            "it is {}, not a regular file; refused without reading it",
-            file_kind(&t)
-        ))
-    };
-    kind(&std::fs::metadata(path).map_err(|e| e.to_string())?)?;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| e.to_string())?;
-    let meta = f.metadata().map_err(|e| e.to_string())?;
-    kind(&meta)?;
-    if meta.len() > MAX_KNOWN_HOSTS_BYTES {
-        return Err(format!(
-            "it holds {} bytes, more than the {MAX_KNOWN_HOSTS_BYTES} a known_hosts may",
-            meta.len()
-        ));
-    }
-    let mut bytes = Vec::new();
-    f.take(MAX_KNOWN_HOSTS_BYTES)
-        .read_to_end(&mut bytes)
-        .map_err(|e| e.to_string())?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
-}
-
-fn file_kind(t: &std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if t.is_dir() {
-        "a folder"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_socket() {
-        "a socket"
-    } else {
-        "a special file"
-    }
-}
 
 /// RSA keys are one family whatever signature hash is negotiated.
 fn same_family(a: &Algorithm, b: &Algorithm) -> bool {
