@@ -395,9 +395,14 @@ fn pgbench_psql_and_facts_parsers_never_panic_or_hang() {
                 let _ = parse_init(&out, &err);
                 let _ = parse_init(&err, &out);
                 let _ = parse_psql(&out, status);
-                let m = measure_pgbench(&out, &err, status, length);
-                let _ = serde_json::to_vec(&format!("{m:?}"));
-                let _ = measure_psql(&out, status);
+                for m in [
+                    measure_pgbench(&out, &err, status, length),
+                    measure_psql(&out, status),
+                ] {
+                    if let Ok(run) = &m.measures {
+                        assert_eq!(run.non_finite_field(), None, "{run:?}");
+                    }
+                }
                 let _ = init_timings(&out, &err);
                 let kv = Kv::parse(&out);
                 let facts = HostFacts::parse(&kv);
@@ -571,4 +576,91 @@ fn a_matrix_script_that_is_not_a_regular_file_is_refused_without_blocking() {
             assert!(err.contains(says), "{script}: {err}");
         }
     }
+}
+
+/// tps values a bundle may hold (finite, as the loader requires): zero,
+/// negative, tiny, huge, equal.  Statistics over them never put NaN or inf
+/// into a report: what cannot be computed is left out.
+fn odd_tps() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        Just(0.0),
+        Just(-0.0),
+        Just(-1.0),
+        Just(f64::MIN_POSITIVE),
+        Just(5e-324),
+        Just(1e-300),
+        Just(1e300),
+        Just(f64::MAX),
+        Just(-f64::MAX),
+        Just(812.5),
+        (-1e6..1e6f64),
+        any::<f64>().prop_filter("finite", |v| v.is_finite()),
+    ]
+}
+
+fn has_non_finite(text: &str) -> bool {
+    let words = |w: &str| {
+        text.match_indices(w).any(|(i, _)| {
+            let before = text[..i].chars().next_back();
+            let after = text[i + w.len()..].chars().next();
+            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+        })
+    };
+    words("NaN") || words("inf") || words("Infinity")
+}
+
+#[test]
+fn statistics_never_put_nan_or_inf_into_a_report() {
+    use fsmatrix::results::model::{CellStatus, RunMeasures};
+    let group = (
+        0..3usize,
+        proptest::collection::vec((odd_tps(), proptest::option::of(odd_tps())), 1..5),
+    );
+    let mut r = runner();
+    r.run(&proptest::collection::vec(group, 1..5), |groups| {
+        let mut cells = Vec::new();
+        for (g, (variant, runs)) in groups.iter().enumerate() {
+            for (i, (tps, lat)) in runs.iter().enumerate() {
+                let mut c = bundle_common::cell(
+                    &format!("c{g}-{i}"),
+                    ["ext4", "xfs", "zfs-lz4"][*variant],
+                    1,
+                    i as u32 + 1,
+                    CellStatus::Done {
+                        run: RunMeasures {
+                            tps: *tps,
+                            tps_including_connect: None,
+                            latency_avg_ms: *lat,
+                            latency_stddev_ms: None,
+                            transactions: 1,
+                            failed_transactions: None,
+                            duration_s: 1.0,
+                            progress: Vec::new(),
+                        },
+                    },
+                );
+                c.sizes = None;
+                cells.push(c);
+            }
+        }
+        let out = bounded("report over odd numbers", move || {
+            let src = [Source {
+                name: "b",
+                cells: &cells,
+            }];
+            let r = build_report(&src, &ReportOptions::default()).expect("report");
+            [
+                format!("{r:?}"),
+                render_markdown_report(&r),
+                render_csv(&r),
+                render_json(&r),
+                html::render_html(&r, &cells),
+            ]
+        });
+        for o in out {
+            prop_assert!(!has_non_finite(&o), "{o}");
+        }
+        Ok(())
+    })
+    .unwrap();
 }

@@ -580,6 +580,7 @@ mod tests {
 
     /// Runs `read` in a thread and requires an answer well within a
     /// connect timeout: a blocking open would hang here.
+    #[allow(clippy::result_large_err)]
     fn read_bounded(path: &Path) -> Result<KnownHosts, HostKeyError> {
         let (tx, rx) = std::sync::mpsc::channel();
         let p = path.to_owned();
