@@ -7,7 +7,7 @@
 //! generous time bound (a hang fails the case), and an error must be an
 //! error with a message.
 //!
-//! Cases per property: 48 by default (about 10 s for the whole file in a
+//! Cases per property: 256 by default (a few seconds for the whole file in a
 //! debug build on a small machine); `FSMATRIX_FUZZ_CASES=5000 cargo test
 //! --test pure fuzz` for a longer hunt.
 use std::path::{Path, PathBuf};
@@ -37,7 +37,7 @@ fn cases() -> u32 {
     std::env::var("FSMATRIX_FUZZ_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(48)
+        .unwrap_or(256)
 }
 
 fn runner() -> TestRunner {
