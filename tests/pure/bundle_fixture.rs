@@ -57,7 +57,74 @@ fn old_bundle_reports() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(String::from_utf8_lossy(&out.stdout), md);
+    // The CLI verifies the checksums first and says so at the top.
+    let said = "- Checksums verified before reporting: every file of bundle-v1 matches its bundle's sha256 manifests.\n";
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(said), "{stdout}");
+    assert_eq!(stdout.replacen(said, "", 1), md);
+}
+
+/// `report` verifies each bundle's checksums before reading it: a changed
+/// file is refused with the bundle and the file named; `--allow-unverified`
+/// reports on it anyway and says so plainly, in every format.
+#[test]
+fn report_verifies_checksums_first_and_refuses_a_changed_bundle() {
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("copied");
+    let src = fixture();
+    let status = Command::new("cp")
+        .arg("-a")
+        .arg(&src)
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let results = copy.join("data/results.jsonl");
+    let text = std::fs::read_to_string(&results).unwrap();
+    std::fs::write(&results, text.replacen("410", "910", 1)).unwrap();
+    let report = |extra: &[&str]| {
+        Command::cargo_bin("fsmatrix")
+            .unwrap()
+            .arg("report")
+            .args(extra)
+            .arg(&copy)
+            .output()
+            .unwrap()
+    };
+    let out = report(&[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        stderr.contains(&copy.display().to_string())
+            && stderr.contains("does not verify")
+            && stderr.contains("changed: data/results.jsonl"),
+        "{stderr}"
+    );
+    let out = report(&["--allow-unverified"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains(
+            "NOT VERIFIED: bundle copied does not verify (1 problem: changed: data/results.jsonl"
+        ),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("Checksums verified"), "{stdout}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("warning"));
+    let out = report(&["--allow-unverified", "--format", "html"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("NOT VERIFIED: bundle copied"));
+    let out = report(&["--allow-unverified", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["checksums"][0]["verified"], false, "{v}");
+    // The original verifies, and the HTML header says so.
+    let out = Command::cargo_bin("fsmatrix")
+        .unwrap()
+        .args(["report", "--format", "html"])
+        .arg(fixture())
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Checksums verified before reporting"));
 }
 
 /// Regenerates the fixture: `FSMX_FIXTURE_OUT=/tmp/x cargo test --test

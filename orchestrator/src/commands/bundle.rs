@@ -63,12 +63,29 @@ pub fn report(args: &ReportArgs) -> CmdResult {
         }
     }
     let mut loaded = Vec::new();
+    let mut checks = Vec::new();
     for b in &args.bundles {
-        let cells = report::load_bundle_results(b).map_err(CliError::failed_to)?;
         let name = b.file_name().map_or_else(
             || b.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
+        // Checksums first: numbers from a bundle that does not verify are
+        // not the ones measured.
+        let check =
+            report::check_checksums(b, &name, args.allow_unverified).map_err(|e| match e {
+                e @ crate::results::BundleError::NotVerified { .. } => {
+                    CliError::problems(format!("failed to {e}"))
+                }
+                e => CliError::failed_to(e),
+            })?;
+        if !check.verified {
+            eprintln!(
+                "warning: {} does not verify; reporting on it anyway (--allow-unverified), marked NOT VERIFIED",
+                b.display()
+            );
+        }
+        checks.push(check);
+        let cells = report::load_bundle_results(b).map_err(CliError::failed_to)?;
         loaded.push((name, cells));
     }
     let sources: Vec<Source> = loaded
@@ -84,7 +101,8 @@ pub fn report(args: &ReportArgs) -> CmdResult {
             trim_end_s: args.trim_end_s,
         },
     };
-    let r = report::build_report(&sources, &opts).map_err(CliError::failed_to)?;
+    let mut r = report::build_report(&sources, &opts).map_err(CliError::failed_to)?;
+    report::mark_checksums(&mut r, &checks);
     let text = match args.format {
         ReportFormat::Md => report::render_markdown_report(&r),
         ReportFormat::Csv => report::render_csv(&r),

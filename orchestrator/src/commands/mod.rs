@@ -162,6 +162,11 @@ pub struct ReportArgs {
     /// Seconds of per-second progress dropped at the end of each run.
     #[arg(long, default_value_t = 0.0)]
     pub trim_end_s: f64,
+    /// Report on a bundle whose checksums do not verify (each bundle is
+    /// verified first and refused otherwise); the report then says plainly
+    /// which bundles were not verified and why.
+    #[arg(long)]
+    pub allow_unverified: bool,
 }
 
 /// How a command ended; the only place exit codes are decided.

@@ -437,6 +437,10 @@ pub const SQL_DEFAULT_ESTIMATE_SECS: u64 = 60;
 /// typo (or hostile), and sums of such durations would overflow.
 pub const MAX_DURATION_SECS: u64 = 30 * 86400;
 
+/// A workload script larger than this is refused: scripts are kept in the
+/// plan and the bundle, and a real one is a few kilobytes.
+pub const MAX_SCRIPT_BYTES: u64 = 16 << 20;
+
 /// "10s", "15m", "2h", "1h30m", "90s" → seconds; `None` for anything else,
 /// 0, or more than [`MAX_DURATION_SECS`].
 pub fn parse_duration(s: &str) -> Option<u64> {
@@ -1204,7 +1208,10 @@ fn workload(
         }),
         key => w.str(errs, key).and_then(|s| {
             let path = base.join(s.get_ref());
-            match std::fs::read_to_string(&path) {
+            let read = crate::files::read_regular(&path, MAX_SCRIPT_BYTES).and_then(|b| {
+                String::from_utf8(b).map_err(|_| "it is not UTF-8 text".to_string())
+            });
+            match read {
                 Ok(content) => {
                     let sha256 = sha256_hex(content.as_bytes());
                     let rel = PathBuf::from(s.get_ref());

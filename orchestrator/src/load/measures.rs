@@ -60,7 +60,24 @@ pub fn measure_pgbench(
         }),
         _ => Err(reasons(r.invalid_reasons.iter().map(|r| r.to_string()))),
     };
-    Measured { measures, files }
+    Measured {
+        measures: finite_only(measures),
+        files,
+    }
+}
+
+/// A measure that is not a finite number (a sum that overflowed, a huge
+/// printed value) is no measure: the run is recorded as failed, saying which.
+fn finite_only(m: Result<RunMeasures, String>) -> Result<RunMeasures, String> {
+    match m {
+        Ok(run) => match run.non_finite_field() {
+            Some(f) => Err(format!(
+                "the output gives {f} as a number that is not finite"
+            )),
+            None => Ok(run),
+        },
+        e => e,
+    }
 }
 
 /// A SQL script run by psql: "tps" is statements per second of the
@@ -84,7 +101,10 @@ pub fn measure_psql(stdout: &str, status: Option<i32>) -> Measured {
     } else {
         Err(reasons(p.invalid_reasons.iter().map(|r| r.to_string())))
     };
-    Measured { measures, files }
+    Measured {
+        measures: finite_only(measures),
+        files,
+    }
 }
 
 /// `pgbench -i`'s timings, when it completed (the caller also requires exit

@@ -97,7 +97,8 @@ pub fn parse_psql(stdout: &str, exit_status: Option<i32>) -> PsqlOutcome {
     let mut pending: Vec<&str> = Vec::new();
     for line in stdout.lines() {
         if let Some(n) = time_line(line) {
-            if let Ok(ms) = n.parse::<f64>() {
+            // Digits only, but 400 of them overflow to infinity.
+            if let Some(ms) = n.parse::<f64>().ok().filter(|v| v.is_finite()) {
                 statements.push(TimedStatement {
                     statement: pending.join("\n").trim().to_string(),
                     ms,

@@ -8,6 +8,13 @@
 //! several keys of one type for a host are fine if one matches, and
 //! [`KnownHosts::preferred_algorithms`] lets the connection ask the server for
 //! a key type the file knows (a host known only by its RSA or ECDSA key).
+//!
+//! As OpenSSH decides: the address and the host name are looked up
+//! separately, and when one lookup finds the presented key while the other
+//! lists a different key of that type, the host is refused (OpenSSH's
+//! "differs from the key for the IP address" under strict checking).  The
+//! file is read only when it is a regular file, opened without blocking, so
+//! a FIFO, a device or a folder put in its place fails at once.
 use std::path::{Path, PathBuf};
 
 use hmac::{Hmac, KeyInit, Mac};
@@ -63,6 +70,27 @@ pub enum HostKeyError {
         fingerprint: String,
         path: PathBuf,
         lines: String,
+    },
+    #[error(
+        "trust {host} ({address}:{port}): {path} disagrees with itself about its \
+         {key_type} host key {fingerprint}: line(s) {matched_lines} (for {matched_lookup}) \
+         hold that key, but line(s) {other_lines} (for {other_lookup}) hold another \
+         {key_type} key; OpenSSH refuses such a host too.  Only after checking the \
+         fingerprint out of band, remove the stale line(s): `ssh-keygen -R '{other_lookup}' \
+         -f {path}`; nothing was run on {host}",
+        path = .path.display()
+    )]
+    Disagree {
+        host: String,
+        address: String,
+        port: u16,
+        key_type: String,
+        fingerprint: String,
+        path: PathBuf,
+        matched_lookup: String,
+        matched_lines: String,
+        other_lookup: String,
+        other_lines: String,
     },
     #[error(
         "trust {host} ({address}:{port}): its {key_type} host key {fingerprint} is marked \
@@ -133,15 +161,21 @@ impl KnownHosts {
     // Host-key errors are rare and rich; boxing them here buys nothing
     // (RemoteError boxes them).
     #[allow(clippy::result_large_err)]
-    /// Read `path`.  A missing or unreadable file is an error (never "empty").
+    /// Read `path`.  A missing or unreadable file is an error (never
+    /// "empty"), and so is anything but a regular file (a FIFO, a device, a
+    /// folder): never blocks, whatever sits at `path`.
     pub fn read(path: &Path, host: &HostId) -> Result<KnownHosts, HostKeyError> {
-        let text = std::fs::read_to_string(path).map_err(|e| HostKeyError::File {
-            path: path.to_path_buf(),
-            address: host.address.clone(),
-            port: host.port,
-            reason: e.to_string(),
+        let bytes = crate::files::read_regular(path, MAX_KNOWN_HOSTS_BYTES).map_err(|reason| {
+            HostKeyError::File {
+                path: path.to_path_buf(),
+                address: host.address.clone(),
+                port: host.port,
+                reason,
+            }
         })?;
-        Ok(KnownHosts::parse(path, &text))
+        // Bytes that are not UTF-8 only spoil their own line, which is then
+        // skipped as unparsable.
+        Ok(KnownHosts::parse(path, &String::from_utf8_lossy(&bytes)))
     }
 
     /// Parse known_hosts text; `path` is only used in messages.
@@ -227,29 +261,73 @@ impl KnownHosts {
                 });
             }
         }
-        let plain = matching.iter().filter(|(_, e)| e.marker().is_none());
-        if plain
-            .clone()
-            .any(|(_, e)| e.public_key().key_data() == key.key_data())
-        {
-            return Ok(());
+        // Each lookup (address, then name) decides on its own, as OpenSSH
+        // checks the host name and the IP separately.
+        let mut found: Vec<(String, Vec<usize>)> = Vec::new();
+        let mut other: Vec<(String, Vec<usize>)> = Vec::new();
+        for lookup in host.lookups() {
+            let plain: Vec<&(usize, Entry)> = self
+                .entries
+                .iter()
+                .filter(|(_, e)| e.marker().is_none() && patterns_match(e.host_patterns(), &lookup))
+                .collect();
+            let same: Vec<usize> = plain
+                .iter()
+                .filter(|(_, e)| e.public_key().key_data() == key.key_data())
+                .map(|(l, _)| *l)
+                .collect();
+            if !same.is_empty() {
+                found.push((lookup, same));
+                continue;
+            }
+            let differ: Vec<usize> = plain
+                .iter()
+                .filter(|(_, e)| same_family(&e.public_key().algorithm(), &key.algorithm()))
+                .map(|(l, _)| *l)
+                .collect();
+            if !differ.is_empty() {
+                other.push((lookup, differ));
+            }
         }
-        let same_type: Vec<String> = plain
-            .filter(|(_, e)| same_family(&e.public_key().algorithm(), &key.algorithm()))
-            .map(|(l, _)| l.to_string())
-            .collect();
-        if !same_type.is_empty() {
-            return Err(HostKeyError::Changed {
-                host: host.name.clone(),
-                address: host.address.clone(),
-                port: host.port,
-                lookup: host.lookups().remove(0),
-                key_type,
-                short_type,
-                fingerprint,
-                path: self.path.clone(),
-                lines: same_type.join(", "),
-            });
+        let lines = |ls: &[usize]| {
+            ls.iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match (found.first(), other.first()) {
+            (Some((matched_lookup, matched)), Some((other_lookup, differ))) => {
+                return Err(HostKeyError::Disagree {
+                    host: host.name.clone(),
+                    address: host.address.clone(),
+                    port: host.port,
+                    key_type,
+                    fingerprint,
+                    path: self.path.clone(),
+                    matched_lookup: matched_lookup.clone(),
+                    matched_lines: lines(matched),
+                    other_lookup: other_lookup.clone(),
+                    other_lines: lines(differ),
+                })
+            }
+            (Some(_), None) => return Ok(()),
+            (None, Some(_)) => {
+                let mut all: Vec<usize> = other.iter().flat_map(|(_, l)| l.clone()).collect();
+                all.sort_unstable();
+                all.dedup();
+                return Err(HostKeyError::Changed {
+                    host: host.name.clone(),
+                    address: host.address.clone(),
+                    port: host.port,
+                    lookup: other[0].0.clone(),
+                    key_type,
+                    short_type,
+                    fingerprint,
+                    path: self.path.clone(),
+                    lines: lines(&all),
+                });
+            }
+            (None, None) => {}
         }
         Err(HostKeyError::Unknown {
             host: host.name.clone(),
@@ -272,6 +350,10 @@ impl KnownHosts {
         }
     }
 }
+
+/// Larger than any real known_hosts (a line is under 1 KB): refused rather
+/// than read into memory.
+const MAX_KNOWN_HOSTS_BYTES: u64 = 64 << 20;
 
 /// RSA keys are one family whatever signature hash is negotiated.
 fn same_family(a: &Algorithm, b: &Algorithm) -> bool {
@@ -442,6 +524,107 @@ mod tests {
             msg.contains("ssh-keyscan -p 2222 1.2.3.4 >> /nonexistent/kh"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn address_and_name_that_disagree_refuse_the_host_naming_both_lines() {
+        // The address finds the key, the name lists another ed25519 key.
+        let k = kh(&format!(
+            "[10.0.0.5]:2222 {ED_A}\n# x\n[deb12]:2222 {ED_B}\n"
+        ));
+        let err = k.check(&host("10.0.0.5", 2222), &key(ED_A)).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            matches!(
+                &err,
+                HostKeyError::Disagree { matched_lines, other_lines, .. }
+                    if matched_lines == "1" && other_lines == "3"
+            ),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("[10.0.0.5]:2222") && msg.contains("[deb12]:2222"),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("line(s) 1") && msg.contains("line(s) 3"),
+            "{msg}"
+        );
+        // The other way round (port 22): the name finds it, the address not.
+        let k = kh(&format!("10.0.0.5 {ED_B}\ndeb12 {ED_A}\n"));
+        let err = k.check(&host("10.0.0.5", 22), &key(ED_A)).unwrap_err();
+        assert!(
+            matches!(&err, HostKeyError::Disagree { matched_lookup, other_lookup, .. }
+                if matched_lookup == "deb12" && other_lookup == "10.0.0.5"),
+            "{err}"
+        );
+        // A wildcard entry with another key disagrees with the exact one.
+        let k = kh(&format!("10.0.0.5 {ED_A}\nde* {ED_B}\n"));
+        assert!(matches!(
+            k.check(&host("10.0.0.5", 22), &key(ED_A)),
+            Err(HostKeyError::Disagree { .. })
+        ));
+        // Both list the presented key, or only one lists any key: fine.
+        let k = kh(&format!("10.0.0.5 {ED_A}\ndeb12 {ED_A}\n"));
+        assert!(k.check(&host("10.0.0.5", 22), &key(ED_A)).is_ok());
+        let k = kh(&format!("10.0.0.5 {ED_A}\n"));
+        assert!(k.check(&host("10.0.0.5", 22), &key(ED_A)).is_ok());
+        // Both list another key: changed, with every line named.
+        let k = kh(&format!("10.0.0.5 {ED_B}\ndeb12 {ED_B}\n"));
+        let err = k.check(&host("10.0.0.5", 22), &key(ED_A)).unwrap_err();
+        assert!(
+            matches!(&err, HostKeyError::Changed { lines, .. } if lines == "1, 2"),
+            "{err}"
+        );
+    }
+
+    /// Runs `read` in a thread and requires an answer well within a
+    /// connect timeout: a blocking open would hang here.
+    #[allow(clippy::result_large_err)]
+    fn read_bounded(path: &Path) -> Result<KnownHosts, HostKeyError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let p = path.to_owned();
+        std::thread::spawn(move || {
+            let _ = tx.send(KnownHosts::read(&p, &host("1.2.3.4", 22)));
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(5))
+            .expect("known_hosts read blocked")
+    }
+
+    #[test]
+    fn a_known_hosts_that_is_not_a_regular_file_fails_closed_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("kh-fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo only creates the node.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+        let msg = read_bounded(&fifo).unwrap_err().to_string();
+        assert!(msg.contains("a FIFO, not a regular file"), "{msg}");
+        let msg = read_bounded(dir.path()).unwrap_err().to_string();
+        assert!(msg.contains("a folder, not a regular file"), "{msg}");
+        let msg = read_bounded(Path::new("/dev/null"))
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("a character device"), "{msg}");
+        // A link to a regular file is still read (dotfile setups do that).
+        let real = dir.path().join("real");
+        let mut bytes = b"\xff not utf-8\n".to_vec();
+        bytes.extend_from_slice(format!("deb12 {ED_A}\n").as_bytes());
+        std::fs::write(&real, bytes).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        let k = read_bounded(&link).unwrap();
+        assert!(k.check(&host("1.2.3.4", 22), &key(ED_A)).is_ok());
+        // Unreadable: root reads anything, so only checked as another user.
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o000)).unwrap();
+            assert!(matches!(
+                read_bounded(&real),
+                Err(HostKeyError::File { .. })
+            ));
+        }
     }
 
     #[test]

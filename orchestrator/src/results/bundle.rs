@@ -593,14 +593,47 @@ pub fn read_results_jsonl(path: &Path) -> Result<Vec<CellResult>, BundleError> {
         if line.trim().is_empty() {
             continue;
         }
-        let c = serde_json::from_str(line).map_err(|e| BundleError::Results {
+        let c = parse_cell_result(line).map_err(|what| BundleError::Results {
             path: path.to_owned(),
             line: i + 1,
-            what: format!("not a cell result: {e}"),
+            what,
         })?;
         out.push(c);
     }
     Ok(out)
+}
+
+/// One cell record from JSON text; a number that is not finite (`1e999`
+/// overflows to infinity, JSON has no NaN) is refused with its field named.
+pub fn parse_cell_result(text: &str) -> Result<CellResult, String> {
+    let c: CellResult = serde_json::from_str(text).map_err(|e| {
+        let field = e
+            .to_string()
+            .contains("number out of range")
+            .then(|| json_key_before(text, e.line(), e.column()))
+            .flatten();
+        match field {
+            Some(f) => format!("not a cell result: field {f:?} is not a finite number ({e})"),
+            None => format!("not a cell result: {e}"),
+        }
+    })?;
+    if let Some(f) = c.non_finite_field() {
+        return Err(format!(
+            "cell {}: field {f} is not a finite number",
+            c.cell_id
+        ));
+    }
+    Ok(c)
+}
+
+/// The last `"key":` before 1-based `line`/`column` of `text`: the field a
+/// serde_json error points into.
+fn json_key_before(text: &str, line: usize, column: usize) -> Option<String> {
+    let l = text.lines().nth(line.checked_sub(1)?)?;
+    let upto = l.get(..column.min(l.len()))?;
+    let colon = upto.rfind("\":")?;
+    let open = upto[..colon].rfind('"')?;
+    Some(upto[open + 1..colon].to_string())
 }
 
 fn results_csv(jsonl: &Path) -> Result<Vec<u8>, BundleError> {

@@ -47,11 +47,9 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<Welch> {
     }
     let t = (mean(a) - mean(b)) / (ua + ub).sqrt();
     let df = satterthwaite(ua, na, ub, nb);
-    Some(Welch {
-        t,
-        df,
-        p: t_two_sided_p(t, df),
-    })
+    let p = t_two_sided_p(t, df);
+    // Overflowing values give no test rather than an inf or NaN one.
+    (t.is_finite() && df.is_finite() && p.is_finite()).then_some(Welch { t, df, p })
 }
 
 /// Ratio of the mean of `a` to the mean of `b`, with its 95 % CI.
@@ -72,6 +70,9 @@ pub fn ratio_of_means(a: &[f64], b: &[f64]) -> Option<Ratio> {
         return None;
     }
     let ratio = ma / mb;
+    if !(ratio.is_finite() && ratio > 0.0) {
+        return None;
+    }
     let ci95 = (|| {
         let (va, vb) = (variance(a)?, variance(b)?);
         let ua = va / (a.len() as f64 * ma * ma);
@@ -81,7 +82,8 @@ pub fn ratio_of_means(a: &[f64], b: &[f64]) -> Option<Ratio> {
         }
         let df = satterthwaite(ua, a.len(), ub, b.len());
         let h = t_quantile(0.975, df) * (ua + ub).sqrt();
-        Some(((ratio.ln() - h).exp(), (ratio.ln() + h).exp()))
+        let ci = ((ratio.ln() - h).exp(), (ratio.ln() + h).exp());
+        (ci.0.is_finite() && ci.1.is_finite()).then_some(ci)
     })();
     Some(Ratio { ratio, ci95 })
 }

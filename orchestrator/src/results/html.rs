@@ -247,11 +247,28 @@ fn category(x: &f64, cats: &[String]) -> String {
     }
 }
 
+/// The largest axis end a plot gets.  plotters overflows computing ticks
+/// over ranges near f64::MAX (a panic, found by tests/pure/fuzz.rs), and no
+/// benchmark has a trillion tps or seconds; a point beyond is drawn at the
+/// edge.
+const PLOT_LIMIT: f64 = 1e12;
+
 fn upper(max: f64) -> f64 {
     if max > 0.0 && max.is_finite() {
-        max * 1.12
+        (max * 1.12).min(PLOT_LIMIT)
     } else {
         1.0
+    }
+}
+
+/// `v` kept within a few axis lengths of `0..max`: plotters maps a point
+/// far outside its range to a pixel past i32 and overflows (a panic), so a
+/// value beyond is drawn at the edge instead.
+fn clip(v: f64, max: f64) -> f64 {
+    if v.is_nan() {
+        0.0
+    } else {
+        v.clamp(-max, 2.0 * max)
     }
 }
 
@@ -343,7 +360,7 @@ fn plots_tps_vs_clients(r: &Report, order: &[String]) -> Result<Vec<Figure>, Str
                 pts.sort_by_key(|p| p.0);
                 chart
                     .draw_series(LineSeries::new(
-                        pts.iter().map(|(x, s)| (pos(*x), s.mean)),
+                        pts.iter().map(|(x, s)| (pos(*x), clip(s.mean, ymax))),
                         c.stroke_width(2),
                     ))
                     .map_err(e2s)?
@@ -353,6 +370,7 @@ fn plots_tps_vs_clients(r: &Report, order: &[String]) -> Result<Vec<Figure>, Str
                     });
                 for (x, s) in &pts {
                     let (lo, hi) = ci_of(s);
+                    let (lo, hi) = (clip(lo, ymax), clip(hi, ymax));
                     let x = pos(*x);
                     let st = c.stroke_width(2);
                     chart
@@ -364,7 +382,11 @@ fn plots_tps_vs_clients(r: &Report, order: &[String]) -> Result<Vec<Figure>, Str
                         }))
                         .map_err(e2s)?;
                     chart
-                        .draw_series(std::iter::once(Circle::new((x, s.mean), 3, c.filled())))
+                        .draw_series(std::iter::once(Circle::new(
+                            (x, clip(s.mean, ymax)),
+                            3,
+                            c.filled(),
+                        )))
                         .map_err(e2s)?;
                 }
             }
@@ -457,12 +479,13 @@ fn draw_bars(b: &BarChart) -> Result<String, String> {
             let x1 = x0 + w * 0.92;
             chart
                 .draw_series(std::iter::once(Rectangle::new(
-                    [(x0, bar.lo), (x1, bar.hi)],
+                    [(x0, clip(bar.lo, ymax)), (x1, clip(bar.hi, ymax))],
                     bar.color.filled(),
                 )))
                 .map_err(e2s)?;
             let xm = (x0 + x1) / 2.0;
             if let Some((lo, hi)) = bar.ci {
+                let (lo, hi) = (clip(lo, ymax), clip(hi, ymax));
                 // 95% CI bar with caps (by hand: plotters' ErrorBar needs
                 // another feature).
                 let st = BLACK.stroke_width(1);
@@ -476,7 +499,7 @@ fn draw_bars(b: &BarChart) -> Result<String, String> {
                     .map_err(e2s)?;
             }
             if let Some(note) = &bar.note {
-                let y = bar.ci.map_or(bar.hi, |c| c.1.max(bar.hi));
+                let y = clip(bar.ci.map_or(bar.hi, |c| c.1.max(bar.hi)), ymax);
                 chart
                     .draw_series(std::iter::once(Text::new(
                         note.clone(),
@@ -605,7 +628,9 @@ fn plots_timelines(
             .flatten()
             .flatten()
             .map(|p| p.0)
-            .fold(1.0, f64::max);
+            .filter(|t| t.is_finite())
+            .fold(1.0, f64::max)
+            .min(PLOT_LIMIT);
         let ymax = upper(
             variants
                 .values()
@@ -656,7 +681,10 @@ fn plots_timelines(
                 let c = variant_color(order, fs);
                 for (i, run) in runs.iter().enumerate() {
                     let s = chart
-                        .draw_series(LineSeries::new(run.iter().copied(), c.stroke_width(2)))
+                        .draw_series(LineSeries::new(
+                            run.iter().map(|&(t, v)| (clip(t, tmax), clip(v, ymax))),
+                            c.stroke_width(2),
+                        ))
                         .map_err(e2s)?;
                     if i == 0 {
                         let label = if runs.len() > 1 {

@@ -65,6 +65,8 @@ pub enum BundleError {
     Exists { path: PathBuf },
     #[error("open bundle {}: {why}", path.display())]
     NotABundle { path: PathBuf, why: String },
+    #[error("report on bundle {}: it does not verify, so its numbers may not be the ones measured: {problems}; see `fsmatrix verify`, or give --allow-unverified to report on it marked as not verified", path.display())]
+    NotVerified { path: PathBuf, problems: String },
     #[error("write to bundle {}: it is closed", path.display())]
     Closed { path: PathBuf },
 }

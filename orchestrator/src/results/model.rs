@@ -97,6 +97,64 @@ impl CellStatus {
     }
 }
 
+impl CellResult {
+    /// The first number of the record that is not finite (NaN or ±inf), by
+    /// its field path: such a value has no place in a result (JSON cannot
+    /// hold it, and every statistic over it would be NaN).
+    pub fn non_finite_field(&self) -> Option<String> {
+        if let CellStatus::Done { run } = &self.status {
+            if let Some(f) = run.non_finite_field() {
+                return Some(format!("status.run.{f}"));
+            }
+        }
+        let bad = |v: Option<f64>| v.is_some_and(|x| !x.is_finite());
+        if bad(self.sizes.as_ref().and_then(|s| s.zfs_compressratio)) {
+            return Some("sizes.zfs_compressratio".into());
+        }
+        if let Some(init) = &self.init {
+            if bad(init.total_s) {
+                return Some("init.total_s".into());
+            }
+            if let Some(i) = init.phases.iter().position(|p| !p.seconds.is_finite()) {
+                return Some(format!("init.phases[{i}].seconds"));
+            }
+        }
+        None
+    }
+}
+
+impl RunMeasures {
+    /// The first number that is not finite, by field path (see
+    /// [`CellResult::non_finite_field`]).
+    pub fn non_finite_field(&self) -> Option<String> {
+        let bad = |v: Option<f64>| v.is_some_and(|x| !x.is_finite());
+        for (name, v) in [
+            ("tps", Some(self.tps)),
+            ("tps_including_connect", self.tps_including_connect),
+            ("latency_avg_ms", self.latency_avg_ms),
+            ("latency_stddev_ms", self.latency_stddev_ms),
+            ("duration_s", Some(self.duration_s)),
+        ] {
+            if bad(v) {
+                return Some(name.into());
+            }
+        }
+        for (i, p) in self.progress.iter().enumerate() {
+            for (name, v) in [
+                ("t_s", Some(p.t_s)),
+                ("tps", Some(p.tps)),
+                ("latency_avg_ms", p.latency_avg_ms),
+                ("latency_stddev_ms", p.latency_stddev_ms),
+            ] {
+                if bad(v) {
+                    return Some(format!("progress[{i}].{name}"));
+                }
+            }
+        }
+        None
+    }
+}
+
 /// What one pgbench run measured (summary lines and `-P` progress).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunMeasures {

@@ -55,14 +55,77 @@ pub fn load_bundle_results(dir: &Path) -> Result<Vec<CellResult>, BundleError> {
             continue;
         }
         let text = std::fs::read_to_string(&p).map_err(|e| BundleError::io("read", &p, e))?;
-        let c = serde_json::from_str(&text).map_err(|e| BundleError::Results {
+        let c = super::bundle::parse_cell_result(&text).map_err(|what| BundleError::Results {
             path: p.clone(),
-            line: e.line(),
-            what: format!("not a cell result: {e}"),
+            line: 1,
+            what,
         })?;
         out.push(c);
     }
     Ok(out)
+}
+
+/// How a bundle's checksums stood when it was reported on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChecksumCheck {
+    pub bundle: String,
+    pub verified: bool,
+    /// What `verify` found, when it did not verify.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
+}
+
+/// Verify `dir` as `fsmatrix verify` does (every sha256 of its manifests)
+/// before reporting on it.  A bundle that does not verify is refused naming
+/// it and each problem (the files); with `allow_unverified` it is kept, and
+/// the check says it was not verified.
+pub fn check_checksums(
+    dir: &Path,
+    name: &str,
+    allow_unverified: bool,
+) -> Result<ChecksumCheck, BundleError> {
+    let r = super::verify(dir).map_err(|e| BundleError::NotABundle {
+        path: dir.to_owned(),
+        why: e.why,
+    })?;
+    let problems: Vec<String> = r.problems.iter().map(ToString::to_string).collect();
+    if !problems.is_empty() && !allow_unverified {
+        return Err(BundleError::NotVerified {
+            path: dir.to_owned(),
+            problems: problems.join("; "),
+        });
+    }
+    Ok(ChecksumCheck {
+        bundle: name.to_owned(),
+        verified: problems.is_empty(),
+        problems,
+    })
+}
+
+/// Record the checks in `r`, and say first in its notes (the report's
+/// header) whether every bundle's checksums were verified.
+pub fn mark_checksums(r: &mut Report, checks: &[ChecksumCheck]) {
+    let mut said = Vec::new();
+    let (ok, bad): (Vec<&ChecksumCheck>, Vec<&ChecksumCheck>) =
+        checks.iter().partition(|c| c.verified);
+    for c in &bad {
+        said.push(format!(
+            "NOT VERIFIED: bundle {} does not verify ({} problem{}: {}); its numbers may not be the ones measured (reported with --allow-unverified).",
+            c.bundle,
+            c.problems.len(),
+            if c.problems.len() == 1 { "" } else { "s" },
+            c.problems.join("; ")
+        ));
+    }
+    if !ok.is_empty() {
+        let names: Vec<&str> = ok.iter().map(|c| c.bundle.as_str()).collect();
+        said.push(format!(
+            "Checksums verified before reporting: every file of {} matches its bundle's sha256 manifests.",
+            names.join(", ")
+        ));
+    }
+    r.notes.splice(0..0, said);
+    r.checksums = checks.to_vec();
 }
 
 /// One bundle's cells, named for the notes on merged hosts.
@@ -128,6 +191,10 @@ pub struct Report {
     #[serde(skip_serializing_if = "is_zero")]
     pub not_needed: usize,
     pub problems: Vec<Problem>,
+    /// Each bundle's checksums as checked before reporting
+    /// ([`check_checksums`], [`mark_checksums`]); empty when not checked.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checksums: Vec<ChecksumCheck>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -497,6 +564,7 @@ fn build(
         warmups_excluded,
         not_needed,
         problems,
+        checksums: Vec::new(),
     })
 }
 
@@ -779,6 +847,50 @@ mod tests {
                 progress: vec![],
             },
         }
+    }
+
+    #[test]
+    fn non_finite_numbers_in_a_bundle_are_refused_with_file_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("data")).unwrap();
+        let good = serde_json::to_string(&sample()[1]).unwrap();
+        for (field, bad) in [
+            ("tps", good.replacen("\"tps\":812.5", "\"tps\":1e999", 1)),
+            (
+                "duration_s",
+                good.replacen("\"duration_s\":", "\"duration_s\":-1e400,\"x\":", 1),
+            ),
+        ] {
+            assert_ne!(bad, good, "the fixture has no {field}");
+            let jsonl = dir.path().join("data").join(RESULTS_JSONL);
+            std::fs::write(&jsonl, format!("{good}\n{bad}\n")).unwrap();
+            let msg = load_bundle_results(dir.path()).unwrap_err().to_string();
+            assert!(
+                msg.contains("results.jsonl line 2") && msg.contains(&format!("field \"{field}\"")),
+                "{msg}"
+            );
+        }
+        // A record built in memory (from parsed text) is held to the same rule.
+        let mut c = sample()[1].clone();
+        if let CellStatus::Done { run } = &mut c.status {
+            run.progress.push(super::super::model::ProgressSample {
+                t_s: 1.0,
+                tps: f64::INFINITY,
+                latency_avg_ms: None,
+                latency_stddev_ms: None,
+                failed: None,
+            });
+        }
+        assert_eq!(
+            c.non_finite_field().as_deref(),
+            Some("status.run.progress[0].tps")
+        );
+        c.status = CellStatus::NotRun { reason: "x".into() };
+        c.init = Some(super::super::model::InitTimings {
+            total_s: Some(f64::NAN),
+            phases: vec![],
+        });
+        assert_eq!(c.non_finite_field().as_deref(), Some("init.total_s"));
     }
 
     pub(crate) fn sample() -> Vec<CellResult> {

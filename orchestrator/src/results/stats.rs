@@ -68,12 +68,21 @@ pub fn summarize(xs: &[f64]) -> Option<Summary> {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     };
     let m = mean(&v);
-    let sd = variance(&v).map(f64::sqrt);
-    let cv = sd.and_then(|s| (m != 0.0).then(|| s / m.abs()));
-    let ci95 = sd.map(|s| {
-        let h = t_quantile(0.975, (n - 1) as f64) * s / (n as f64).sqrt();
-        (m - h, m + h)
-    });
+    // Values near f64::MAX overflow a sum or a square: what cannot be
+    // computed is left out (None), never reported as inf or NaN.
+    if !m.is_finite() {
+        return None;
+    }
+    let sd = variance(&v).map(f64::sqrt).filter(|s| s.is_finite());
+    let cv = sd
+        .and_then(|s| (m != 0.0).then(|| s / m.abs()))
+        .filter(|c| c.is_finite());
+    let ci95 = sd
+        .map(|s| {
+            let h = t_quantile(0.975, (n - 1) as f64) * s / (n as f64).sqrt();
+            (m - h, m + h)
+        })
+        .filter(|(lo, hi)| lo.is_finite() && hi.is_finite());
     Some(Summary {
         n,
         mean: m,
