@@ -58,7 +58,7 @@ fn describe(c: char) -> String {
     }
 }
 
-fn shown(s: &str) -> String {
+pub(crate) fn shown(s: &str) -> String {
     let mut out = String::new();
     for c in s.chars().take(60) {
         match c {
