@@ -11,6 +11,7 @@ use serde_spanned::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use super::error::{ConfigError, ConfigErrors, Errors, Source};
+use super::fsopts::{check_mkfs, check_mount};
 use super::inventory::{Inventory, Os};
 use super::values::{
     check_vary_value, Label, MkfsOption, MountOption, PgSettingName, PgSettingValue,
@@ -1088,10 +1089,20 @@ fn filesystem(
                 }
             }
         }
+        // Allow-listed per type, after vary substitution (see fsopts.rs).
+        if mkfs.len() == mkfs_t.len() {
+            if let Err((i, e)) = check_mkfs(fs_type, &mkfs) {
+                errs.push(&mkfs_t[i].span(), e);
+            }
+        }
         let mut mount = Vec::new();
         for s in &mount_t {
             if let Some(x) = subst(errs, s.get_ref(), &s.span(), &vars) {
-                match MountOption::new(&x) {
+                match MountOption::new(&x).and_then(|o| {
+                    check_mount(fs_type, &o)
+                        .map(|()| o)
+                        .map_err(super::values::ValueError)
+                }) {
                     Ok(o) => mount.push(o),
                     Err(e) => errs.push(&s.span(), e.0),
                 }

@@ -2,6 +2,7 @@
 //! files (and the scripts a matrix names).  Every error names its file, line
 //! and column; all errors are collected.
 pub mod error;
+pub mod fsopts;
 pub mod inventory;
 pub mod matrix;
 pub mod values;
