@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 use toml::de::{DeTable, DeValue};
 
 use super::error::{ConfigErrors, Errors, Source};
-use super::values::{shown, AbsPath, Address, DevicePath, HostName, Label, UserName, ValueError};
+use super::values::{
+    shown, AbsPath, Address, DevicePath, HostName, Label, PgSettingName, UserName, ValueError,
+};
 use super::walk::Tbl;
 
 /// Operating system of a host; checked against `uname -s` by `check`.
@@ -106,6 +108,11 @@ pub struct Host {
     pub pg_port: u16,
     pub work_dir: AbsPath,
     pub tags: Vec<Label>,
+    /// PostgreSQL settings the host's owner allows a matrix to set although
+    /// they run commands, load code or name files ([`super::pgclass`]),
+    /// lowercased.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_postgres_settings: Vec<PgSettingName>,
 }
 
 impl Host {
@@ -160,6 +167,7 @@ const HOST_KEYS: &[&str] = &[
     "pg_port",
     "work_dir",
     "tags",
+    "allow_postgres_settings",
 ];
 
 const DEFAULT_WORK_DIR: &str = "/var/tmp/fsmatrix";
@@ -634,6 +642,12 @@ fn parse_host(
                 .map(|v| v.into_iter().map(|s| s.into_inner()).collect())
         })
         .unwrap_or(Some(Vec::new()));
+    let allow_pg = pick(h, d, "allow_postgres_settings")
+        .map(|t| {
+            t.typed_list(errs, "allow_postgres_settings", super::pgclass::allowable)
+                .map(|v| v.into_iter().map(|s| s.into_inner()).collect())
+        })
+        .unwrap_or(Some(Vec::new()));
     if !ok {
         return None;
     }
@@ -667,6 +681,7 @@ fn parse_host(
         pg_port: pg_port?,
         work_dir: work_dir?,
         tags: tags?,
+        allow_postgres_settings: allow_pg?,
     })
 }
 

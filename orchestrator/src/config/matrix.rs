@@ -12,7 +12,8 @@ use toml::de::{DeTable, DeValue};
 
 use super::error::{ConfigError, ConfigErrors, Errors, Source};
 use super::fsopts::{check_mkfs, check_mount};
-use super::inventory::{Inventory, Os};
+use super::inventory::{Host, Inventory, Os};
+use super::pgclass::{class_with_value, PgClass};
 use super::values::{
     check_vary_value, Label, MkfsOption, MountOption, PgSettingName, PgSettingValue,
     ZfsPropertyName, ZfsPropertyValue,
@@ -360,6 +361,21 @@ pub struct Matrix {
     /// against the inventory by [`Matrix::check_against`].
     #[serde(skip)]
     refs: Vec<(RefKind, String, ConfigError)>,
+    /// PostgreSQL settings that need the host owner's consent, with where
+    /// they are, checked against the inventory by [`Matrix::check_against`].
+    #[serde(skip)]
+    guarded: Vec<Guarded>,
+}
+
+/// A setting of a [`PgClass`] in `[postgres]` (`variant: None`) or in a
+/// filesystem variant's `postgres`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Guarded {
+    /// Lowercased.
+    setting: String,
+    class: PgClass,
+    variant: Option<Label>,
+    at: ConfigError,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -554,6 +570,7 @@ impl Matrix {
                 }
             }
         }
+        out.extend(self.check_settings_allowed(inv));
         let mut list = ConfigErrors(out);
         list.sort();
         if list.is_empty() {
@@ -561,6 +578,70 @@ impl Matrix {
         } else {
             Err(list)
         }
+    }
+
+    /// Whether the matrix's `[hosts]` filter keeps `h` (as the plan decides).
+    fn selects(&self, h: &Host) -> bool {
+        let Some(f) = &self.hosts else { return true };
+        (f.names.is_empty() || f.names.iter().any(|n| n == h.name.as_str()))
+            && (f.tags.is_empty()
+                || h.tags
+                    .iter()
+                    .any(|t| f.tags.iter().any(|x| x == t.as_str())))
+            && (f.os.is_empty() || f.os.contains(&h.os))
+    }
+
+    /// Settings that run commands, load code or name files run only on
+    /// hosts whose inventory entry allows them: one error per setting, with
+    /// every host that does not.
+    fn check_settings_allowed(&self, inv: &Inventory) -> Vec<ConfigError> {
+        let mut out = Vec::new();
+        for g in &self.guarded {
+            let fs_types: Vec<FsType> = match &g.variant {
+                Some(v) => self
+                    .filesystems
+                    .iter()
+                    .filter(|f| &f.name == v)
+                    .map(|f| f.fs_type)
+                    .collect(),
+                None => self.filesystems.iter().map(|f| f.fs_type).collect(),
+            };
+            let refused: Vec<&str> = inv
+                .hosts
+                .iter()
+                .filter(|h| self.selects(h))
+                .filter(|h| fs_types.iter().any(|t| t.runs_on(h.os)))
+                .filter(|h| {
+                    !h.allow_postgres_settings
+                        .iter()
+                        .any(|a| a.as_str() == g.setting)
+                })
+                .map(|h| h.name.as_str())
+                .collect();
+            if refused.is_empty() {
+                continue;
+            }
+            let mut e = g.at.clone();
+            let place = match &g.variant {
+                Some(v) => format!("filesystem `{v}`"),
+                None => "[postgres]".to_string(),
+            };
+            e.message = {
+                format!(
+                    "postgresql setting `{}` in {place} {} and is refused on host{} {} of {}: \
+                     the host's owner must allow it there; valid: add \
+                     allow_postgres_settings = [\"{}\"] to the [[host]] (or [defaults]) of the inventory",
+                    g.setting,
+                    g.class,
+                    if refused.len() > 1 { "s" } else { "" },
+                    refused.join(", "),
+                    inv.path.display(),
+                    g.setting
+                )
+            };
+            out.push(e);
+        }
+        out
     }
 }
 
@@ -610,8 +691,19 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Matrix> {
             .unwrap_or(0),
         progress: root.bool(errs, "progress").unwrap_or(false),
     };
+    let mut guarded: Vec<Guarded> = Vec::new();
     let postgres = match root.table(errs, "postgres") {
-        Some(v) => settings(errs, v, "[postgres]", &[]),
+        Some(v) => {
+            let mut g = Vec::new();
+            let out = settings(errs, v, "[postgres]", &[], &mut g);
+            guarded.extend(g.into_iter().map(|(setting, class, at)| Guarded {
+                setting,
+                class,
+                variant: None,
+                at,
+            }));
+            out
+        }
         None => Vec::new(),
     };
     let mut refs = Vec::new();
@@ -624,7 +716,7 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Matrix> {
     match root.get("filesystem") {
         Some(v) => {
             for (t, span) in tables(errs, v, "filesystem") {
-                filesystems.extend(filesystem(errs, t, &span));
+                filesystems.extend(filesystem(errs, t, &span, &mut guarded));
             }
         }
         None => errs.push(
@@ -702,6 +794,7 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Matrix> {
         max_cells,
         max_cells_at,
         refs,
+        guarded,
     })
 }
 
@@ -718,24 +811,43 @@ struct Names<'a> {
 }
 
 /// A table of PostgreSQL settings; `vars` are substituted into `{key}`s.
+/// Names are stored lowercased, as PostgreSQL compares them (guc.c
+/// `guc_name_compare`), so that what plan accepts the host's script
+/// accepts; settings of a [`PgClass`] are recorded in `guarded` with where
+/// they are, for [`Matrix::check_against`].
 fn settings(
     errs: &mut Errors<'_>,
     v: &Val<'_>,
     ctx: &str,
     vars: &[(String, String)],
+    guarded: &mut Vec<(String, PgClass, ConfigError)>,
 ) -> Vec<PgSetting> {
     let DeValue::Table(t) = v.get_ref() else {
         return Vec::new();
     };
     let mut out: BTreeMap<String, PgSetting> = BTreeMap::new();
+    // Lowercased name → as written, to name both spellings of one setting.
+    let mut spelled: BTreeMap<String, String> = BTreeMap::new();
     for (k, val) in t.iter() {
-        let name = match PgSettingName::new(k.get_ref()) {
+        let name = match PgSettingName::new(k.get_ref())
+            .and_then(|_| PgSettingName::new(&k.get_ref().to_ascii_lowercase()))
+        {
             Ok(n) => n,
             Err(e) => {
                 errs.push(&k.span(), e.0);
                 continue;
             }
         };
+        let written: &str = k.get_ref().as_ref();
+        if let Some(first) = spelled.insert(name.as_str().to_string(), written.to_string()) {
+            errs.push(
+                &k.span(),
+                format!(
+                    "settings `{first}` and `{written}` in {ctx} are one setting (PostgreSQL setting names are case-insensitive); set it once"
+                ),
+            );
+            continue;
+        }
         if name.as_str() == "settings" && val.get_ref().is_table() {
             errs.push(
                 &val.span(),
@@ -758,10 +870,27 @@ fn settings(
         };
         match PgSettingValue::new(&s) {
             Ok(value) => {
-                out.insert(
-                    name.as_str().to_ascii_lowercase(),
-                    PgSetting { name, value },
-                );
+                let class = class_with_value(name.as_str(), value.as_str());
+                if class == Some(PgClass::Fsmatrix) {
+                    errs.push(
+                        &k.span(),
+                        format!(
+                            "postgresql setting `{}` in {ctx} {}: fsmatrix writes it for every cluster \
+                             (the port is the inventory's `pg_port`); remove it from the matrix",
+                            k.get_ref().as_ref() as &str,
+                            PgClass::Fsmatrix
+                        ),
+                    );
+                    continue;
+                }
+                if let Some(class) = class {
+                    guarded.push((
+                        name.as_str().to_string(),
+                        class,
+                        errs.src.error(&k.span(), String::new()),
+                    ));
+                }
+                out.insert(name.as_str().to_string(), PgSetting { name, value });
             }
             Err(e) => errs.push(&val.span(), e.0),
         }
@@ -861,6 +990,7 @@ fn filesystem(
     errs: &mut Errors<'_>,
     t: &DeTable<'_>,
     span: &Range<usize>,
+    guarded: &mut Vec<Guarded>,
 ) -> Vec<(FsVariant, Range<usize>)> {
     let label = t
         .iter()
@@ -1133,13 +1263,20 @@ fn filesystem(
             .map(|v| zfs_props(errs, v, &ctx, &vars))
             .unwrap_or_default();
         pool.sort();
+        let mut g = Vec::new();
         let pg = pg_v
-            .map(|v| settings(errs, v, &ctx, &vars))
+            .map(|v| settings(errs, v, &ctx, &vars, &mut g))
             .unwrap_or_default();
         if errs.list.len() > n0 {
             continue;
         }
         if let Some(name) = name {
+            guarded.extend(g.into_iter().map(|(setting, class, at)| Guarded {
+                setting,
+                class,
+                variant: Some(name.clone()),
+                at,
+            }));
             out.push((
                 FsVariant {
                     name,
@@ -2020,5 +2157,70 @@ warmup = 3
         };
         assert!(!same.is_adaptive());
         assert_eq!(same.to_string(), "3");
+    }
+
+    #[test]
+    fn settings_that_run_commands_need_the_inventory_s_consent_per_host() {
+        let inv = Inventory::parse(
+            Path::new("/i/inv.toml"),
+            "[defaults]\nos = \"linux\"\n[[host]]\nname = \"a\"\naddress = \"10.0.0.1\"\ndevices = [\"/dev/sdb\"]\nallow_postgres_settings = [\"Shared_Preload_Libraries\"]\n[[host]]\nname = \"b\"\naddress = \"10.0.0.2\"\ndevices = [\"/dev/sdb\"]\n".to_string(),
+        )
+        .expect("inventory");
+        let m = parse(&format!(
+            "name = \"m\"\n{WL}[postgres]\nArchive_Command = \"true\"\n[[filesystem]]\nname = \"e\"\ntype = \"ext4\"\npostgres = {{ shared_preload_libraries = \"pg_stat_statements\", Work_Mem = \"4MB\" }}\n"
+        ))
+        .expect("matrix");
+        // Names are stored as PostgreSQL compares them.
+        let names: Vec<&str> = m.filesystems[0]
+            .postgres
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect();
+        assert_eq!(names, ["shared_preload_libraries", "work_mem"]);
+        assert_eq!(m.postgres[0].name.as_str(), "archive_command");
+        let e = m.check_against(&inv).expect_err("refused").to_string();
+        let lines: Vec<&str> = e.lines().collect();
+        assert_eq!(lines.len(), 2, "{e}");
+        assert!(
+            lines[0].starts_with("m.toml:9:1: error: postgresql setting `archive_command` in [postgres] runs a command on the host and is refused on hosts a, b of /i/inv.toml"),
+            "{e}"
+        );
+        assert!(
+            lines[0].ends_with("valid: add allow_postgres_settings = [\"archive_command\"] to the [[host]] (or [defaults]) of the inventory"),
+            "{e}"
+        );
+        assert!(
+            lines[1].contains("setting `shared_preload_libraries` in filesystem `e` loads code into the server and is refused on host b of"),
+            "{e}"
+        );
+        // fsmatrix's own settings are refused in the matrix itself; a
+        // name set twice in two cases is one setting set twice.
+        let e = parse(&format!(
+            "name = \"m\"\n{WL}[postgres]\nPort = 5433\nwork_mem = \"1MB\"\nWORK_MEM = \"2MB\"\n[[filesystem]]\nname = \"e\"\ntype = \"ext4\"\n"
+        ))
+        .expect_err("refused")
+        .to_string();
+        assert!(
+            e.contains("setting `Port` in [postgres] is set by fsmatrix itself"),
+            "{e}"
+        );
+        assert!(
+            e.contains("settings `WORK_MEM` and `work_mem` in [postgres] are one setting"),
+            "{e}"
+        );
+        // An inventory cannot allow fsmatrix's own settings or plain ones.
+        let e = Inventory::parse(
+            Path::new("/i/inv.toml"),
+            "[defaults]\nos = \"linux\"\nallow_postgres_settings = [\"port\", \"shared_buffers\"]\n[[host]]\nname = \"a\"\naddress = \"10.0.0.1\"\ndevices = [\"/dev/sdb\"]\n".to_string(),
+        )
+        .expect_err("refused")
+        .to_string();
+        assert!(
+            e.contains(
+                "/i/inv.toml:3:28: error: postgresql setting `port` is set by fsmatrix itself"
+            ),
+            "{e}"
+        );
+        assert!(e.contains("`shared_buffers` needs no allowing"), "{e}");
     }
 }

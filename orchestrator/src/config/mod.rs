@@ -5,6 +5,7 @@ pub mod error;
 pub mod fsopts;
 pub mod inventory;
 pub mod matrix;
+pub mod pgclass;
 pub mod values;
 mod walk;
 
