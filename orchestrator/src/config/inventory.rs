@@ -239,6 +239,24 @@ pub const SYSTEM_TREES: &[&str] = &[
 /// FreeBSD's `/usr/home/alice`): a home is shared with its owner.
 const HOME_PARENTS: &[&str] = &["/home", "/usr/home"];
 
+/// `pg_user`: the host scripts run initdb and pg_ctl as this user and
+/// accept `[a-z0-9_-]+` (remote-scripts/linux.sh `pg_user=`), so plan
+/// accepts exactly that: a name it passes must not fail at run.
+pub fn pg_user_name(s: &str) -> Result<UserName, ValueError> {
+    let u = UserName::new(s)?;
+    if let Some(c) = s
+        .chars()
+        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_' || *c == '-'))
+    {
+        return Err(ValueError(format!(
+            "pg_user `{}` contains `{c}`, which the host scripts refuse; valid: lowercase \
+             letters, digits, _ and - (e.g. postgres)",
+            shown(s)
+        )));
+    }
+    Ok(u)
+}
+
 /// A `work_dir`: an absolute path ([`AbsPath`]) written plainly (no `.` or
 /// `..` part, no `//`) that is a folder fsmatrix can own, not a shared
 /// system folder or a home folder itself.
@@ -625,7 +643,7 @@ fn parse_host(
     }
     let pg_bin = pick(h, d, "pg_bin").map(|t| t.typed(errs, "pg_bin", AbsPath::new));
     let pg_user = pick(h, d, "pg_user")
-        .map(|t| t.typed(errs, "pg_user", UserName::new))
+        .map(|t| t.typed(errs, "pg_user", pg_user_name))
         .unwrap_or_else(|| UserName::new("postgres").ok());
     let pg_port = pick(h, d, "pg_port")
         .map(|t| {

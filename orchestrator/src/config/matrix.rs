@@ -135,15 +135,18 @@ pub enum WorkloadKind {
     /// `pgbench -b <name>` on tables made by `pgbench -i -s <scale>`.
     Builtin { builtin: Builtin },
     /// `pgbench -f <file>` on tables made by `pgbench -i -s <scale>`.
+    /// The text is kept once per plan (`Plan::scripts`), not in every cell.
     PgbenchScript {
         path: PathBuf,
         sha256: String,
+        #[serde(default, skip_serializing)]
         content: String,
     },
     /// `psql -f <file>`, timed statement by statement (\timing); runs once per cell.
     SqlScript {
         path: PathBuf,
         sha256: String,
+        #[serde(default, skip_serializing)]
         content: String,
     },
 }
@@ -1295,6 +1298,75 @@ fn filesystem(
     out
 }
 
+/// The largest workload script a matrix may name: the text travels in the
+/// plan, the bundle and to every host.
+pub const MAX_SCRIPT_BYTES: u64 = 16 * 1024 * 1024;
+
+/// A workload script path as written → the path fsmatrix keeps: `.` parts
+/// dropped (`./x.sql` is `x.sql`), `..` refused.  A bundle keeps a relative
+/// script at the same path beside its matrix snapshot, so the path must
+/// stay inside the matrix's folder; `run`, `resume` and `run --from` use the
+/// path this returns, so what plan accepts they accept.
+pub fn script_path(written: &str) -> Result<PathBuf, String> {
+    use std::path::Component;
+    let p = Path::new(written);
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                return Err(format!(
+                    "script path `{}` has a `..` part; a bundle keeps scripts beside its matrix, \
+                     so valid: a path inside the matrix's folder (e.g. sql/x.sql) or an absolute path",
+                    super::values::shown(written)
+                ))
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    if out.as_os_str().is_empty() || written.ends_with('/') {
+        return Err(format!(
+            "script path `{}` names no file; valid: a file path relative to the matrix (e.g. sql/x.sql)",
+            super::values::shown(written)
+        ));
+    }
+    Ok(out)
+}
+
+/// Read a workload script: a regular file (a FIFO, a device or a folder is
+/// refused from its metadata, before it is opened) of at most
+/// [`MAX_SCRIPT_BYTES`], in UTF-8.
+pub fn read_script(path: &Path) -> std::io::Result<String> {
+    use std::io::{Error, ErrorKind, Read};
+    let meta = std::fs::metadata(path)?;
+    let refuse = |what: String| Err(Error::new(ErrorKind::InvalidInput, what));
+    if !meta.is_file() {
+        let kind = if meta.is_dir() {
+            "a folder"
+        } else {
+            "not a regular file (a FIFO, a socket or a device)"
+        };
+        return refuse(format!("it is {kind}"));
+    }
+    if meta.len() > MAX_SCRIPT_BYTES {
+        return refuse(format!(
+            "it has {} bytes, more than {MAX_SCRIPT_BYTES}",
+            meta.len()
+        ));
+    }
+    let f = std::fs::File::open(path)?;
+    // Checked again on the open file, in case it was swapped meanwhile.
+    if !f.metadata()?.is_file() {
+        return refuse("it is not a regular file".into());
+    }
+    let mut text = String::new();
+    f.take(MAX_SCRIPT_BYTES + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_SCRIPT_BYTES {
+        return refuse(format!("it has more than {MAX_SCRIPT_BYTES} bytes"));
+    }
+    Ok(text)
+}
+
 fn workload(
     errs: &mut Errors<'_>,
     t: &DeTable<'_>,
@@ -1351,11 +1423,17 @@ fn workload(
             Some(WorkloadKind::Builtin { builtin: b })
         }),
         key => w.str(errs, key).and_then(|s| {
-            let path = base.join(s.get_ref());
-            match std::fs::read_to_string(&path) {
+            let rel = match script_path(s.get_ref()) {
+                Ok(rel) => rel,
+                Err(e) => {
+                    errs.push(&s.span(), e);
+                    return None;
+                }
+            };
+            let path = base.join(&rel);
+            match read_script(&path) {
                 Ok(content) => {
                     let sha256 = sha256_hex(content.as_bytes());
-                    let rel = PathBuf::from(s.get_ref());
                     Some(if key == "sql_script" {
                         WorkloadKind::SqlScript {
                             path: rel,
@@ -1374,9 +1452,10 @@ fn workload(
                     errs.push(
                         &s.span(),
                         format!(
-                            "cannot read `{}` ({}): {e}; paths are relative to the matrix file",
+                            "cannot read `{}` ({}): {e}; valid: a regular file of at most {} MiB, relative to the matrix file",
                             s.get_ref(),
-                            path.display()
+                            path.display(),
+                            MAX_SCRIPT_BYTES >> 20
                         ),
                     );
                     None
