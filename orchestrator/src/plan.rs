@@ -116,9 +116,22 @@ pub struct HostPlan {
     pub eta_min: Duration,
 }
 
+/// A workload script's text, kept once per plan.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Script {
+    pub path: std::path::PathBuf,
+    pub content: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "PlanJson")]
 pub struct Plan {
     pub matrix: Label,
+    /// Every workload script's text by its sha256, once: cells name their
+    /// script by path and sha256 only (a 16 MiB script in 100 000 cells
+    /// would otherwise make plan.json 1.6 TB).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub scripts: std::collections::BTreeMap<String, Script>,
     /// Every cell; one host's cells are contiguous, hosts in inventory order.
     pub cells: Vec<Cell>,
     pub dropped: Vec<Dropped>,
@@ -132,6 +145,59 @@ pub struct Plan {
     /// As `eta` when every adaptive repeat stops at its `min`.
     #[serde(with = "secs")]
     pub eta_min: Duration,
+}
+
+/// plan.json as written: the cells without their scripts' texts (bundles
+/// before the texts moved to `scripts` kept them in every cell, and still
+/// read back).
+#[derive(Deserialize)]
+struct PlanJson {
+    matrix: Label,
+    #[serde(default)]
+    scripts: std::collections::BTreeMap<String, Script>,
+    cells: Vec<Cell>,
+    dropped: Vec<Dropped>,
+    excluded: usize,
+    skipped_hosts: Vec<Skipped>,
+    hosts: Vec<HostPlan>,
+    #[serde(with = "secs")]
+    eta: Duration,
+    #[serde(with = "secs")]
+    eta_min: Duration,
+}
+
+impl From<PlanJson> for Plan {
+    fn from(p: PlanJson) -> Plan {
+        let mut cells = p.cells;
+        for c in &mut cells {
+            let mut w = (*c.workload).clone();
+            if let WorkloadKind::PgbenchScript {
+                sha256, content, ..
+            }
+            | WorkloadKind::SqlScript {
+                sha256, content, ..
+            } = &mut w.kind
+            {
+                if content.is_empty() {
+                    if let Some(s) = p.scripts.get(sha256.as_str()) {
+                        content.clone_from(&s.content);
+                    }
+                }
+            }
+            c.workload = Arc::new(w);
+        }
+        Plan {
+            matrix: p.matrix,
+            scripts: p.scripts,
+            cells,
+            dropped: p.dropped,
+            excluded: p.excluded,
+            skipped_hosts: p.skipped_hosts,
+            hosts: p.hosts,
+            eta: p.eta,
+            eta_min: p.eta_min,
+        }
+    }
 }
 
 impl Cell {
@@ -487,8 +553,32 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
     }
     let eta = hosts.iter().map(|h| h.eta).max().unwrap_or_default();
     let eta_min = hosts.iter().map(|h| h.eta_min).max().unwrap_or_default();
+    let scripts = m
+        .workloads
+        .iter()
+        .filter_map(|w| match &w.kind {
+            WorkloadKind::PgbenchScript {
+                path,
+                sha256,
+                content,
+            }
+            | WorkloadKind::SqlScript {
+                path,
+                sha256,
+                content,
+            } => Some((
+                sha256.clone(),
+                Script {
+                    path: path.clone(),
+                    content: content.clone(),
+                },
+            )),
+            WorkloadKind::Builtin { .. } => None,
+        })
+        .collect();
     Plan {
         matrix: m.name.clone(),
+        scripts,
         cells,
         dropped,
         excluded,

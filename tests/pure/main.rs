@@ -14,4 +14,5 @@ mod plan_cli;
 mod plan_errors;
 mod plan_examples;
 mod plan_props;
+mod plan_run_same;
 mod report_html;

@@ -113,6 +113,16 @@ fn cases() -> Vec<(Kind, String, &'static str)> {
         (Inv, inv("[[host]]\nname = \"h1\"\naddress = \"10.0.0.1\"\ndevices = @@[]\n"), "`devices` of [[host]] `h1` is empty"),
         (Inv, host("consent_foreign = [@@\"/dev/vdc\"]\n"), "`consent_foreign` names `/dev/vdc`, which is not in the `devices`"),
         (Inv, format!("[defaults]\nos = \"linux\"\nname = @@\"x\"\n{HOST}"), "`name` cannot be a default"),
+        // Options that name another device or a path, or are fsmatrix's own (issue 10).
+        (Mat, fs("mkfs_options = [\"-J\", @@\"device=/dev/sdc\"]\n"), "`device` in mkfs option `-J` is not allowed"),
+        (Mat, fs("mkfs_options = [\"-b\", \"4096\", @@\"/dev/sdc\"]\n"), "a positional argument would be another device"),
+        (Mat, fs("mkfs_options = [@@\"-L\", \"mine\"]\n"), "the label is fsmatrix's own"),
+        (Mat, fs("mount_options = [\"noatime\", @@\"journal_path=/dev/sdc\"]\n"), "mount option `journal_path` is not allowed for ext4"),
+        (Mat, fs("vary = { j = [\"size=64\", \"device=/dev/sdc\"] }\nname = \"f-{j}\"\nmkfs_options = [\"-J\", @@\"{j}\"]\n").replacen("name = \"f\"\n", "", 1), "`device` in mkfs option `-J` is not allowed"),
+        (Mat, format!("name = \"m\"\n{WL}[[filesystem]]\nname = \"x\"\ntype = \"xfs\"\nmkfs_options = [\"-l\", @@\"logdev=/dev/sdc\"]\n"), "`logdev` in mkfs option `-l`"),
+        (Mat, format!("name = \"m\"\n{WL}[[filesystem]]\nname = \"b\"\ntype = \"btrfs\"\nmount_options = [@@\"device=/dev/sdc\"]\n"), "mount option `device` is not allowed for btrfs"),
+        (Inv, host("work_dir = @@\"/var/tmp\"\n"), "work_dir `/var/tmp` is a folder the whole system shares"),
+        (Inv, format!("{INV_BASE}{HOST}[[host]]\nname = @@\"h2\"\naddress = \"10.0.0.1\"\ndevices = [\"/dev/vdb\"]\n"), "[[host]] `h2` reaches the same machine as [[host]] `h1`"),
         // Include / exclude.
         (Mat, format!("name = \"m\"\n{FS}{WL}[[exclude]]\nfilesystem = @@\"zfs\"\n"), "an `exclude` rule names filesystem `zfs`, which the matrix does not define; valid: ext4"),
         (Mat, format!("name = \"m\"\n{FS}{WL}[[exclude]]\nfs_type = @@\"zfs2\"\n"), "unknown filesystem type `zfs2` in an `exclude` rule"),

@@ -8,7 +8,9 @@ use serde::{Deserialize, Serialize};
 use toml::de::{DeTable, DeValue};
 
 use super::error::{ConfigErrors, Errors, Source};
-use super::values::{AbsPath, Address, DevicePath, HostName, Label, UserName};
+use super::values::{
+    shown, AbsPath, Address, DevicePath, HostName, Label, PgSettingName, UserName, ValueError,
+};
 use super::walk::Tbl;
 
 /// Operating system of a host; checked against `uname -s` by `check`.
@@ -106,6 +108,11 @@ pub struct Host {
     pub pg_port: u16,
     pub work_dir: AbsPath,
     pub tags: Vec<Label>,
+    /// PostgreSQL settings the host's owner allows a matrix to set although
+    /// they run commands, load code or name files ([`super::pgclass`]),
+    /// lowercased.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_postgres_settings: Vec<PgSettingName>,
 }
 
 impl Host {
@@ -160,9 +167,142 @@ const HOST_KEYS: &[&str] = &[
     "pg_port",
     "work_dir",
     "tags",
+    "allow_postgres_settings",
 ];
 
 const DEFAULT_WORK_DIR: &str = "/var/tmp/fsmatrix";
+
+/// Folders that other people and the system share: fsmatrix unmounts,
+/// writes scripts into and (as root) runs from `work_dir`, so it must be a
+/// folder of its own, never one of these (issue 10, "No side doors").
+pub const SHARED_FOLDERS: &[&str] = &[
+    "/",
+    "/tmp",
+    "/var/tmp",
+    "/home",
+    "/usr/home",
+    "/root",
+    "/usr",
+    "/usr/local",
+    "/usr/local/etc",
+    "/usr/share",
+    "/usr/local/share",
+    "/etc",
+    "/var",
+    "/var/lib",
+    "/var/db",
+    "/var/log",
+    "/var/cache",
+    "/var/spool",
+    "/var/mail",
+    "/var/run",
+    "/var/lib/postgresql",
+    "/var/lib/pgsql",
+    "/var/db/postgres",
+    "/run",
+    "/opt",
+    "/srv",
+    "/mnt",
+    "/media",
+    "/compat",
+    "/nonexistent",
+];
+
+/// Trees that belong to the system as a whole: no `work_dir` below them
+/// either (virtual filesystems, configuration, programs and libraries).
+pub const SYSTEM_TREES: &[&str] = &[
+    "/dev",
+    "/proc",
+    "/sys",
+    "/etc",
+    "/boot",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/usr/bin",
+    "/usr/sbin",
+    "/usr/lib",
+    "/usr/lib32",
+    "/usr/lib64",
+    "/usr/libexec",
+    "/usr/include",
+    "/usr/local/bin",
+    "/usr/local/sbin",
+    "/usr/local/lib",
+    "/usr/local/libexec",
+];
+
+/// Parents whose direct children are someone's home folder (`/home/alice`,
+/// FreeBSD's `/usr/home/alice`): a home is shared with its owner.
+const HOME_PARENTS: &[&str] = &["/home", "/usr/home"];
+
+/// `pg_user`: the host scripts run initdb and pg_ctl as this user and
+/// accept `[a-z0-9_-]+` (remote-scripts/linux.sh `pg_user=`), so plan
+/// accepts exactly that: a name it passes must not fail at run.
+pub fn pg_user_name(s: &str) -> Result<UserName, ValueError> {
+    let u = UserName::new(s)?;
+    if let Some(c) = s
+        .chars()
+        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_' || *c == '-'))
+    {
+        return Err(ValueError(format!(
+            "pg_user `{}` contains `{c}`, which the host scripts refuse; valid: lowercase \
+             letters, digits, _ and - (e.g. postgres)",
+            shown(s)
+        )));
+    }
+    Ok(u)
+}
+
+/// A `work_dir`: an absolute path ([`AbsPath`]) written plainly (no `.` or
+/// `..` part, no `//`) that is a folder fsmatrix can own, not a shared
+/// system folder or a home folder itself.
+pub fn work_dir_path(s: &str) -> Result<AbsPath, ValueError> {
+    let valid = "a folder of fsmatrix's own, such as /var/tmp/fsmatrix or /srv/fsmatrix";
+    let s_shown = shown(s);
+    if s.contains("//") || s.split('/').any(|c| c == "." || c == "..") {
+        return Err(ValueError(format!(
+            "work_dir `{s_shown}` has a `//`, `.` or `..` part; write it plainly; valid: {valid}"
+        )));
+    }
+    let p = AbsPath::new(s)?;
+    let trimmed = match s.trim_end_matches('/') {
+        "" => "/",
+        t => t,
+    };
+    // Compared as written: the hosts' filesystems are case-sensitive.
+    let lib_like = trimmed
+        .strip_prefix("/lib")
+        .is_some_and(|rest| !rest.contains('/'));
+    if SHARED_FOLDERS.contains(&trimmed) || SYSTEM_TREES.contains(&trimmed) || lib_like {
+        return Err(ValueError(format!(
+            "work_dir `{s}` is a folder the whole system shares; fsmatrix writes, mounts and runs \
+             as root in it; valid: {valid}"
+        )));
+    }
+    if let Some(tree) = SYSTEM_TREES
+        .iter()
+        .find(|t| trimmed.starts_with(&format!("{t}/")))
+    {
+        return Err(ValueError(format!(
+            "work_dir `{s}` is under {tree}, which belongs to the system; valid: {valid}"
+        )));
+    }
+    if let Some(home) = HOME_PARENTS.iter().find(|h| {
+        trimmed
+            .strip_prefix(&format!("{h}/"))
+            .is_some_and(|user| !user.contains('/'))
+    }) {
+        return Err(ValueError(format!(
+            "work_dir `{s}` is a home folder itself (under {home}), shared with its owner; use a \
+             folder inside it, e.g. {trimmed}/fsmatrix; valid: {valid}"
+        )));
+    }
+    Ok(p)
+}
 const DEFAULT_KNOWN_HOSTS: &str = "~/.ssh/known_hosts";
 
 impl Inventory {
@@ -224,6 +364,8 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Inventory> {
     let base = src.path.parent().unwrap_or(Path::new(""));
     let mut hosts = Vec::new();
     let mut seen: BTreeMap<String, ()> = BTreeMap::new();
+    // (normalised address, port) of every host so far, where, and its name.
+    let mut reach: Vec<((String, u16), std::ops::Range<usize>, String)> = Vec::new();
     for (t, span) in &host_tables {
         let label = t
             .iter()
@@ -249,6 +391,27 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Inventory> {
             }
         }
         if let Some(host) = parse_host(errs, &h, d.as_ref(), base) {
+            let at = h.get("name").map_or(span.clone(), |v| v.span());
+            let key = (machine_key(host.address.as_str()), host.port);
+            match reach.iter().find(|(k, _, _)| *k == key) {
+                Some((_, first_at, first_name)) => {
+                    let (line, _) = src.line_col(first_at.start);
+                    errs.push(
+                        &at,
+                        format!(
+                            "[[host]] `{}` reaches the same machine as [[host]] `{first_name}` ({}:{line}): \
+                             address `{}` port {}; two entries for one machine would let two sweeps \
+                             format its devices at once; valid: one [[host]] per machine (another \
+                             port on the same address is another machine)",
+                            host.name,
+                            src.path.display(),
+                            host.address,
+                            host.port
+                        ),
+                    );
+                }
+                None => reach.push((key, at, host.name.to_string())),
+            }
             hosts.push(host);
         }
     }
@@ -256,6 +419,22 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Inventory> {
         path: src.path.clone(),
         hosts,
     })
+}
+
+/// An address as a machine is reached by it: DNS names compared without
+/// case or a trailing dot, IP addresses in their canonical form (`FD00:0::5`
+/// is `fd00::5`, `::ffff:10.0.0.1` is `10.0.0.1`).  Names are not resolved:
+/// a name and its address are told apart here, and by host key at `check`.
+pub fn machine_key(address: &str) -> String {
+    let a = address.trim_end_matches('.').to_ascii_lowercase();
+    match a.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => v6.to_string(),
+        },
+        Ok(ip) => ip.to_string(),
+        Err(_) => a,
+    }
 }
 
 /// The table that holds `key`: the host's own, else [defaults].
@@ -464,7 +643,7 @@ fn parse_host(
     }
     let pg_bin = pick(h, d, "pg_bin").map(|t| t.typed(errs, "pg_bin", AbsPath::new));
     let pg_user = pick(h, d, "pg_user")
-        .map(|t| t.typed(errs, "pg_user", UserName::new))
+        .map(|t| t.typed(errs, "pg_user", pg_user_name))
         .unwrap_or_else(|| UserName::new("postgres").ok());
     let pg_port = pick(h, d, "pg_port")
         .map(|t| {
@@ -473,11 +652,17 @@ fn parse_host(
         })
         .unwrap_or(Some(5432));
     let work_dir = pick(h, d, "work_dir")
-        .map(|t| t.typed(errs, "work_dir", AbsPath::new))
+        .map(|t| t.typed(errs, "work_dir", work_dir_path))
         .unwrap_or_else(|| AbsPath::new(DEFAULT_WORK_DIR).ok());
     let tags = pick(h, d, "tags")
         .map(|t| {
             t.typed_list(errs, "tags", Label::new)
+                .map(|v| v.into_iter().map(|s| s.into_inner()).collect())
+        })
+        .unwrap_or(Some(Vec::new()));
+    let allow_pg = pick(h, d, "allow_postgres_settings")
+        .map(|t| {
+            t.typed_list(errs, "allow_postgres_settings", super::pgclass::allowable)
                 .map(|v| v.into_iter().map(|s| s.into_inner()).collect())
         })
         .unwrap_or(Some(Vec::new()));
@@ -514,6 +699,7 @@ fn parse_host(
         pg_port: pg_port?,
         work_dir: work_dir?,
         tags: tags?,
+        allow_postgres_settings: allow_pg?,
     })
 }
 
@@ -612,5 +798,104 @@ pg_bin = "/opt/pg/bin"
         ] {
             assert_eq!(os.pg_bin_hint(), hint);
         }
+    }
+
+    fn errors(text: &str) -> String {
+        match Inventory::parse(Path::new("/etc/fsm/inv.toml"), text.to_string()) {
+            Ok(_) => String::new(),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn work_dir_in_a_shared_folder_is_refused_at_load() {
+        let with = |w: &str| {
+            errors(&format!(
+                "[defaults]\nos = \"linux\"\n[[host]]\nname = \"a\"\naddress = \"10.0.0.1\"\ndevices = [\"/dev/vdb\"]\nwork_dir = {w:?}\n"
+            ))
+        };
+        for bad in [
+            "/",
+            "/tmp",
+            "/tmp/",
+            "/var/tmp",
+            "/home",
+            "/root",
+            "/usr",
+            "/etc",
+            "/var",
+            "/var/lib",
+            "/dev",
+            "/dev/shm/x",
+            "/proc/1",
+            "/sys",
+            "/run",
+            "/boot",
+            "/bin",
+            "/sbin",
+            "/lib",
+            "/lib64",
+            "/opt",
+            "/srv",
+            "/mnt",
+            "/media",
+            "/etc/fsmatrix",
+            "/usr/lib/fsmatrix",
+            "/home/alice",
+            "/usr/home/alice",
+            "/var/tmp//fsmatrix",
+            "/var/tmp/./fsmatrix",
+            "/var/tmp/fsmatrix/..",
+        ] {
+            let e = with(bad);
+            assert!(
+                e.starts_with("/etc/fsm/inv.toml:7:12: error: work_dir `"),
+                "{bad}: {e}"
+            );
+            assert!(
+                e.contains("valid: a folder of fsmatrix's own"),
+                "{bad}: {e}"
+            );
+        }
+        for ok in [
+            "/var/tmp/fsmatrix",
+            "/var/tmp/fsmatrix/",
+            "/var/tmp/fsmatrix-hostkey-test",
+            "/tmp/fsmatrix",
+            "/srv/fsmatrix",
+            "/home/alice/fsmatrix",
+            "/usr/home/alice/fsmatrix",
+            "/root/fsmatrix",
+            "/var/lib/fsmatrix",
+            "/opt/fsmatrix/work",
+        ] {
+            assert_eq!(with(ok), "", "{ok}");
+        }
+    }
+
+    #[test]
+    fn two_entries_that_reach_one_machine_are_refused_with_both_named() {
+        let two = |a: &str, pa: u16, b: &str, pb: u16| {
+            errors(&format!(
+                "[defaults]\nos = \"linux\"\n[[host]]\nname = \"a\"\naddress = {a:?}\nport = {pa}\ndevices = [\"/dev/vdb\"]\n[[host]]\nname = \"b\"\naddress = {b:?}\nport = {pb}\ndevices = [\"/dev/vdb\"]\n"
+            ))
+        };
+        for (a, b) in [
+            ("10.0.0.1", "10.0.0.1"),
+            ("db1.lab.example", "DB1.Lab.Example."),
+            ("fd00::5", "FD00:0:0::5"),
+            ("::ffff:10.0.0.1", "10.0.0.1"),
+        ] {
+            let e = two(a, 22, b, 22);
+            assert!(
+                e.starts_with(
+                    "/etc/fsm/inv.toml:9:8: error: [[host]] `b` reaches the same machine as [[host]] `a` (/etc/fsm/inv.toml:4)"
+                ),
+                "{a} {b}: {e}"
+            );
+            assert!(e.contains("valid: one [[host]] per machine"), "{e}");
+        }
+        assert_eq!(two("10.0.0.1", 22, "10.0.0.1", 2222), "");
+        assert_eq!(two("10.0.0.1", 22, "10.0.0.2", 22), "");
     }
 }

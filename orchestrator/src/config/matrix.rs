@@ -11,7 +11,9 @@ use serde_spanned::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use super::error::{ConfigError, ConfigErrors, Errors, Source};
-use super::inventory::{Inventory, Os};
+use super::fsopts::{check_mkfs, check_mount};
+use super::inventory::{Host, Inventory, Os};
+use super::pgclass::{class_with_value, PgClass};
 use super::values::{
     check_vary_value, Label, MkfsOption, MountOption, PgSettingName, PgSettingValue,
     ZfsPropertyName, ZfsPropertyValue,
@@ -133,15 +135,18 @@ pub enum WorkloadKind {
     /// `pgbench -b <name>` on tables made by `pgbench -i -s <scale>`.
     Builtin { builtin: Builtin },
     /// `pgbench -f <file>` on tables made by `pgbench -i -s <scale>`.
+    /// The text is kept once per plan (`Plan::scripts`), not in every cell.
     PgbenchScript {
         path: PathBuf,
         sha256: String,
+        #[serde(default, skip_serializing)]
         content: String,
     },
     /// `psql -f <file>`, timed statement by statement (\timing); runs once per cell.
     SqlScript {
         path: PathBuf,
         sha256: String,
+        #[serde(default, skip_serializing)]
         content: String,
     },
 }
@@ -359,6 +364,21 @@ pub struct Matrix {
     /// against the inventory by [`Matrix::check_against`].
     #[serde(skip)]
     refs: Vec<(RefKind, String, ConfigError)>,
+    /// PostgreSQL settings that need the host owner's consent, with where
+    /// they are, checked against the inventory by [`Matrix::check_against`].
+    #[serde(skip)]
+    guarded: Vec<Guarded>,
+}
+
+/// A setting of a [`PgClass`] in `[postgres]` (`variant: None`) or in a
+/// filesystem variant's `postgres`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Guarded {
+    /// Lowercased.
+    setting: String,
+    class: PgClass,
+    variant: Option<Label>,
+    at: ConfigError,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -436,10 +456,6 @@ pub const SQL_DEFAULT_ESTIMATE_SECS: u64 = 60;
 /// The longest run or estimate a matrix may name: 30 days.  Longer is a
 /// typo (or hostile), and sums of such durations would overflow.
 pub const MAX_DURATION_SECS: u64 = 30 * 86400;
-
-/// A workload script larger than this is refused: scripts are kept in the
-/// plan and the bundle, and a real one is a few kilobytes.
-pub const MAX_SCRIPT_BYTES: u64 = 16 << 20;
 
 /// "10s", "15m", "2h", "1h30m", "90s" → seconds; `None` for anything else,
 /// 0, or more than [`MAX_DURATION_SECS`].
@@ -557,6 +573,7 @@ impl Matrix {
                 }
             }
         }
+        out.extend(self.check_settings_allowed(inv));
         let mut list = ConfigErrors(out);
         list.sort();
         if list.is_empty() {
@@ -564,6 +581,70 @@ impl Matrix {
         } else {
             Err(list)
         }
+    }
+
+    /// Whether the matrix's `[hosts]` filter keeps `h` (as the plan decides).
+    fn selects(&self, h: &Host) -> bool {
+        let Some(f) = &self.hosts else { return true };
+        (f.names.is_empty() || f.names.iter().any(|n| n == h.name.as_str()))
+            && (f.tags.is_empty()
+                || h.tags
+                    .iter()
+                    .any(|t| f.tags.iter().any(|x| x == t.as_str())))
+            && (f.os.is_empty() || f.os.contains(&h.os))
+    }
+
+    /// Settings that run commands, load code or name files run only on
+    /// hosts whose inventory entry allows them: one error per setting, with
+    /// every host that does not.
+    fn check_settings_allowed(&self, inv: &Inventory) -> Vec<ConfigError> {
+        let mut out = Vec::new();
+        for g in &self.guarded {
+            let fs_types: Vec<FsType> = match &g.variant {
+                Some(v) => self
+                    .filesystems
+                    .iter()
+                    .filter(|f| &f.name == v)
+                    .map(|f| f.fs_type)
+                    .collect(),
+                None => self.filesystems.iter().map(|f| f.fs_type).collect(),
+            };
+            let refused: Vec<&str> = inv
+                .hosts
+                .iter()
+                .filter(|h| self.selects(h))
+                .filter(|h| fs_types.iter().any(|t| t.runs_on(h.os)))
+                .filter(|h| {
+                    !h.allow_postgres_settings
+                        .iter()
+                        .any(|a| a.as_str() == g.setting)
+                })
+                .map(|h| h.name.as_str())
+                .collect();
+            if refused.is_empty() {
+                continue;
+            }
+            let mut e = g.at.clone();
+            let place = match &g.variant {
+                Some(v) => format!("filesystem `{v}`"),
+                None => "[postgres]".to_string(),
+            };
+            e.message = {
+                format!(
+                    "postgresql setting `{}` in {place} {} and is refused on host{} {} of {}: \
+                     the host's owner must allow it there; valid: add \
+                     allow_postgres_settings = [\"{}\"] to the [[host]] (or [defaults]) of the inventory",
+                    g.setting,
+                    g.class,
+                    if refused.len() > 1 { "s" } else { "" },
+                    refused.join(", "),
+                    inv.path.display(),
+                    g.setting
+                )
+            };
+            out.push(e);
+        }
+        out
     }
 }
 
@@ -613,8 +694,19 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Matrix> {
             .unwrap_or(0),
         progress: root.bool(errs, "progress").unwrap_or(false),
     };
+    let mut guarded: Vec<Guarded> = Vec::new();
     let postgres = match root.table(errs, "postgres") {
-        Some(v) => settings(errs, v, "[postgres]", &[]),
+        Some(v) => {
+            let mut g = Vec::new();
+            let out = settings(errs, v, "[postgres]", &[], &mut g);
+            guarded.extend(g.into_iter().map(|(setting, class, at)| Guarded {
+                setting,
+                class,
+                variant: None,
+                at,
+            }));
+            out
+        }
         None => Vec::new(),
     };
     let mut refs = Vec::new();
@@ -627,7 +719,7 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Matrix> {
     match root.get("filesystem") {
         Some(v) => {
             for (t, span) in tables(errs, v, "filesystem") {
-                filesystems.extend(filesystem(errs, t, &span));
+                filesystems.extend(filesystem(errs, t, &span, &mut guarded));
             }
         }
         None => errs.push(
@@ -705,6 +797,7 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Matrix> {
         max_cells,
         max_cells_at,
         refs,
+        guarded,
     })
 }
 
@@ -721,24 +814,43 @@ struct Names<'a> {
 }
 
 /// A table of PostgreSQL settings; `vars` are substituted into `{key}`s.
+/// Names are stored lowercased, as PostgreSQL compares them (guc.c
+/// `guc_name_compare`), so that what plan accepts the host's script
+/// accepts; settings of a [`PgClass`] are recorded in `guarded` with where
+/// they are, for [`Matrix::check_against`].
 fn settings(
     errs: &mut Errors<'_>,
     v: &Val<'_>,
     ctx: &str,
     vars: &[(String, String)],
+    guarded: &mut Vec<(String, PgClass, ConfigError)>,
 ) -> Vec<PgSetting> {
     let DeValue::Table(t) = v.get_ref() else {
         return Vec::new();
     };
     let mut out: BTreeMap<String, PgSetting> = BTreeMap::new();
+    // Lowercased name → as written, to name both spellings of one setting.
+    let mut spelled: BTreeMap<String, String> = BTreeMap::new();
     for (k, val) in t.iter() {
-        let name = match PgSettingName::new(k.get_ref()) {
+        let name = match PgSettingName::new(k.get_ref())
+            .and_then(|_| PgSettingName::new(&k.get_ref().to_ascii_lowercase()))
+        {
             Ok(n) => n,
             Err(e) => {
                 errs.push(&k.span(), e.0);
                 continue;
             }
         };
+        let written: &str = k.get_ref().as_ref();
+        if let Some(first) = spelled.insert(name.as_str().to_string(), written.to_string()) {
+            errs.push(
+                &k.span(),
+                format!(
+                    "settings `{first}` and `{written}` in {ctx} are one setting (PostgreSQL setting names are case-insensitive); set it once"
+                ),
+            );
+            continue;
+        }
         if name.as_str() == "settings" && val.get_ref().is_table() {
             errs.push(
                 &val.span(),
@@ -761,10 +873,27 @@ fn settings(
         };
         match PgSettingValue::new(&s) {
             Ok(value) => {
-                out.insert(
-                    name.as_str().to_ascii_lowercase(),
-                    PgSetting { name, value },
-                );
+                let class = class_with_value(name.as_str(), value.as_str());
+                if class == Some(PgClass::Fsmatrix) {
+                    errs.push(
+                        &k.span(),
+                        format!(
+                            "postgresql setting `{}` in {ctx} {}: fsmatrix writes it for every cluster \
+                             (the port is the inventory's `pg_port`); remove it from the matrix",
+                            k.get_ref().as_ref() as &str,
+                            PgClass::Fsmatrix
+                        ),
+                    );
+                    continue;
+                }
+                if let Some(class) = class {
+                    guarded.push((
+                        name.as_str().to_string(),
+                        class,
+                        errs.src.error(&k.span(), String::new()),
+                    ));
+                }
+                out.insert(name.as_str().to_string(), PgSetting { name, value });
             }
             Err(e) => errs.push(&val.span(), e.0),
         }
@@ -864,6 +993,7 @@ fn filesystem(
     errs: &mut Errors<'_>,
     t: &DeTable<'_>,
     span: &Range<usize>,
+    guarded: &mut Vec<Guarded>,
 ) -> Vec<(FsVariant, Range<usize>)> {
     let label = t
         .iter()
@@ -1092,10 +1222,20 @@ fn filesystem(
                 }
             }
         }
+        // Allow-listed per type, after vary substitution (see fsopts.rs).
+        if mkfs.len() == mkfs_t.len() {
+            if let Err((i, e)) = check_mkfs(fs_type, &mkfs) {
+                errs.push(&mkfs_t[i].span(), e);
+            }
+        }
         let mut mount = Vec::new();
         for s in &mount_t {
             if let Some(x) = subst(errs, s.get_ref(), &s.span(), &vars) {
-                match MountOption::new(&x) {
+                match MountOption::new(&x).and_then(|o| {
+                    check_mount(fs_type, &o)
+                        .map(|()| o)
+                        .map_err(super::values::ValueError)
+                }) {
                     Ok(o) => mount.push(o),
                     Err(e) => errs.push(&s.span(), e.0),
                 }
@@ -1126,13 +1266,20 @@ fn filesystem(
             .map(|v| zfs_props(errs, v, &ctx, &vars))
             .unwrap_or_default();
         pool.sort();
+        let mut g = Vec::new();
         let pg = pg_v
-            .map(|v| settings(errs, v, &ctx, &vars))
+            .map(|v| settings(errs, v, &ctx, &vars, &mut g))
             .unwrap_or_default();
         if errs.list.len() > n0 {
             continue;
         }
         if let Some(name) = name {
+            guarded.extend(g.into_iter().map(|(setting, class, at)| Guarded {
+                setting,
+                class,
+                variant: Some(name.clone()),
+                at,
+            }));
             out.push((
                 FsVariant {
                     name,
@@ -1149,6 +1296,49 @@ fn filesystem(
         }
     }
     out
+}
+
+/// The largest workload script a matrix may name: the text travels in the
+/// plan, the bundle and to every host.
+pub const MAX_SCRIPT_BYTES: u64 = 16 * 1024 * 1024;
+
+/// A workload script path as written → the path fsmatrix keeps: `.` parts
+/// dropped (`./x.sql` is `x.sql`), `..` refused.  A bundle keeps a relative
+/// script at the same path beside its matrix snapshot, so the path must
+/// stay inside the matrix's folder; `run`, `resume` and `run --from` use the
+/// path this returns, so what plan accepts they accept.
+pub fn script_path(written: &str) -> Result<PathBuf, String> {
+    use std::path::Component;
+    let p = Path::new(written);
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                return Err(format!(
+                    "script path `{}` has a `..` part; a bundle keeps scripts beside its matrix, \
+                     so valid: a path inside the matrix's folder (e.g. sql/x.sql) or an absolute path",
+                    super::values::shown(written)
+                ))
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    if out.as_os_str().is_empty() || written.ends_with('/') {
+        return Err(format!(
+            "script path `{}` names no file; valid: a file path relative to the matrix (e.g. sql/x.sql)",
+            super::values::shown(written)
+        ));
+    }
+    Ok(out)
+}
+
+/// Read a workload script: a regular file (a FIFO, a device or a folder is
+/// refused from its metadata, and opened non-blocking: see
+/// [`crate::files::read_regular`]) of at most [`MAX_SCRIPT_BYTES`], in UTF-8.
+pub fn read_script(path: &Path) -> Result<String, String> {
+    let bytes = crate::files::read_regular(path, MAX_SCRIPT_BYTES)?;
+    String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_string())
 }
 
 fn workload(
@@ -1207,14 +1397,17 @@ fn workload(
             Some(WorkloadKind::Builtin { builtin: b })
         }),
         key => w.str(errs, key).and_then(|s| {
-            let path = base.join(s.get_ref());
-            let read = crate::files::read_regular(&path, MAX_SCRIPT_BYTES).and_then(|b| {
-                String::from_utf8(b).map_err(|_| "it is not UTF-8 text".to_string())
-            });
-            match read {
+            let rel = match script_path(s.get_ref()) {
+                Ok(rel) => rel,
+                Err(e) => {
+                    errs.push(&s.span(), e);
+                    return None;
+                }
+            };
+            let path = base.join(&rel);
+            match read_script(&path) {
                 Ok(content) => {
                     let sha256 = sha256_hex(content.as_bytes());
-                    let rel = PathBuf::from(s.get_ref());
                     Some(if key == "sql_script" {
                         WorkloadKind::SqlScript {
                             path: rel,
@@ -1233,9 +1426,10 @@ fn workload(
                     errs.push(
                         &s.span(),
                         format!(
-                            "cannot read `{}` ({}): {e}; paths are relative to the matrix file",
+                            "cannot read `{}` ({}): {e}; valid: a regular file of at most {} MiB, relative to the matrix file",
                             s.get_ref(),
-                            path.display()
+                            path.display(),
+                            MAX_SCRIPT_BYTES >> 20
                         ),
                     );
                     None
@@ -2016,5 +2210,70 @@ warmup = 3
         };
         assert!(!same.is_adaptive());
         assert_eq!(same.to_string(), "3");
+    }
+
+    #[test]
+    fn settings_that_run_commands_need_the_inventory_s_consent_per_host() {
+        let inv = Inventory::parse(
+            Path::new("/i/inv.toml"),
+            "[defaults]\nos = \"linux\"\n[[host]]\nname = \"a\"\naddress = \"10.0.0.1\"\ndevices = [\"/dev/sdb\"]\nallow_postgres_settings = [\"Shared_Preload_Libraries\"]\n[[host]]\nname = \"b\"\naddress = \"10.0.0.2\"\ndevices = [\"/dev/sdb\"]\n".to_string(),
+        )
+        .expect("inventory");
+        let m = parse(&format!(
+            "name = \"m\"\n{WL}[postgres]\nArchive_Command = \"true\"\n[[filesystem]]\nname = \"e\"\ntype = \"ext4\"\npostgres = {{ shared_preload_libraries = \"pg_stat_statements\", Work_Mem = \"4MB\" }}\n"
+        ))
+        .expect("matrix");
+        // Names are stored as PostgreSQL compares them.
+        let names: Vec<&str> = m.filesystems[0]
+            .postgres
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect();
+        assert_eq!(names, ["shared_preload_libraries", "work_mem"]);
+        assert_eq!(m.postgres[0].name.as_str(), "archive_command");
+        let e = m.check_against(&inv).expect_err("refused").to_string();
+        let lines: Vec<&str> = e.lines().collect();
+        assert_eq!(lines.len(), 2, "{e}");
+        assert!(
+            lines[0].starts_with("m.toml:9:1: error: postgresql setting `archive_command` in [postgres] runs a command on the host and is refused on hosts a, b of /i/inv.toml"),
+            "{e}"
+        );
+        assert!(
+            lines[0].ends_with("valid: add allow_postgres_settings = [\"archive_command\"] to the [[host]] (or [defaults]) of the inventory"),
+            "{e}"
+        );
+        assert!(
+            lines[1].contains("setting `shared_preload_libraries` in filesystem `e` loads code into the server and is refused on host b of"),
+            "{e}"
+        );
+        // fsmatrix's own settings are refused in the matrix itself; a
+        // name set twice in two cases is one setting set twice.
+        let e = parse(&format!(
+            "name = \"m\"\n{WL}[postgres]\nPort = 5433\nwork_mem = \"1MB\"\nWORK_MEM = \"2MB\"\n[[filesystem]]\nname = \"e\"\ntype = \"ext4\"\n"
+        ))
+        .expect_err("refused")
+        .to_string();
+        assert!(
+            e.contains("setting `Port` in [postgres] is set by fsmatrix itself"),
+            "{e}"
+        );
+        assert!(
+            e.contains("settings `WORK_MEM` and `work_mem` in [postgres] are one setting"),
+            "{e}"
+        );
+        // An inventory cannot allow fsmatrix's own settings or plain ones.
+        let e = Inventory::parse(
+            Path::new("/i/inv.toml"),
+            "[defaults]\nos = \"linux\"\nallow_postgres_settings = [\"port\", \"shared_buffers\"]\n[[host]]\nname = \"a\"\naddress = \"10.0.0.1\"\ndevices = [\"/dev/sdb\"]\n".to_string(),
+        )
+        .expect_err("refused")
+        .to_string();
+        assert!(
+            e.contains(
+                "/i/inv.toml:3:28: error: postgresql setting `port` is set by fsmatrix itself"
+            ),
+            "{e}"
+        );
+        assert!(e.contains("`shared_buffers` needs no allowing"), "{e}");
     }
 }

@@ -2,8 +2,10 @@
 //! files (and the scripts a matrix names).  Every error names its file, line
 //! and column; all errors are collected.
 pub mod error;
+pub mod fsopts;
 pub mod inventory;
 pub mod matrix;
+pub mod pgclass;
 pub mod values;
 mod walk;
 

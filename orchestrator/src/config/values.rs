@@ -58,7 +58,7 @@ fn describe(c: char) -> String {
     }
 }
 
-fn shown(s: &str) -> String {
+pub(crate) fn shown(s: &str) -> String {
     let mut out = String::new();
     for c in s.chars().take(60) {
         match c {
@@ -265,7 +265,8 @@ value_type!(
         prefix: None,
         max_len: 128,
         valid: "letters, digits and _ . : / + - @ (e.g. \"zstd\", \"8k\", \"off\")",
-    }
+    },
+    extra = not_a_path
 );
 
 value_type!(
@@ -366,9 +367,10 @@ fn starts_with_letter(what: &str, s: &str) -> Result<(), ValueError> {
 /// `altroot`, `cachefile`, `keylocation`, `bootfs`), those that hand the
 /// dataset to someone else (`sharenfs`, `sharesmb`, `zoned`, `jailed`), and
 /// those fsmatrix sets itself to mount and destroy what it made
-/// (`canmount`, `readonly`).  Performance properties (compression,
+/// (`canmount`, `readonly`), and the pool's `compatibility`, whose value
+/// names feature files on the host.  Performance properties (compression,
 /// recordsize, atime, sync, logbias, primarycache, ashift, …) stay allowed.
-pub const ZFS_REFUSED_PROPERTIES: [&str; 11] = [
+pub const ZFS_REFUSED_PROPERTIES: [&str; 12] = [
     "mountpoint",
     "altroot",
     "cachefile",
@@ -380,7 +382,21 @@ pub const ZFS_REFUSED_PROPERTIES: [&str; 11] = [
     "jailed",
     "canmount",
     "readonly",
+    "compatibility",
 ];
+
+/// No performance property takes a path: a value that starts with `/` or
+/// `~` would name a place on the host.
+fn not_a_path(what: &str, s: &str) -> Result<(), ValueError> {
+    if s.starts_with(['/', '~']) {
+        return Err(ValueError(format!(
+            "{what} `{}` is a path; properties that name places on the host are refused, \
+             give a performance value (e.g. \"zstd\", \"8k\", \"off\")",
+            shown(s)
+        )));
+    }
+    Ok(())
+}
 
 fn zfs_property_name(what: &str, s: &str) -> Result<(), ValueError> {
     starts_with_letter(what, s)?;
@@ -452,6 +468,7 @@ mod tests {
             "altroot",
             "sharenfs",
             "canmount",
+            "compatibility",
         ] {
             let e = ZfsPropertyName::new(bad).expect_err(bad).0;
             assert!(e.contains("refused") && e.contains("compression"), "{e}");
@@ -545,6 +562,12 @@ mod tests {
                 true,
             ),
             ("zfsval", |s| ZfsPropertyValue::new(s).is_ok(), "-o", false),
+            (
+                "zfsval",
+                |s| ZfsPropertyValue::new(s).is_ok(),
+                "/etc/zfs/compat",
+                false,
+            ),
             ("pgval", |s| PgSettingValue::new(s).is_ok(), "-1", true),
             (
                 "pgval",

@@ -23,6 +23,7 @@ use super::journal::{self, Journal, JournalEvent, SweepStatus, JOURNAL_FILE};
 use super::manifest::{self, check_rel_path, sha256_file, TMP_PREFIX};
 use super::model::{CellResult, CSV_HEADER};
 use super::BundleError;
+use crate::config::values::Label;
 use crate::text::{rfc3339, sha256_hex};
 
 pub const BAGIT_FILE: &str = "bagit.txt";
@@ -73,25 +74,16 @@ fn folder_stamp(t: OffsetDateTime) -> String {
     )
 }
 
-/// A matrix name becomes a folder name: keep it to a safe alphabet.
+/// A matrix name becomes a folder name: the matrix loader's own rule for
+/// names ([`Label`]: letters, digits and `. _ + -`, not starting with `.`
+/// or `-`), so that a name `plan` accepts never fails here mid-run.
 fn check_matrix_name(name: &str) -> Result<(), BundleError> {
-    let bad = |why: &str| BundleError::BadName {
-        name: name.to_owned(),
-        why: why.to_owned(),
-    };
-    if name.is_empty() || name.len() > 100 {
-        return Err(bad("it must be 1 to 100 characters long"));
-    }
-    if name.starts_with(['.', '-']) {
-        return Err(bad("it must not start with `.` or `-`"));
-    }
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
-    {
-        return Err(bad("only letters, digits, `.`, `_` and `-` are allowed"));
-    }
-    Ok(())
+    Label::new(name)
+        .map(|_| ())
+        .map_err(|e| BundleError::BadName {
+            name: name.to_owned(),
+            why: e.0,
+        })
 }
 
 fn fsync_dir(dir: &Path) -> io::Result<()> {
