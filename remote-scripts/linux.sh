@@ -97,13 +97,33 @@ mounted_where() {
 }
 
 # zpool_vdev_of NAMES: the imported pool one of NAMES is a vdev of, if any.
+# A vdev may be named by kernel name, by path, or by a /dev/disk/by-* link
+# name (by-id with its wwn-/ata-/nvme- names, by-partuuid, by-uuid, by-path,
+# by-partlabel): each is resolved to its kernel name before comparing.
+# Fails closed: when ZFS runs (/dev/zfs or zfs-fuse's socket) but `zpool
+# status` fails or hangs, prints "?" and the reason, and the guard refuses.
 zpool_vdev_of() {
 	command -v zpool >/dev/null 2>&1 || return 0
-	_zv_status=$(timeout 20 zpool status 2>/dev/null) || return 0
-	printf '%s\n' "$_zv_status" | awk -v names="$1" '
-		BEGIN { n = split(names, a, /[ \n]+/); for (i = 1; i <= n; i++) if (a[i] != "") want[a[i]] = 1 }
-		$1 == "pool:" { pool = $2 }
-		{ s = $1; sub(/.*\//, "", s); if (s in want) { print pool; exit } }'
+	if ! _zv_status=$(timeout 20 zpool status 2>&1); then
+		# ZFS runs here: the kernel module's /dev/zfs, or zfs-fuse's socket
+		# (a zfs-fuse of another container does not count: no socket here).
+		if [ -e /dev/zfs ] || [ -S /var/run/zfs/zfs_socket ] || [ -S /run/zfs/zfs_socket ]; then
+			printf '?zpool status failed: %s\n' "$(printf '%s' "$_zv_status" | head -n 1)"
+		fi
+		return 0
+	fi
+	printf '%s\n' "$_zv_status" | awk '$1 == "pool:" { pool = $2; next } pool != "" && NF > 0 { print pool, $1 }' |
+		while read -r _zv_pool _zv_tok; do
+			for _zv_p in "$_zv_tok" "/dev/$_zv_tok" "/dev/disk/by-id/$_zv_tok" "/dev/disk/by-partuuid/$_zv_tok" \
+				"/dev/disk/by-uuid/$_zv_tok" "/dev/disk/by-path/$_zv_tok" "/dev/disk/by-partlabel/$_zv_tok"; do
+				case $_zv_p in /*) ;; *) continue ;; esac
+				[ -e "$_zv_p" ] || continue
+				if in_words "$(blk_name "$_zv_p")" "$1"; then
+					printf '%s\n' "$_zv_pool"
+					return 0
+				fi
+			done
+		done
 }
 
 # signature DEV: sets SIG (none|fsmx|foreign) and SIG_DETAIL.  Read-only.
@@ -177,8 +197,10 @@ guard() {
 	for _g_n in $_g_names; do
 		_g_majmins="$_g_majmins $(cat "/sys/class/block/$_g_n/dev" 2>/dev/null || true)"
 	done
+	[ -r /proc/self/mountinfo ] || refuse "$_g_dev" "cannot read /proc/self/mountinfo to tell whether it is mounted; refused rather than assumed free"
 	_g_where=$(mounted_where "$_g_names" "$_g_majmins")
 	[ -z "$_g_where" ] || refuse "$_g_dev" "mounted: $_g_where"
+	[ -r /proc/swaps ] || refuse "$_g_dev" "cannot read /proc/swaps to tell whether it is swap; refused rather than assumed free"
 	while read -r _g_src _g_rest; do
 		case $_g_src in /dev/*) ;; *) continue ;; esac
 		if in_words "$(blk_name "$_g_src")" "$_g_names"; then
@@ -191,8 +213,12 @@ guard() {
 			refuse "$_g_dev" "held by $(basename "$_g_h") (LVM, MD or device-mapper) through $_g_n"
 		done
 	done
-	_g_pool=$(zpool_vdev_of "$_g_names")
-	[ -z "$_g_pool" ] || refuse "$_g_dev" "part of the imported zpool $_g_pool"
+	_g_pool=$(zpool_vdev_of "$_g_names" | head -n 1)
+	case $_g_pool in
+	'') ;;
+	'?'*) refuse "$_g_dev" "cannot tell whether it is in an imported zpool (${_g_pool#?}); refused rather than assumed free" ;;
+	*) refuse "$_g_dev" "part of the imported zpool $_g_pool" ;;
+	esac
 	_g_root_src=$(awk '$2 == "/" { src = $1 } END { print src }' /proc/mounts)
 	case $_g_root_src in
 	/dev/*)

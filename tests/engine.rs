@@ -1259,3 +1259,123 @@ fn one_sweep_per_host_the_lock_dies_with_its_holder_and_a_fresh_run_cleans_up() 
     assert!(lock_is_free(&lab, h), "released at the end of the sweep");
     assert_clean(&lab.inv, h);
 }
+
+/// Unmounts a test's tmpfs however the test ends.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(at: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(at).expect("mkdir");
+        let ok = Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size}"),
+                "fsmx-test-full",
+            ])
+            .arg(at)
+            .status()
+            .expect("mount");
+        assert!(ok.success(), "mount a tmpfs at {}", at.display());
+        Tmpfs(at.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_local_disk_stops_new_cells_and_resume_completes_the_bundle() {
+    use std::io::Write;
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = &lab.inv.hosts[1];
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let inv = write(
+        tmp.path(),
+        "inventory.toml",
+        &inventory(&lab.inv, &[(h, "")], ""),
+    );
+    let matrix = write(
+        tmp.path(),
+        "matrix.toml",
+        "name = \"full\"\nrepeats = 3\n\
+         [[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n\
+         [[filesystem]]\nname = \"xfs\"\ntype = \"xfs\"\n\
+         [[workload]]\nname = \"sel\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"2s\"\n",
+    );
+    // The bundle lives on a small disk of its own; the progress log does not.
+    let out = tmp.path().join("out");
+    let disk = Tmpfs::mount(&out, "64m");
+    let log = tmp.path().join("run.log");
+    let mut child = spawn_run(&inv, &matrix, &out, &log);
+    let t0 = Instant::now();
+    let bundle = loop {
+        let b = std::fs::read_dir(&out)
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+            .map(|e| e.path());
+        if let Some(b) = b.filter(|b| !journal_done(b).is_empty()) {
+            break b;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(180), "no cell recorded");
+        assert!(child.try_wait().expect("try_wait").is_none(), "ended early");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // Fill the disk: the next cell cannot be recorded.
+    let mut filler = std::fs::File::create(out.join("filler")).expect("filler");
+    let chunk = vec![0u8; 1 << 20];
+    while filler.write_all(&chunk).is_ok() {}
+    let _ = filler.flush();
+    let mut waited = 0;
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            break s;
+        }
+        waited += 1;
+        assert!(waited < 1800, "the sweep did not stop on a full disk");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    eprintln!("{text}");
+    assert_eq!(status.code(), Some(2), "{text}");
+    assert!(text.contains("no new step starts"), "{text}");
+    assert!(text.contains("fsmatrix resume"), "{text}");
+    // Nothing new was built after the failure: no xfs, teardown ran.
+    let after = text.split("no new step starts").nth(1).unwrap_or_default();
+    assert!(
+        !after.contains("make-fs"),
+        "a filesystem was built after the disk filled:\n{text}"
+    );
+    assert!(!text.contains("make-fs xfs"), "{text}");
+    assert_clean(&lab.inv, h);
+    // Room again: resume keeps what was recorded and completes the bundle.
+    drop(filler);
+    std::fs::remove_file(out.join("filler")).expect("remove the filler");
+    let o = fsmatrix()
+        .arg("resume")
+        .arg(&bundle)
+        .output()
+        .expect("resume");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_verifies(&bundle);
+    let mut ids: Vec<String> = results(&bundle)
+        .iter()
+        .map(|r| r["cell_id"].as_str().unwrap_or_default().to_string())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 6, "every cell once");
+    assert_clean(&lab.inv, h);
+    drop(disk);
+}

@@ -147,6 +147,10 @@ fn cell_zfs_fuse_compression_on() {
     assert_eq!(o.get("teardown.pool"), "destroyed");
     assert!(o.get("drop_caches.zfs_cache").starts_with("kept: "));
     assert_eq!(o.get("drop_caches_stopped.zfs_cache"), "exported-imported");
+    // The guard fails closed: a pool member named through a link is
+    // recognised, and a zpool that cannot answer refuses the device.
+    assert_eq!(o.get("check.pool_member_by_link_refused"), "ok");
+    assert_eq!(o.get("check.zpool_failure_refused"), "ok");
 }
 
 #[test]

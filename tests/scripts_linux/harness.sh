@@ -199,6 +199,27 @@ scenario_cell() {
 		step drop_caches_stopped 0 drop-caches fs="$FS" pool="$POOL" dev="$LOOP"
 		[ "$(value zfs_cache)" = exported-imported ] || fail "zfs cache not dropped with postgres stopped"
 		ok zfs_export_import
+		# A vdev named through a link (as /dev/disk/by-id/wwn-... names are): the
+		# guard resolves each name, it does not compare the link's own name.
+		mkdir -p "$TMP/by-id"
+		ln -s "$LOOP" "$TMP/by-id/wwn-0x5000fsmxtest"
+		zpool export "$POOL" || fail "zpool export"
+		zpool import -d "$TMP/by-id" "$POOL" || fail "zpool import -d"
+		zpool status "$POOL" | grep -q wwn-0x5000fsmxtest || fail "the vdev is not named by the link: $(zpool status "$POOL" 2>&1)"
+		step preflight_by_link 3 preflight dev="$LOOP" allowed="$LOOP"
+		grep -q "imported zpool $POOL" "$TMP/step.err" || fail "by-link member not named as a pool member: $(cat "$TMP/step.err")"
+		ok pool_member_by_link_refused
+		# ZFS runs but `zpool status` fails: refused, never assumed free.  The
+		# stand-in zpool sits first in the script's own PATH, in this private
+		# mount namespace only.
+		mkdir -p "$TMP/shim"
+		printf '#!/bin/sh\necho "internal error: Interrupted system call" >&2\nexit 1\n' >"$TMP/shim/zpool"
+		chmod 0755 "$TMP/shim/zpool"
+		mount --bind "$TMP/shim" /usr/local/sbin || fail "bind the zpool stand-in"
+		step preflight_zpool_fails 3 preflight dev="$LOOP" allowed="$LOOP"
+		umount /usr/local/sbin
+		grep -q "cannot tell whether it is in an imported zpool" "$TMP/step.err" || fail "a failing zpool status was not refused: $(cat "$TMP/step.err")"
+		ok zpool_failure_refused
 	fi
 	step teardown 0 teardown dev="$LOOP" allowed="$LOOP" fs="$FS" mnt="$TMP/mnt" pool="$POOL" pg_bin="$PG_BIN" cell="$TMP/cell"
 	[ "$(value device)" = blank ] || fail "device not blank after teardown: $(value device)"

@@ -91,6 +91,16 @@ pub enum RunError {
     )]
     Locked { refusals: Vec<String> },
     #[error(
+        "record results in {}: {reason}; no new step started after that and every host was torn down \
+         ({done} cells were recorded before and are kept): free space, then run `fsmatrix resume {}`",
+        bundle.display(), bundle.display()
+    )]
+    Unrecordable {
+        bundle: PathBuf,
+        reason: String,
+        done: usize,
+    },
+    #[error(
         "start the sweep: inventory hosts {first} and {second} are the same machine (the same host key, {fingerprint}); \
          two entries for one machine would format its devices from two sides: keep one (nothing was touched)"
     )]

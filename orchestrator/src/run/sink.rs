@@ -18,6 +18,12 @@ pub struct Sink {
     /// `None`: nothing is recorded.
     pub bundle: Option<Mutex<Bundle>>,
     pub events: mpsc::UnboundedSender<RunEvent>,
+    /// Set when a cell could not be recorded (the bundle's disk is full or
+    /// failing): from then on no new step starts anywhere (workers treat it
+    /// as an interrupt), since a result that cannot be kept is not worth a
+    /// disk format.  The bundle stays valid up to its last recorded cell;
+    /// `resume` completes it once the disk has room.
+    pub broken: std::sync::OnceLock<String>,
 }
 
 impl Sink {
@@ -27,7 +33,22 @@ impl Sink {
         Sink {
             bundle: None,
             events: tx,
+            broken: std::sync::OnceLock::new(),
         }
+    }
+
+    /// A sink around `bundle` whose events go to `events`.
+    pub fn new(bundle: Bundle, events: mpsc::UnboundedSender<RunEvent>) -> Sink {
+        Sink {
+            bundle: Some(Mutex::new(bundle)),
+            events,
+            broken: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Why results can no longer be recorded, if they cannot.
+    pub fn broken(&self) -> Option<&str> {
+        self.broken.get().map(String::as_str)
     }
 
     pub fn emit(&self, e: RunEvent) {
@@ -93,10 +114,25 @@ impl Sink {
         tally: &mut HostTally,
     ) {
         let host = cell.host.as_str().to_string();
-        if let Err(e) = self.finish_cell(result, cell, files) {
+        // Once a record failed, nothing more is appended: a small write that
+        // fits after a torn one would bury it mid-file (resume drops only a
+        // torn last line).
+        let recorded = match self.broken() {
+            Some(_) => Ok(()),
+            None => self.finish_cell(result, cell, files),
+        };
+        if let Err(e) = recorded {
+            let first = self.broken.set(e.to_string()).is_ok();
             self.emit(RunEvent::Note {
                 host: host.clone(),
-                message: format!("failed to record cell {}: {e}", cell.id),
+                message: if first {
+                    format!(
+                        "failed to record cell {}: {e}; no new step starts on any host (a result that cannot be kept is not worth running); free space, then `fsmatrix resume` the bundle",
+                        cell.id
+                    )
+                } else {
+                    format!("failed to record cell {}: {e}", cell.id)
+                },
             });
         }
         let outcome = Outcome::of(&result.status);

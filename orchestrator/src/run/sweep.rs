@@ -3,7 +3,6 @@
 //! (`resume`, `run --from`).
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Instant;
 
 use tokio::sync::{mpsc, watch};
@@ -342,10 +341,7 @@ async fn execute(
     let mut claimed = claims.hosts;
     let root = bundle.path().to_path_buf();
     let (tx, mut rx) = mpsc::unbounded_channel::<RunEvent>();
-    let sink = Sink {
-        bundle: Some(Mutex::new(bundle)),
-        events: tx,
-    };
+    let sink = Sink::new(bundle, tx);
     if let Some((m, inputs)) = snapshot_of {
         if let Err(e) = snapshot::write(&sink, inputs, m, p) {
             Claims {
@@ -429,6 +425,17 @@ async fn execute(
     signals.abort();
     let interrupted = *cancel_rx.borrow();
     let tally = tallies.into_iter().fold(HostTally::default(), |a, t| a + t);
+    if let Some(reason) = sink.broken().map(str::to_string) {
+        // Left as a killed sweep leaves it (no close: that would write
+        // manifests on a full disk): `resume` finishes it.
+        drop(sink);
+        let _ = display.await;
+        return Err(RunError::Unrecordable {
+            bundle: root,
+            reason,
+            done: tally.done,
+        });
+    }
     let status = if interrupted {
         SweepStatus::Incomplete
     } else {

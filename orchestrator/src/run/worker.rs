@@ -32,6 +32,35 @@ use crate::text::{json_pretty_bytes, now_rfc3339, sha256_hex, tail_lines};
 /// Separates facts' output from the guard's in one round trip.
 const GUARD_MARK: &str = "@@fsmatrix-guard";
 
+/// [`SAFE_DIRS`] in a subshell for `work` and `scripts`.
+pub(crate) fn safe_dirs_command(work: &str, scripts: &str) -> RemoteCommand {
+    RemoteCommand::raw("( set --")
+        .arg(work)
+        .arg(scripts)
+        .raw_arg(";")
+        .raw_arg(SAFE_DIRS)
+        .raw_arg(")")
+}
+
+/// Are `$1` (work_dir) and `$2` (its scripts folder) safe to run from as
+/// root?  Every command runs as root, so a folder another user owns or may
+/// write in would let them swap a script between two verbs.  Each existing
+/// ancestor of work_dir (links followed) must belong to root or to this
+/// user and be writable by no one else unless sticky (`/var/tmp` is);
+/// work_dir and the scripts folder, where they exist, must be real folders
+/// of root's or this user's that no one else may write in.  Exit 77 and a
+/// sentence on stderr otherwise.  Sourced in front of the first command
+/// that runs a script (facts + guard) and of the work folder's creation.
+const SAFE_DIRS: &str = "fsmx_me=$(id -u); \
+fsmx_bad() { echo \"fsmatrix: refusing to run from $1: $2\" >&2; exit 77; }; \
+fsmx_chk() { fsmx_ls=$(ls -ldn$3 -- \"$1\" 2>/dev/null) || return 0; set -- \"$1\" \"$2\" $fsmx_ls; \
+[ \"$5\" = 0 ] || [ \"$5\" = \"$fsmx_me\" ] || fsmx_bad \"$1\" \"it belongs to uid $5, not to root or uid $fsmx_me\"; \
+case $2:$3 in ancestor:?????????[tT]*) ;; *:?????w*|*:????????w*) fsmx_bad \"$1\" \"others may write in it ($3)\" ;; esac; }; \
+fsmx_own() { if [ -L \"$1\" ]; then fsmx_bad \"$1\" 'it is a symbolic link'; fi; \
+if [ -e \"$1\" ] && [ ! -d \"$1\" ]; then fsmx_bad \"$1\" 'it is not a folder'; fi; fsmx_chk \"$1\" own ''; }; \
+fsmx_p=$1; while [ -n \"$fsmx_p\" ]; do fsmx_p=${fsmx_p%/*}; fsmx_chk \"${fsmx_p:-/}\" ancestor L; done; \
+fsmx_own \"$1\"; fsmx_own \"$2\"";
+
 pub struct Worker<'a, R: Remote> {
     pub remote: &'a R,
     pub host: &'a Host,
@@ -76,8 +105,9 @@ impl<'a, R: Remote> Worker<'a, R> {
         self.host.name.as_str().to_string()
     }
 
+    /// Interrupted, or the bundle can no longer record results.
     pub fn cancelled(&self) -> bool {
-        *self.cancel.borrow()
+        *self.cancel.borrow() || self.sink.broken().is_some()
     }
 
     fn step(&self, step: impl Into<Step>, on: impl Into<String>) {
@@ -170,6 +200,11 @@ impl<'a, R: Remote> Worker<'a, R> {
         Ok((stdout, stderr))
     }
 
+    /// [`SAFE_DIRS`] for this host's work_dir and scripts folder.
+    fn safe_dirs(&self) -> RemoteCommand {
+        safe_dirs_command(&self.paths.work, &self.paths.scripts)
+    }
+
     /// Upload the scripts (checked by sha256 on the host) once per sweep.
     pub async fn upload_scripts(&self) -> Result<(), RemoteError> {
         let Some(files) = scripts_for(self.host.os) else {
@@ -177,10 +212,16 @@ impl<'a, R: Remote> Worker<'a, R> {
         };
         // work_dir must be traversable by pg_user (the mount point and the
         // socket folder live under it); the upload makes private folders.
-        let mk = RemoteCommand::raw("mkdir -p --")
+        // Checked before it is made (a folder someone else made is refused,
+        // never taken over) and after.
+        let mk = self
+            .safe_dirs()
+            .raw_arg("&& { mkdir -p --")
             .arg(&self.paths.work)
             .raw_arg("&& chmod 0755 --")
-            .arg(&self.paths.work);
+            .arg(&self.paths.work)
+            .raw_arg("; }")
+            .and_then(&self.safe_dirs());
         self.remote
             .exec(&mk, ExecOptions::with_timeout(crate::timeouts::PROBE))
             .await?
@@ -204,7 +245,9 @@ impl<'a, R: Remote> Worker<'a, R> {
             return Ok(None);
         };
         let dir = &self.paths.scripts;
-        let cmd = RemoteCommand::raw("cd --")
+        let cmd = self
+            .safe_dirs()
+            .raw_arg("&& cd --")
             .arg(dir)
             .raw_arg("2>/dev/null && { sha256sum -- *.sh 2>/dev/null || sha256 -r -- *.sh; }")
             .and_then(&self.calls().facts().command(self.host, dir))

@@ -3,7 +3,6 @@
 //! answers as a ready host, fails, cancels or drops where a test says.
 //! Results go to a real bundle in a temporary folder.
 use std::path::Path;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
@@ -112,10 +111,7 @@ async fn run_worker(
     let bundle = Bundle::create(tmp.path(), "m").unwrap_or_else(|e| panic!("{e}"));
     let root = bundle.path().to_path_buf();
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let sink = Sink {
-        bundle: Some(Mutex::new(bundle)),
-        events: tx,
-    };
+    let sink = Sink::new(bundle, tx);
     let host = &inv.hosts[0];
     let cells: Vec<&Cell> = p.cells.iter().collect();
     let w = Worker {
@@ -406,4 +402,75 @@ async fn a_host_that_drops_mid_group_fails_the_rest_without_hanging() {
         "{}",
         ran.notes()
     );
+}
+
+/// The work folder check, run here under /bin/sh (dash) on real folders:
+/// a folder another user owns or may write in is refused before anything
+/// in it runs; a sticky shared ancestor (/var/tmp) is fine.
+#[test]
+fn a_work_dir_someone_else_owns_or_may_write_in_is_refused() {
+    use std::os::unix::fs::{chown, symlink, PermissionsExt};
+    let mode = |p: &Path, m: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).expect("chmod")
+    };
+    let check = |work: &Path| {
+        let scripts = work.join("scripts-x");
+        let text = super::worker::safe_dirs_command(
+            work.to_str().expect("utf-8"),
+            scripts.to_str().expect("utf-8"),
+        )
+        .to_shell()
+        .expect("quoted")
+        .to_string();
+        let o = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(text)
+            .output()
+            .expect("sh");
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let shared = tmp.path().join("shared");
+    std::fs::create_dir(&shared).expect("mkdir");
+    mode(&shared, 0o1777);
+    // Fine: ours, under a sticky shared folder; also when not made yet.
+    let work = shared.join("fsmatrix");
+    assert_eq!(check(&work), (Some(0), String::new()));
+    std::fs::create_dir(&work).expect("mkdir");
+    mode(&work, 0o755);
+    assert_eq!(check(&work), (Some(0), String::new()));
+    // Others may write in it.
+    mode(&work, 0o777);
+    let (code, err) = check(&work);
+    assert_eq!(code, Some(77), "{err}");
+    assert!(err.contains("others may write in it"), "{err}");
+    mode(&work, 0o755);
+    // Its scripts folder, made by someone else (as root only: chown).
+    let scripts = work.join("scripts-x");
+    std::fs::create_dir(&scripts).expect("mkdir");
+    let root =
+        std::fs::metadata("/proc/self").is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0);
+    if root {
+        chown(&scripts, Some(65534), None).expect("chown");
+        let (code, err) = check(&work);
+        assert_eq!(code, Some(77), "{err}");
+        assert!(err.contains("belongs to uid 65534"), "{err}");
+    }
+    std::fs::remove_dir(&scripts).expect("rmdir");
+    // A link in its place.
+    let elsewhere = tmp.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).expect("mkdir");
+    let linked = shared.join("linked");
+    symlink(&elsewhere, &linked).expect("symlink");
+    let (code, err) = check(&linked);
+    assert_eq!(code, Some(77), "{err}");
+    assert!(err.contains("symbolic link"), "{err}");
+    // An ancestor others may write in, not sticky: they could rename it.
+    mode(&shared, 0o777);
+    let (code, err) = check(&work);
+    assert_eq!(code, Some(77), "{err}");
+    assert!(err.contains("others may write in it"), "{err}");
 }
