@@ -1379,3 +1379,133 @@ fn a_full_local_disk_stops_new_cells_and_resume_completes_the_bundle() {
     assert_clean(&lab.inv, h);
     drop(disk);
 }
+
+/// Sets a lab host's link down; up again however the test ends.
+struct CutLink(String);
+
+impl CutLink {
+    fn cut(veth: &str) -> CutLink {
+        let ok = Command::new("ip")
+            .args(["link", "set", veth, "down"])
+            .status()
+            .expect("ip link");
+        assert!(ok.success(), "ip link set {veth} down");
+        CutLink(veth.to_string())
+    }
+
+    fn restore(&self) {
+        let _ = Command::new("ip")
+            .args(["link", "set", &self.0, "up"])
+            .status();
+    }
+}
+
+impl Drop for CutLink {
+    fn drop(&mut self) {
+        self.restore();
+    }
+}
+
+#[test]
+fn a_cut_link_is_noticed_the_other_host_finishes_and_resume_completes() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let mut bg = background_sweep(
+        &lab,
+        "name = \"cut\"\nrepeats = 4\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n\
+         [[workload]]\nname = \"sel\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"3s\"\n",
+    );
+    let (first, second) = (bg.hosts[0].0.clone(), bg.hosts[1].0.clone());
+    let out = bg.out.clone();
+    bg.wait_until(
+        Duration::from_secs(180),
+        "the second host never started a run",
+        |text| {
+            text.contains(&format!("{}: run ext4", second.name))
+                .then_some(())
+        },
+    );
+    // Its veth in the root namespace is fsmx-v<N> for labN.
+    let veth = format!("fsmx-v{}", second.name.trim_start_matches("lab"));
+    let link = CutLink::cut(&veth);
+    let cut = Instant::now();
+    let status = loop {
+        if let Some(s) = bg.child.try_wait().expect("try_wait") {
+            break s;
+        }
+        assert!(
+            cut.elapsed() < Duration::from_secs(150),
+            "the sweep did not end within 150 s of the cut:\n{}",
+            std::fs::read_to_string(&bg.log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let noticed = cut.elapsed();
+    let text = std::fs::read_to_string(&bg.log).unwrap_or_default();
+    eprintln!(
+        "sweep ended {:.1} s after the cut\n{text}",
+        noticed.as_secs_f64()
+    );
+    assert_eq!(status.code(), Some(1), "{text}");
+    assert!(
+        noticed < Duration::from_secs(90),
+        "noticed in {noticed:?}: keepalives (5 s x 3) and one reconnect (10 s) bound it"
+    );
+    assert!(text.contains("the host lock was lost"), "{text}");
+    let bundle = bundle_in(&out);
+    let rs = results(&bundle);
+    let of = |h: &str, state: &str| {
+        rs.iter()
+            .filter(|r| r["params"]["host"] == h && r["status"]["state"] == state)
+            .count()
+    };
+    assert_eq!(
+        of(&first.name, "done"),
+        4,
+        "the other host finishes: {rs:?}"
+    );
+    assert!(of(&second.name, "done") < 4, "{rs:?}");
+    // The cell in flight fails with the dropped connection; the next one may
+    // have started before the lost lock stopped the host (then it is
+    // interrupted); the rest do not run.
+    let failed = of(&second.name, "failed");
+    assert!((1..=2).contains(&failed), "{rs:?}");
+    for r in rs
+        .iter()
+        .filter(|r| r["params"]["host"] == second.name && r["status"]["state"] == "failed")
+    {
+        let why = r["status"]["stderr_tail"].as_str().unwrap_or_default();
+        assert!(
+            why.contains("connection dropped") || why == "interrupted",
+            "{why}"
+        );
+    }
+    assert_eq!(
+        of(&second.name, "done") + failed + of(&second.name, "not_run"),
+        4,
+        "{rs:?}"
+    );
+    // Link back: resume takes the lock (its old holder ended when the
+    // dead sweep's FIN arrived, or is ended as an orphan), cleans the host
+    // and runs what did not run.
+    link.restore();
+    let o = fsmatrix()
+        .arg("resume")
+        .arg(&bundle)
+        .output()
+        .expect("resume");
+    let err = String::from_utf8_lossy(&o.stderr);
+    eprintln!("resume -> {:?}\n{err}", o.status.code());
+    // Resume keeps the cell that failed in flight (a failure is a result)
+    // and runs the others: all of those are done.
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_verifies(&bundle);
+    let rs = results(&bundle);
+    let done = rs
+        .iter()
+        .filter(|r| r["params"]["host"] == second.name && r["status"]["state"] == "done")
+        .count();
+    assert_eq!(done + failed, 4, "{rs:?}");
+    assert_clean(&lab.inv, &second);
+    assert_clean(&lab.inv, &first);
+}

@@ -39,6 +39,9 @@ pub fn lock_dir(os: Os) -> &'static str {
 pub struct Holder {
     pub sweep: String,
     pub machine: String,
+    /// `/etc/machine-id` of the orchestrator's machine (`-` if none): tells
+    /// this machine from another of the same host name.
+    pub machine_id: String,
     pub user: String,
     pub pid: u32,
     pub since: String,
@@ -59,9 +62,18 @@ impl Holder {
             .ok()
             .filter(|u| !u.is_empty())
             .unwrap_or_else(user_of_this_process);
+        let machine_id = std::fs::read_to_string("/etc/machine-id")
+            .or_else(|_| std::fs::read_to_string("/var/lib/dbus/machine-id"))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default();
         Holder {
             sweep: one_line(sweep),
             machine: one_line(&machine),
+            machine_id: if machine_id.is_empty() {
+                "-".into()
+            } else {
+                one_line(&machine_id)
+            },
             user: one_line(&user),
             pid: std::process::id(),
             since: crate::text::now_rfc3339(),
@@ -71,8 +83,8 @@ impl Holder {
     /// The holder's first stdin line: the fields, tab-separated.
     pub fn note_line(&self) -> String {
         format!(
-            "{}\t{}\t{}\t{}\t{}\n",
-            self.sweep, self.machine, self.user, self.pid, self.since
+            "{}\t{}\t{}\t{}\t{}\t{}\n",
+            self.sweep, self.machine, self.machine_id, self.user, self.pid, self.since
         )
     }
 
@@ -81,10 +93,25 @@ impl Holder {
         Some(Holder {
             sweep: get("sweep")?,
             machine: get("machine")?,
+            machine_id: get("machine_id").unwrap_or_else(|| "-".into()),
             user: get("user")?,
             pid: get("pid")?.trim().parse().ok()?,
             since: get("since")?,
         })
+    }
+}
+
+impl Holder {
+    /// Is this the note of a sweep of this machine whose orchestrator is
+    /// gone (its process ended, or the number is now another program's)?
+    /// Its remote holder is then an orphan: a cut link that sshd has not
+    /// noticed, the holder not yet past its heartbeat limit.
+    fn orphaned_here(&self, here: &Holder) -> bool {
+        if self.machine_id == "-" || self.machine_id != here.machine_id {
+            return false;
+        }
+        let comm = std::fs::read_to_string(format!("/proc/{}/comm", self.pid));
+        !matches!(comm, Ok(c) if c.trim() == "fsmatrix")
     }
 }
 
@@ -151,7 +178,7 @@ pub enum LockError {
 
 /// The holder's shell text (see the module documentation).
 const HOLD_SCRIPT: &str = "d=$1; stale=$2; shift 2; \
-fsmx_tab=$(printf '\\t'); IFS=$fsmx_tab read -r sweep machine user pid since || exit 65; \
+fsmx_tab=$(printf '\\t'); IFS=$fsmx_tab read -r sweep machine machine_id user pid since || exit 65; \
 umask 077; mkdir -p -- \"$d\" 2>/dev/null; \
 if [ ! -d \"$d\" ] || [ -L \"$d\" ]; then echo \"fsmatrix: the lock folder $d is not a folder\" >&2; exit 70; fi; \
 fsmx_mine() { set -- $(ls -ldn -- \"$1\"); [ \"$3\" = \"$(id -u)\" ] && case $1 in d???------*) true ;; *) false ;; esac; }; \
@@ -159,8 +186,8 @@ fsmx_mine \"$d\" || { echo \"fsmatrix: the lock folder $d is not a private (0700
 command -v flock >/dev/null 2>&1 || { echo 'fsmatrix: flock(1) is missing (util-linux)' >&2; exit 127; }; \
 [ $# -le 6 ] || { echo 'fsmatrix: at most 6 devices per host can be locked' >&2; exit 64; }; \
 fsmx_busy() { printf 'busy=%s\\t' \"$1\"; tr '\\n' '\\t' < \"$1.holder\" 2>/dev/null; echo; exit 75; }; \
-fsmx_note() { printf 'holder.sweep=%s\\nholder.machine=%s\\nholder.user=%s\\nholder.pid=%s\\nholder.since=%s\\n' \
-\"$sweep\" \"$machine\" \"$user\" \"$pid\" \"$since\" > \"$1.holder\"; }; \
+fsmx_note() { printf 'holder.sweep=%s\\nholder.machine=%s\\nholder.machine_id=%s\\nholder.user=%s\\nholder.pid=%s\\nholder.since=%s\\nholder.rpid=%s\\n' \
+\"$sweep\" \"$machine\" \"$machine_id\" \"$user\" \"$pid\" \"$since\" \"$$\" > \"$1.holder\"; }; \
 exec 3>>\"$d/host.lock\"; flock -n 3 || fsmx_busy \"$d/host.lock\"; \
 n=4; for dev in \"$@\"; do \
 r=$(readlink -f -- \"$dev\" 2>/dev/null) || r=$dev; \
@@ -173,6 +200,9 @@ kill -0 \"$fsmx_pid\" 2>/dev/null || exit 0; \
 [ -n \"$(find \"$fsmx_beat\" -mmin \"-$stale\" 2>/dev/null)\" ] || { kill \"$fsmx_pid\"; exit 0; }; \
 done ) </dev/null >/dev/null 2>&1 & \
 echo locked; while IFS= read -r fsmx_line; do : > \"$fsmx_beat\"; done";
+
+/// Ends holder `$2` if the note `$1` still names it (after `set --`).
+const END_ORPHAN: &str = "; if grep -qx \"holder.rpid=$2\" \"$1\"; then kill \"$2\"; sleep 1; fi";
 
 /// The command that takes `host`'s locks (in `dir`); the holder's note
 /// comes first on its stdin ([`Holder::note_line`]), so that the command is
@@ -203,46 +233,103 @@ pub async fn lock_host<R: Remote>(
             ),
         });
     }
-    let cmd = lock_command(lock_dir(host.os), host);
+    let dir = lock_dir(host.os);
+    let cmd = lock_command(dir, host);
     let note = holder.note_line();
-    match remote
-        .hold(&cmd, note.as_bytes(), crate::timeouts::LOCK)
-        .await?
-    {
+    let mut ended_orphan = false;
+    loop {
+        let orphan = match try_lock(remote, &cmd, &note, &name).await {
+            Ok(held) => return Ok(held),
+            Err((e, Some((h, rpid))))
+                if !ended_orphan
+                    && h.orphaned_here(holder)
+                    && matches!(&e, LockError::Busy { lock, .. } if *lock == format!("{dir}/host.lock")) =>
+            {
+                (h, rpid)
+            }
+            Err((e, _)) => return Err(e),
+        };
+        // A lock of a sweep of this machine whose orchestrator is gone: its
+        // holder on the host is an orphan (a cut link sshd has not noticed).
+        // Ended, only if the note still names it, then asked once more.
+        let (h, rpid) = orphan;
+        tracing::warn!(host = %name, "the lock is held for {h}, whose orchestrator on this machine has ended; ending its orphaned holder (process {rpid} on the host)");
+        let end = RemoteCommand::raw("set --")
+            .arg(format!("{dir}/host.lock.holder"))
+            .arg(rpid.to_string())
+            .raw_arg(END_ORPHAN);
+        remote
+            .exec(
+                &end,
+                crate::remote::ExecOptions::with_timeout(crate::timeouts::PROBE),
+            )
+            .await?;
+        ended_orphan = true;
+    }
+}
+
+/// One attempt; a busy lock comes with its holder's note and remote pid.
+async fn try_lock<R: Remote>(
+    remote: &R,
+    cmd: &RemoteCommand,
+    note: &str,
+    name: &str,
+) -> Result<Held, (LockError, Option<(Holder, u32)>)> {
+    let name = name.to_string();
+    let outcome = remote
+        .hold(cmd, note.as_bytes(), crate::timeouts::LOCK)
+        .await
+        .map_err(|e| (LockError::Remote(e), None))?;
+    match outcome {
         HoldOutcome::Held { held, first_line } if first_line.trim() == "locked" => Ok(held),
         HoldOutcome::Held { held, first_line } => {
             held.release().await;
             // Busy: one line, `busy=<lock>` and the holder's note, tab-separated.
             let kv = Kv::parse(&first_line.replace('\t', "\n"));
+            let rpid = kv
+                .get("holder.rpid")
+                .and_then(|p| p.trim().parse::<u32>().ok());
             match (kv.get("busy"), Holder::from_kv(&kv)) {
-                (Some(lock), Some(h)) => Err(LockError::Busy {
-                    host: name,
-                    lock: lock.to_string(),
-                    holder: h.to_string(),
-                }),
-                (Some(lock), None) => Err(LockError::Busy {
-                    host: name,
-                    lock: lock.to_string(),
-                    holder: "a process that has not written its note yet (it is starting)"
-                        .to_string(),
-                }),
-                _ => Err(LockError::Failed {
-                    host: name,
-                    reason: format!("the lock holder said {first_line:?}, expected \"locked\""),
-                }),
+                (Some(lock), Some(h)) => Err((
+                    LockError::Busy {
+                        host: name,
+                        lock: lock.to_string(),
+                        holder: h.to_string(),
+                    },
+                    rpid.map(|r| (h, r)),
+                )),
+                (Some(lock), None) => Err((
+                    LockError::Busy {
+                        host: name,
+                        lock: lock.to_string(),
+                        holder: "a process that has not written its note yet (it is starting)"
+                            .to_string(),
+                    },
+                    None,
+                )),
+                _ => Err((
+                    LockError::Failed {
+                        host: name,
+                        reason: format!("the lock holder said {first_line:?}, expected \"locked\""),
+                    },
+                    None,
+                )),
             }
         }
-        HoldOutcome::Ended(out) => Err(LockError::Failed {
-            host: name,
-            reason: format!(
-                "the lock holder ended: {}{}",
-                out.status,
-                match out.stderr_tail(5) {
-                    t if t.is_empty() => String::new(),
-                    t => format!("; {t}"),
-                }
-            ),
-        }),
+        HoldOutcome::Ended(out) => Err((
+            LockError::Failed {
+                host: name,
+                reason: format!(
+                    "the lock holder ended: {}{}",
+                    out.status,
+                    match out.stderr_tail(5) {
+                        t if t.is_empty() => String::new(),
+                        t => format!("; {t}"),
+                    }
+                ),
+            },
+            None,
+        )),
     }
 }
 
@@ -270,6 +357,7 @@ mod tests {
         Holder {
             sweep: sweep.into(),
             machine: "laptop".into(),
+            machine_id: "0123abcd".into(),
             user: "ann".into(),
             pid: 4242,
             since: "2026-12-01T10:00:00Z".into(),
@@ -370,6 +458,54 @@ mod tests {
             wait_gone(&mut d);
             std::fs::remove_file(&link).unwrap();
         }
+    }
+
+    #[test]
+    fn an_orphaned_holder_is_recognised_and_ended_only_by_its_own_note() {
+        let here = Holder::here("x");
+        let mut note = holder("dead");
+        // Another machine's sweep is never an orphan of ours.
+        assert!(!note.orphaned_here(&here));
+        note.machine_id = here.machine_id.clone();
+        if here.machine_id == "-" {
+            return; // no machine id here: nothing is ever taken for an orphan
+        }
+        // A process number that is not a running fsmatrix: the orchestrator is gone.
+        note.pid = u32::MAX - 1;
+        assert!(note.orphaned_here(&here));
+        // The holder of a live lock, ended through the guarded kill that
+        // lock_host sends (only when the note still names that process).
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("locks");
+        let h = host(&["/dev/loop9"]);
+        let (mut a, line) = start(&["/bin/sh"], &dir, &h, &note);
+        assert_eq!(line, "locked\n");
+        let text = std::fs::read_to_string(dir.join("host.lock.holder")).unwrap();
+        let rpid: u32 = Kv::parse(&text).u64("holder.rpid").unwrap() as u32;
+        assert_eq!(rpid, a.id(), "the note names the holder process");
+        let end = |pid: u32| {
+            let cmd = RemoteCommand::raw("set --")
+                .arg(dir.join("host.lock.holder").to_str().unwrap())
+                .arg(pid.to_string())
+                .raw_arg(END_ORPHAN);
+            Command::new("/bin/sh")
+                .arg("-c")
+                .arg(cmd.to_shell().unwrap())
+                .status()
+                .unwrap()
+        };
+        // A number the note does not name is not killed.
+        end(rpid + 1);
+        assert!(
+            a.try_wait().unwrap().is_none(),
+            "only the named holder is ended"
+        );
+        end(rpid);
+        wait_gone(&mut a);
+        let (mut b, line) = start(&["/bin/sh"], &dir, &h, &holder("next"));
+        assert_eq!(line, "locked\n");
+        drop(b.stdin.take());
+        wait_gone(&mut b);
     }
 
     #[test]
