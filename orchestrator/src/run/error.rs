@@ -8,6 +8,17 @@ use super::verb::Step;
 use crate::remote::{ExecOutput, ExitStatus, RemoteError};
 use crate::results::BundleError;
 
+/// `"the device is full …: "` when `stderr` says ENOSPC (as Linux and the
+/// BSDs spell it), else `""`: said first in a failure, so that a scale too
+/// big for the device reads as what it is.
+pub fn device_full_note(stderr: &str) -> &'static str {
+    if stderr.contains("No space left on device") {
+        "the device is full (No space left on device): "
+    } else {
+        ""
+    }
+}
+
 /// A step that failed, as a cell records it.
 #[derive(Debug, Clone)]
 pub struct StepError {
@@ -42,7 +53,13 @@ impl StepError {
                 ExitStatus::Code { code } => i32::try_from(code).ok(),
                 _ => None,
             },
-            message: format!("{}\n{tail}", out.status).trim_end().to_string(),
+            message: format!(
+                "{}{}\n{tail}",
+                device_full_note(&out.stderr_lossy()),
+                out.status
+            )
+            .trim_end()
+            .to_string(),
         }
     }
 

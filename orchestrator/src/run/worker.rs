@@ -15,7 +15,7 @@ use tokio::sync::watch;
 use super::adaptive::Counted;
 use super::calls::{fs_settings, resolve_scale, workload_file, Calls, HostPaths};
 use super::counters;
-use super::error::StepError;
+use super::error::{device_full_note, StepError};
 use super::events::RunEvent;
 use super::facts::Kv;
 use super::sink::{params, HostTally, Sink};
@@ -500,7 +500,7 @@ impl<'a, R: Remote> Worker<'a, R> {
             _ => Err(StepError {
                 step: Step::Verb(Verb::Load),
                 exit_status: status,
-                message: tail_lines(&stderr, 15),
+                message: format!("{}{}", device_full_note(&stderr), tail_lines(&stderr, 15)),
             }),
         }
     }
@@ -552,9 +552,13 @@ impl<'a, R: Remote> Worker<'a, R> {
             Err(why) => CellStatus::Failed {
                 step: Verb::Run.name().into(),
                 exit_status: raw.status,
-                stderr_tail: format!("{why}\n{}", tail_lines(&stderr, 10))
-                    .trim_end()
-                    .to_string(),
+                stderr_tail: format!(
+                    "{}{why}\n{}",
+                    device_full_note(&stderr),
+                    tail_lines(&stderr, 10)
+                )
+                .trim_end()
+                .to_string(),
             },
         };
         let result = CellResult {
