@@ -6,7 +6,7 @@
 
 # Every name a verb may receive.  A word that is not `name=value` with one of
 # these names is a usage error: a typo must not silently become a default.
-FSMX_ARG_NAMES="dev allowed consent fs mkfs_opt zfs_prop pool_prop pool mount_opt mnt pg_bin pg_user port pg_set cell out db scale init_opt sql builtin script clients jobs duration transactions progress pgbench_opt work path"
+FSMX_ARG_NAMES="dev allowed consent ident fs mkfs_opt zfs_prop pool_prop pool mount_opt mnt pg_bin pg_user port pg_set cell out db scale init_opt sql builtin script clients jobs duration transactions progress pgbench_opt work path"
 
 # The label fsmatrix writes on every filesystem it makes (pools: name prefix).
 # shellcheck disable=SC2034 # used by the per-OS scripts

@@ -66,6 +66,60 @@ dev_size_bytes() {
 	fi
 }
 
+# clean_attr FILE [SKIP]: a sysfs attribute as one line of printable words
+# (`;` dropped: it separates an identity's fields), empty when unreadable;
+# SKIP leading bytes are left out (a VPD page's 4-byte header).
+clean_attr() {
+	[ -r "$1" ] || return 0
+	tail -c "+$((${2:-0} + 1))" "$1" 2>/dev/null | tr -c '[:graph:]' ' ' | tr -d ';' | tr -s ' ' | sed 's/^ //; s/ $//'
+}
+
+# dev_ident DEV: what tells the disk at DEV from another disk put at the same
+# path, read-only, as `field=value;...` (fields with no value left out, in a
+# fixed order): size in bytes; the whole disk's model, serial (the block
+# device's own `serial` as virtio has it, the device's as NVMe has it, else
+# SCSI VPD page 0x80) and WWID; a partition's number and start; a loop
+# device's backing file, its device:inode and offset (another image attached
+# at the same /dev/loopN is another disk); a device-mapper or MD UUID.  A
+# disk that exposes no serial or WWID (virtio without `serial=`) is told
+# apart by its size and model only.
+dev_ident() {
+	_di_name=$(blk_name "$1")
+	_di_sys=/sys/class/block/$_di_name
+	_di_disk=$(disks_under "$_di_name" | head -n 1)
+	_di_dsys=/sys/class/block/${_di_disk:-$_di_name}
+	_di_serial=$(clean_attr "$_di_dsys/serial")
+	[ -n "$_di_serial" ] || _di_serial=$(clean_attr "$_di_dsys/device/serial")
+	[ -n "$_di_serial" ] || _di_serial=$(clean_attr "$_di_dsys/device/vpd_pg80" 4)
+	_di_wwid=$(clean_attr "$_di_dsys/wwid")
+	[ -n "$_di_wwid" ] || _di_wwid=$(clean_attr "$_di_dsys/device/wwid")
+	_di_loop=$(clean_attr "$_di_dsys/loop/backing_file")
+	_di_inode=
+	if [ -n "$_di_loop" ]; then
+		_di_inode=$(stat -L -c %d:%i "$(cat "$_di_dsys/loop/backing_file")" 2>/dev/null || true)
+	fi
+	_di_part=
+	if [ -e "$_di_sys/partition" ]; then
+		_di_part="$(clean_attr "$_di_sys/partition")@$(clean_attr "$_di_sys/start")"
+	fi
+	_di_sep=
+	for _di_f in \
+		"size=$(dev_size_bytes "$1")" \
+		"model=$(clean_attr "$_di_dsys/device/model")" \
+		"serial=$_di_serial" \
+		"wwid=$_di_wwid" \
+		"part=$_di_part" \
+		"loop=$_di_loop" \
+		"inode=$_di_inode" \
+		"offset=$(if [ -n "$_di_loop" ]; then clean_attr "$_di_dsys/loop/offset"; fi)" \
+		"dm=$(clean_attr "$_di_sys/dm/uuid")" \
+		"md=$(clean_attr "$_di_sys/md/uuid")"; do
+		case $_di_f in *=) continue ;; esac
+		printf '%s%s' "$_di_sep" "$_di_f"
+		_di_sep=';'
+	done
+}
+
 # in_words WORD LIST: WORD is one of the newline/space separated LIST.
 in_words() {
 	for _iw in $2; do
@@ -320,6 +374,7 @@ verb_facts() {
 			kv "device.$_f_i.model" "$(sed 's/[[:space:]]*$//' "/sys/class/block/$_f_disk/device/model" 2>/dev/null || true)"
 			kv "device.$_f_i.rotational" "$(cat "/sys/class/block/$_f_disk/queue/rotational" 2>/dev/null || printf unknown)"
 			kv "device.$_f_i.logical_block_size" "$(cat "/sys/class/block/$_f_disk/queue/logical_block_size" 2>/dev/null || printf unknown)"
+			kv "device.$_f_i.ident" "$(dev_ident "$_f_dev")"
 		else
 			kv "device.$_f_i.present" no
 		fi
@@ -376,6 +431,7 @@ verb_preflight() {
 verb_make_fs() {
 	_mf_fs=$(need fs ${1+"$@"})
 	check_fs "$_mf_fs"
+	_mf_ident=$(need ident ${1+"$@"})
 	if [ "$_mf_fs" = zfs ]; then
 		_mf_pool=$(need pool ${1+"$@"})
 		check_pool "$_mf_pool"
@@ -389,6 +445,12 @@ verb_make_fs() {
 	# The guard comes before ANY write to the device.
 	guard_args ${1+"$@"}
 	_mf_dev=$G_REAL
+	# The disk the sweep checked, not another one put at the same path since
+	# (the guard cannot tell: a blank disk or one of fsmatrix's passes it).
+	_mf_now=$(dev_ident "$_mf_dev")
+	if [ "$_mf_now" != "$_mf_ident" ]; then
+		refuse "$G_DEV" "it is not the disk checked at the sweep's start (was $_mf_ident, now $_mf_now)"
+	fi
 	wipe "$_mf_dev"
 	_mf_zprops=
 	for _mf_a in ${1+"$@"}; do

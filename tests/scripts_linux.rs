@@ -182,6 +182,40 @@ fn guard_refuses_and_leaves_the_device_unchanged() {
     assert_eq!(o.get("consent_mkfs.exit"), "0");
 }
 
+/// Another disk at the device path between a sweep's checks and its
+/// make-fs (here another image of the same size, fsmatrix's own label, at the
+/// same /dev/loopN): refused, nothing written; the ident `facts` printed
+/// passes, and make-fs without one is a usage error.
+#[test]
+fn make_fs_refuses_another_disk_at_the_checked_path() {
+    let o = scenario("dash", 120, &["swap"]);
+    for c in [
+        "checked_disk_formatted",
+        "wrong_ident_refused_unchanged",
+        "other_disk_refused_unchanged",
+        "other_disk_formatted_with_its_own_ident",
+    ] {
+        assert_eq!(o.get(&format!("check.{c}")), "ok", "check {c}");
+    }
+    assert_eq!(o.get("make_fs.exit"), "0");
+    assert_eq!(o.get("no_ident.exit"), "2");
+    assert_eq!(o.get("wrong_ident.exit"), "3");
+    assert_eq!(o.get("swapped.exit"), "3");
+    let (was, now) = (o.get("setup.ident"), o.get("swap.other_ident"));
+    assert!(
+        was.starts_with("size=268435456;") && was.contains("/disk.img;inode="),
+        "{was}"
+    );
+    assert!(now.contains("/other.img;inode="), "{now}");
+    assert!(
+        o.get("swapped.refusal").ends_with(&format!(
+            "it is not the disk checked at the sweep's start (was {was}, now {now})"
+        )),
+        "{}",
+        o.get("swapped.refusal")
+    );
+}
+
 #[test]
 fn teardown_after_half_made_cells() {
     let o = scenario("dash", 300, &["half"]);

@@ -155,6 +155,12 @@ fn commands_shows_every_remote_command_quoted() {
         "{text}"
     );
     assert!(text.contains("linux.sh make-fs dev=/dev/loop"), "{text}");
+    // make-fs carries the device's identity from facts (the stand-in's here).
+    assert!(
+        text.contains("consent=no 'ident=size=107374182400;serial=fsmatrix-stand-in-0' fs="),
+        "{text}"
+    );
+    assert!(text.contains("# - make-fs carries the identity"), "{text}");
     assert!(text.contains("zfs_prop=compression=on"), "{text}");
     assert!(
         text.contains("builtin=tpcb-like clients=4 jobs=4 duration=10"),

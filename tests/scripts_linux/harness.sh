@@ -6,7 +6,7 @@
 # filesystems and a real PostgreSQL.  Run as root, in a private mount
 # namespace (tests/scripts_linux.rs does this):
 #   unshare --mount --propagation private dash tests/scripts_linux/harness.sh SCENARIO [ARGS]
-# Scenarios: cell FS [mount_opt...] | guard | half | refused-opt
+# Scenarios: cell FS [mount_opt...] | guard | half | refused-opt | swap
 # Output: `step.key=value` lines (every data line of every verb, prefixed by
 # the step) and `check.<name>=ok` lines; any failed check exits non-zero with
 # `FAIL: ...` on stderr.  Everything it makes (loop device, image, zfs-fuse
@@ -24,6 +24,8 @@ PORT=$((20000 + $$ % 20000))
 
 TMP=
 LOOP=
+# The loop device's identity as `facts` prints it (what a sweep passes to make-fs).
+IDENT=
 ZFS_PID=
 FS=
 
@@ -63,6 +65,13 @@ setup() {
 	LOOP=$(losetup -f --show "$TMP/disk.img")
 	log "harness: loop device $LOOP, folder $TMP, port $PORT"
 	printf 'setup.loop=%s\n' "$LOOP"
+	IDENT=$(ident_of "$LOOP")
+	printf 'setup.ident=%s\n' "$IDENT"
+}
+
+# ident_of DEV: DEV's identity, as `facts` prints it.
+ident_of() {
+	$SCRIPT_SH "$SCRIPT" facts dev="$1" | sed -n 's/^device\.0\.ident=//p'
 }
 
 # zfs_daemon: a zfs-fuse of our own, with private socket, lock and cache
@@ -123,13 +132,13 @@ scenario_cell() {
 	step preflight 0 preflight dev="$LOOP" allowed="$LOOP"
 	[ "$(value signature)" = none ] || fail "fresh device not blank"
 	if [ "$FS" = zfs ]; then
-		step make_fs 0 make-fs dev="$LOOP" allowed="$LOOP" fs=zfs pool="$POOL" mnt="$TMP/mnt" \
+		step make_fs 0 make-fs ident="$IDENT" dev="$LOOP" allowed="$LOOP" fs=zfs pool="$POOL" mnt="$TMP/mnt" \
 			pool_prop=failmode=continue zfs_prop=compression=on zfs_prop=atime=off
 		[ "$(zpool get failmode "$POOL" | awk 'NR == 2 { print $3 }')" = continue ] || fail "pool_prop failmode=continue not set: $(zpool get failmode "$POOL" 2>&1)"
 		[ "$(zfs get -H -o value compression "$POOL")" = on ] || fail "zfs_prop compression=on not set"
 		ok pool_and_dataset_properties
 	else
-		step make_fs 0 make-fs dev="$LOOP" allowed="$LOOP" fs="$FS"
+		step make_fs 0 make-fs ident="$IDENT" dev="$LOOP" allowed="$LOOP" fs="$FS"
 	fi
 	if [ "$FS" = zfs ]; then
 		# An imported pool is in use: the guard must refuse it.
@@ -239,12 +248,12 @@ scenario_guard() {
 	mkfs.ext4 -q -F -L userdata "$LOOP" >&2
 	_before=$(first_mib_sha)
 	step undeclared 3 preflight dev="$LOOP" allowed=/dev/fsmx-not-this-one
-	step undeclared_mkfs 3 make-fs dev="$LOOP" allowed=/dev/fsmx-not-this-one fs=xfs
+	step undeclared_mkfs 3 make-fs ident="$IDENT" dev="$LOOP" allowed=/dev/fsmx-not-this-one fs=xfs
 	[ "$(first_mib_sha)" = "$_before" ] || fail "undeclared device was written"
 	ok undeclared_refused_unchanged
 	step foreign 3 preflight dev="$LOOP" allowed="$LOOP"
-	step foreign_mkfs 3 make-fs dev="$LOOP" allowed="$LOOP" fs=xfs
-	step foreign_mkfs_no 3 make-fs dev="$LOOP" allowed="$LOOP" fs=xfs consent=no
+	step foreign_mkfs 3 make-fs ident="$IDENT" dev="$LOOP" allowed="$LOOP" fs=xfs
+	step foreign_mkfs_no 3 make-fs ident="$IDENT" dev="$LOOP" allowed="$LOOP" fs=xfs consent=no
 	step foreign_teardown 0 teardown dev="$LOOP" allowed="$LOOP" mnt="$TMP/mnt"
 	case $(value device) in untouched:*) ;; *) fail "teardown touched a foreign device: $(value device)" ;; esac
 	[ "$(first_mib_sha)" = "$_before" ] || fail "foreign device was written"
@@ -255,7 +264,7 @@ scenario_guard() {
 	mount -o ro,noload "$LOOP" "$TMP/usermnt"
 	_before=$(first_mib_sha)
 	step mounted 3 preflight dev="$LOOP" allowed="$LOOP" consent=yes
-	step mounted_mkfs 3 make-fs dev="$LOOP" allowed="$LOOP" fs=xfs consent=yes
+	step mounted_mkfs 3 make-fs ident="$IDENT" dev="$LOOP" allowed="$LOOP" fs=xfs consent=yes
 	step mounted_teardown 0 teardown dev="$LOOP" allowed="$LOOP" mnt="$TMP/mnt"
 	case $(value device) in untouched:*) ;; *) fail "teardown touched a mounted device: $(value device)" ;; esac
 	grep -q " $TMP/usermnt " /proc/mounts || fail "teardown unmounted a mount that is not its own mnt"
@@ -290,7 +299,7 @@ scenario_guard() {
 	# With consent: proceeds, and the result is fsmatrix's own.
 	step consent 0 preflight dev="$LOOP" allowed="$LOOP" consent=yes
 	[ "$(value signature)" = foreign ] || fail "consented preflight does not say foreign"
-	step consent_mkfs 0 make-fs dev="$LOOP" allowed="$LOOP" fs=xfs consent=yes
+	step consent_mkfs 0 make-fs ident="$IDENT" dev="$LOOP" allowed="$LOOP" fs=xfs consent=yes
 	step after_consent 0 preflight dev="$LOOP" allowed="$LOOP"
 	[ "$(value signature)" = fsmx ] || fail "after consent: $(value signature_detail)"
 	ok consent_proceeds
@@ -309,7 +318,7 @@ scenario_guard() {
 scenario_half() {
 	FS=ext4
 	setup 1G
-	step make_fs 0 make-fs dev="$LOOP" allowed="$LOOP" fs=ext4
+	step make_fs 0 make-fs ident="$IDENT" dev="$LOOP" allowed="$LOOP" fs=ext4
 	step mount 0 mount dev="$LOOP" fs=ext4 mnt="$TMP/mnt"
 	step pg_init 0 pg-init $(pg_args) port="$PORT"
 	step pg_start 0 pg-start $(pg_args)
@@ -325,14 +334,14 @@ scenario_half() {
 	fi
 	ok half_postgres_cell
 	# Only mkfs done.
-	step make_fs2 0 make-fs dev="$LOOP" allowed="$LOOP" fs=btrfs
+	step make_fs2 0 make-fs ident="$IDENT" dev="$LOOP" allowed="$LOOP" fs=btrfs
 	step teardown2 0 teardown dev="$LOOP" allowed="$LOOP" fs=btrfs mnt="$TMP/mnt" pg_bin="$PG_BIN"
 	[ "$(value device)" = blank ] || fail "teardown2: $(value device)"
 	ok half_mkfs_only
 	# A zfs pool, created and mounted, nothing else.
 	FS=zfs
 	zfs_daemon
-	step make_fs3 0 make-fs dev="$LOOP" allowed="$LOOP" fs=zfs pool="$POOL" mnt="$TMP/mnt"
+	step make_fs3 0 make-fs ident="$IDENT" dev="$LOOP" allowed="$LOOP" fs=zfs pool="$POOL" mnt="$TMP/mnt"
 	step teardown3 0 teardown dev="$LOOP" allowed="$LOOP" fs=zfs pool="$POOL" mnt="$TMP/mnt" pg_bin="$PG_BIN"
 	[ "$(value pool)" = destroyed ] || fail "pool: $(value pool)"
 	[ "$(value device)" = blank ] || fail "teardown3: $(value device)"
@@ -346,7 +355,7 @@ scenario_half() {
 scenario_refused_opt() {
 	FS=xfs
 	setup 1G
-	step make_fs 0 make-fs dev="$LOOP" allowed="$LOOP" fs=xfs
+	step make_fs 0 make-fs ident="$IDENT" dev="$LOOP" allowed="$LOOP" fs=xfs
 	step mount 4 mount dev="$LOOP" fs=xfs mnt="$TMP/mnt" mount_opt=noatime mount_opt=nobarrier
 	[ "$(value refused_mount_opt)" = nobarrier ] || fail "refused option not named: $(value refused_mount_opt)"
 	grep -q 'nobarrier' "$TMP/step.err" || fail "stderr does not name nobarrier"
@@ -354,6 +363,51 @@ scenario_refused_opt() {
 	ok refused_option_named
 	step teardown 0 teardown dev="$LOOP" allowed="$LOOP" fs=xfs mnt="$TMP/mnt"
 	[ "$(value device)" = blank ] || fail "teardown: $(value device)"
+}
+
+# swap: make-fs formats only the disk the sweep checked.  The ident `facts`
+# printed passes; none is a usage error; a wrong one, or the one of the disk
+# that was there before another image of the same size was attached at the
+# same /dev/loopN (carrying fsmatrix's own label, so the guard lets it pass),
+# is refused and the first MiB is left unchanged.
+scenario_swap() {
+	FS=ext4
+	setup 256M
+	case $IDENT in
+	"size=268435456;"*"loop=$TMP/disk.img;inode="*) ;;
+	*) fail "facts printed no loop identity: $IDENT" ;;
+	esac
+	step make_fs 0 make-fs ident="$IDENT" dev="$LOOP" allowed="$LOOP" fs=ext4
+	ok checked_disk_formatted
+	_before=$(first_mib_sha)
+	step no_ident 2 make-fs dev="$LOOP" allowed="$LOOP" fs=ext4
+	step wrong_ident 3 make-fs ident="size=268435456;serial=not-this-one" dev="$LOOP" allowed="$LOOP" fs=xfs
+	grep -q "it is not the disk checked at the sweep's start" "$TMP/step.err" || fail "wrong ident not refused as another disk: $(cat "$TMP/step.err")"
+	[ "$(first_mib_sha)" = "$_before" ] || fail "a make-fs refused for its ident wrote the device"
+	ok wrong_ident_refused_unchanged
+	truncate -s 256M "$TMP/other.img"
+	mkfs.ext4 -q -F -L fsmx "$TMP/other.img" >&2
+	losetup -d "$LOOP"
+	if ! losetup "$LOOP" "$TMP/other.img"; then
+		# Someone took the loop device in between: it is theirs, not ours.
+		LOOP=
+		fail "could not attach another image at the same loop device"
+	fi
+	step preflight_other 0 preflight dev="$LOOP" allowed="$LOOP"
+	[ "$(value signature)" = fsmx ] || fail "the other image does not pass the guard as fsmatrix's: $(value signature_detail)"
+	_other=$(ident_of "$LOOP")
+	printf 'swap.other_ident=%s\n' "$_other"
+	[ "$_other" != "$IDENT" ] || fail "another image at $LOOP has the same identity: $_other"
+	[ "${_other%%;*}" = "${IDENT%%;*}" ] || fail "the other image's size differs: $_other"
+	_before=$(first_mib_sha)
+	step swapped 3 make-fs ident="$IDENT" dev="$LOOP" allowed="$LOOP" fs=xfs
+	grep -qF "refused: $LOOP: it is not the disk checked at the sweep's start (was $IDENT, now $_other)" "$TMP/step.err" ||
+		fail "the other disk was not refused naming both identities: $(cat "$TMP/step.err")"
+	printf 'swapped.refusal=%s\n' "$(grep '^refused: ' "$TMP/step.err")"
+	[ "$(first_mib_sha)" = "$_before" ] || fail "the other disk was written"
+	ok other_disk_refused_unchanged
+	step make_fs_other 0 make-fs ident="$_other" dev="$LOOP" allowed="$LOOP" fs=ext4
+	ok other_disk_formatted_with_its_own_ident
 }
 
 main() {
@@ -366,7 +420,8 @@ main() {
 	guard) scenario_guard ;;
 	half) scenario_half ;;
 	refused-opt) scenario_refused_opt ;;
-	*) fail "unknown scenario '$_scenario' (cell FS [opts] | guard | half | refused-opt)" ;;
+	swap) scenario_swap ;;
+	*) fail "unknown scenario '$_scenario' (cell FS [opts] | guard | half | refused-opt | swap)" ;;
 	esac
 	printf 'harness.result=pass\n'
 }

@@ -104,11 +104,14 @@ impl Calls<'_> {
             .arg("consent", self.consent())
     }
 
-    pub fn make_fs(&self, c: &Cell) -> Call {
+    /// `ident`: the device's identity as the sweep's `facts` read it; the
+    /// script refuses (exit 3) a device whose identity is another now.
+    pub fn make_fs(&self, c: &Cell, ident: &str) -> Call {
         let call = Call::new(Verb::MakeFs)
             .arg("dev", self.host.device().as_str())
             .args("allowed", self.devices())
             .arg("consent", self.consent())
+            .arg("ident", ident)
             .arg("fs", c.fs.fs_type.as_str());
         if c.fs.fs_type == FsType::Zfs {
             let kv = |z: &ZfsProperty| format!("{}={}", z.name.as_str(), z.value.as_str());

@@ -160,6 +160,7 @@ pub async fn prepare<R: Remote>(
         sink: &scratch,
         cancel: tokio::sync::watch::channel(false).1,
         counted: Counted::default(),
+        ident: None,
     };
     // One round trip when the scripts are already there (the usual case).
     let (facts, guard) = match w.facts_and_guard().await {
@@ -244,6 +245,13 @@ fn judge(
         for t in needed.into_iter().filter(|t| !f.has_tool(t)) {
             problems.push(format!(
                 "{t} is not installed (a planned filesystem needs it)"
+            ));
+        }
+        let dev = host.device().as_str();
+        let present = f.devices.iter().any(|d| d.path == dev && d.present);
+        if present && f.ident_of(dev).is_none() {
+            problems.push(format!(
+                "facts gave no identity for {dev}: make-fs needs it to refuse another disk put at that path"
             ));
         }
         if needs.contains(&FsType::Zfs) && f.zfs_running != Some(true) {

@@ -4,8 +4,9 @@
 //! logs the same lines into its bundle (`hosts/<host>/commands.log`).
 //!
 //! Values only a live host knows are the stand-in's answers, named in
-//! [`LIVE_VALUES`]: the device's size (for `scale = "N%"`), pg_bin when the
-//! inventory has none, and whether the scripts are already there.
+//! [`LIVE_VALUES`]: the device's size (for `scale = "N%"`) and identity (for
+//! make-fs), pg_bin when the inventory has none, and whether the scripts are
+//! already there.
 use tokio::sync::watch;
 
 use super::adaptive::Counted;
@@ -24,6 +25,12 @@ use crate::remote::RecordingRemote;
 /// against it).
 pub const STAND_IN_DEVICE_BYTES: u64 = 100 << 30;
 
+/// The identity the stand-in's facts give its device `i`; a live host's is
+/// read from the disk (size, serial, WWID, a loop device's backing file).
+pub fn stand_in_ident(i: usize) -> String {
+    format!("size={STAND_IN_DEVICE_BYTES};serial=fsmatrix-stand-in-{i}")
+}
+
 /// What a live host answers differently, said above the commands.
 pub const LIVE_VALUES: &str = "\
 # Every command a run sends, per host and in order: the host worker itself, driven against a stand-in
@@ -31,6 +38,9 @@ pub const LIVE_VALUES: &str = "\
 # sweep's life (who holds it goes on its stdin).  On a live host:
 # - a host another sweep holds refuses the whole sweep before anything is touched;
 # - a workload with scale = \"N%\" loads N% of the real device (shown for a 100 GiB device);
+# - make-fs carries the identity facts read of the real device (size, serial, WWID, a loop
+#   device's backing file and inode; shown as the stand-in's): a different disk found at the
+#   device path then is refused;
 # - a host without pg_bin in the inventory uses the pg_bin it has (shown as found by the search line);
 # - scripts an earlier sweep uploaded (same checksum) are not uploaded again: one line reads
 #   facts and runs the guard instead;
@@ -47,8 +57,10 @@ pub fn stand_in(host: &Host, needs: &[crate::config::FsType]) -> RecordingRemote
     let mut facts = format!("os={}\nuid=0\nuser=root\n", host.os.as_str());
     for (i, d) in host.devices.iter().enumerate() {
         facts.push_str(&format!(
-            "device.{i}.path={}\ndevice.{i}.present=yes\ndevice.{i}.size_bytes={STAND_IN_DEVICE_BYTES}\n",
-            d.as_str()
+            "device.{i}.path={}\ndevice.{i}.present=yes\ndevice.{i}.size_bytes={STAND_IN_DEVICE_BYTES}\n\
+             device.{i}.ident={}\n",
+            d.as_str(),
+            stand_in_ident(i)
         ));
     }
     let tools: Vec<&str> = needs.iter().map(|f| tool_for(*f)).collect();

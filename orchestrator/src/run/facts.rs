@@ -67,6 +67,10 @@ pub struct DeviceFacts {
     pub path: String,
     pub present: bool,
     pub size_bytes: Option<u64>,
+    /// What tells this disk from another put at its path later (size,
+    /// serial, WWID, a loop device's backing file and inode, …): passed to
+    /// every make-fs, which refuses a disk whose identity differs.
+    pub ident: Option<String>,
 }
 
 /// What `facts` says of a host, parsed once (`docs/remote-scripts.md`).
@@ -97,6 +101,10 @@ impl HostFacts {
                 path: path.to_string(),
                 present: kv.get(&format!("device.{i}.present")) == Some("yes"),
                 size_bytes: kv.u64(&format!("device.{i}.size_bytes")),
+                ident: kv
+                    .get(&format!("device.{i}.ident"))
+                    .filter(|v| !v.is_empty())
+                    .map(str::to_string),
             });
         }
         HostFacts {
@@ -117,6 +125,14 @@ impl HostFacts {
             pgbench_version: s("pgbench_version"),
             zfs_running: kv.get("zfs_running").map(|v| v == "yes"),
         }
+    }
+
+    /// The identity `facts` read of the device at `path`.
+    pub fn ident_of(&self, path: &str) -> Option<&str> {
+        self.devices
+            .iter()
+            .find(|d| d.path == path)
+            .and_then(|d| d.ident.as_deref())
     }
 
     pub fn has_tool(&self, tool: &str) -> bool {
@@ -174,6 +190,7 @@ mod tests {
         let f = HostFacts::parse(&Kv::parse(
             "os=linux\nkernel=6.1.0\ncpu_count=2\nmem_bytes=25769803776\nuid=0\nuser=root\n\
              device.0.path=/dev/loop0\ndevice.0.present=yes\ndevice.0.size_bytes=4294967296\n\
+             device.0.ident=size=4294967296;loop=/var/tmp/a b.img;inode=65024:788225;offset=0\n\
              device.1.path=/dev/loop9\ndevice.1.present=no\n\
              postgres_version=postgres (PostgreSQL) 15.4\ntools=mkfs.ext4 zpool\nzfs_running=no\n",
         ));
@@ -181,6 +198,11 @@ mod tests {
         assert_eq!(f.devices.len(), 2);
         assert_eq!(f.devices[0].size_bytes, Some(4 << 30));
         assert!(!f.devices[1].present);
+        assert_eq!(
+            f.ident_of("/dev/loop0"),
+            Some("size=4294967296;loop=/var/tmp/a b.img;inode=65024:788225;offset=0")
+        );
+        assert_eq!(f.ident_of("/dev/loop9"), None);
         assert!(f.has_tool("zpool") && !f.has_tool("mkfs.xfs"));
         assert_eq!(f.postgres_release(), Some("15.4"));
         assert_eq!(f.pgbench_version, None);

@@ -166,6 +166,10 @@ pub async fn host_sweep<R: Remote>(
                 sink,
                 cancel,
                 counted: job.counted,
+                ident: report
+                    .parsed
+                    .ident_of(p.host.device().as_str())
+                    .map(str::to_string),
             };
             tally = w.run_cells(&job.cells).await;
         }

@@ -68,6 +68,10 @@ pub struct Worker<'a, R: Remote> {
     pub sink: &'a Sink,
     pub cancel: watch::Receiver<bool>,
     pub counted: Counted,
+    /// The device's identity as the sweep's checks read it (`facts`): every
+    /// make-fs carries it, and the script refuses another disk found at the
+    /// device path since.  `None` (facts did not give one): make-fs fails.
+    pub ident: Option<String>,
 }
 
 /// One filesystem variant's set-up, as far as it got.
@@ -353,7 +357,17 @@ impl<'a, R: Remote> Worker<'a, R> {
         let kv = self.call(&calls.preflight(), &mut st.log).await?;
         st.device_bytes = kv.u64("dev_size_bytes");
         self.step(Verb::MakeFs, name);
-        self.call(&calls.make_fs(c), &mut st.log).await?;
+        let ident = self.ident.as_deref().ok_or_else(|| {
+            StepError::new(
+                Verb::MakeFs,
+                format!(
+                    "the identity of {} is unknown (facts did not report it): \
+                     refused rather than format a disk that may not be the one checked",
+                    self.host.device().as_str()
+                ),
+            )
+        })?;
+        self.call(&calls.make_fs(c, ident), &mut st.log).await?;
         self.step(Verb::Mount, name);
         let kv = self
             .call(&calls.mount(c), &mut st.log)

@@ -9,9 +9,10 @@ use tokio::sync::{mpsc, watch};
 
 use super::adaptive::Counted;
 use super::calls::HostPaths;
-use super::dry::stand_in;
+use super::dry::{stand_in, stand_in_ident};
 use super::events::{Outcome, RunEvent};
 use super::sink::{HostTally, Sink};
+use super::sweep::{host_sweep, HostJob};
 use super::verb::{run_timeout, Verb};
 use super::worker::Worker;
 use crate::config::{FsType, Inventory, Matrix};
@@ -121,6 +122,7 @@ async fn run_worker(
         sink: &sink,
         cancel,
         counted: Counted::default(),
+        ident: Some(stand_in_ident(0)),
     };
     let tally = tokio::time::timeout(Duration::from_secs(5), w.run_cells(&cells))
         .await
@@ -473,4 +475,60 @@ fn a_work_dir_someone_else_owns_or_may_write_in_is_refused() {
     let (code, err) = check(&work);
     assert_eq!(code, Some(77), "{err}");
     assert!(err.contains("others may write in it"), "{err}");
+}
+
+/// The sweep of the only host of `inv`, as `run` makes it.
+fn host_job<'a>(inv: &'a Inventory, p: &'a Plan) -> HostJob<'a> {
+    HostJob {
+        host: &inv.hosts[0],
+        cells: p.cells.iter().collect(),
+        needs: vec![FsType::Ext4],
+        pre_clean: true,
+        counted: Counted::default(),
+    }
+}
+
+/// The sweep's checks read the device's identity (`facts`) and every make-fs
+/// carries it, so the script refuses another disk put at the path since;
+/// facts without one leave the host not ready, and nothing is formatted.
+#[tokio::test]
+async fn make_fs_carries_the_device_identity_the_facts_gave() {
+    let (inv, p) = setup("1", false);
+    let remote = stand_in_for(&inv);
+    let (report, _) = host_sweep(&remote, host_job(&inv, &p), &Sink::discard(), no_cancel()).await;
+    let ident = stand_in_ident(0);
+    assert_eq!(report.parsed.ident_of("/dev/loop9"), Some(ident.as_str()));
+    assert_eq!(report.facts["device.0.ident"], ident);
+    let make_fs: Vec<String> = remote
+        .commands()
+        .into_iter()
+        .filter(|c| verb_of(c) == "make-fs")
+        .collect();
+    assert_eq!(make_fs.len(), 1, "{make_fs:?}");
+    assert!(
+        make_fs[0].contains(&format!(" 'ident={ident}' fs=ext4")),
+        "{}",
+        make_fs[0]
+    );
+
+    // Facts without an identity for the device: not ready, never formatted.
+    let remote = stand_in_for(&inv);
+    remote.respond_ok(
+        "linux.sh facts ",
+        "os=linux\nuid=0\nuser=root\ndevice.0.path=/dev/loop9\ndevice.0.present=yes\n\
+         tools=mkfs.ext4\npostgres_version=p 15\npgbench_version=p 15\n",
+    );
+    let (report, tally) =
+        host_sweep(&remote, host_job(&inv, &p), &Sink::discard(), no_cancel()).await;
+    assert!(!report.ready);
+    assert!(
+        report
+            .problems
+            .iter()
+            .any(|m| m.contains("no identity for /dev/loop9")),
+        "{:?}",
+        report.problems
+    );
+    assert!(remote.commands().iter().all(|c| verb_of(c) != "make-fs"));
+    assert_eq!(tally.not_run, p.cells.len());
 }
