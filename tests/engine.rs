@@ -1509,3 +1509,52 @@ fn a_cut_link_is_noticed_the_other_host_finishes_and_resume_completes() {
     assert_clean(&lab.inv, &second);
     assert_clean(&lab.inv, &first);
 }
+
+#[test]
+fn a_full_device_fails_its_cell_as_device_full_and_the_next_filesystem_runs() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = &lab.inv.hosts[2];
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let inv = write(
+        tmp.path(),
+        "inventory.toml",
+        &inventory(&lab.inv, &[(h, "")], ""),
+    );
+    // 6 GB of uncompressed TOAST for a 4 GiB lab disk.
+    write(
+        tmp.path(),
+        "fill.sql",
+        "create table fill (t text);\nalter table fill alter column t set storage external;\n\
+         insert into fill select repeat('x', 1000000) from generate_series(1, 6000);\n",
+    );
+    let matrix = write(
+        tmp.path(),
+        "matrix.toml",
+        "name = \"full-device\"\n\
+         [[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n\
+         [[filesystem]]\nname = \"xfs\"\ntype = \"xfs\"\n\
+         [[workload]]\nname = \"fill\"\nsql_script = \"fill.sql\"\n\
+         [[workload]]\nname = \"sel\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"2s\"\n\
+         [[exclude]]\nfilesystem = \"xfs\"\nworkload = \"fill\"\n",
+    );
+    let out = tmp.path().join("results");
+    let o = run(&inv, &matrix, &out);
+    assert_eq!(o.status.code(), Some(1), "some failed, some done");
+    let bundle = bundle_in(&out);
+    assert_verifies(&bundle);
+    let rs = results(&bundle);
+    let cell = |fs: &str, wl: &str| {
+        rs.iter()
+            .find(|r| r["params"]["filesystem"] == fs && r["params"]["workload"] == wl)
+            .unwrap_or_else(|| panic!("no {fs}/{wl} cell: {rs:?}"))
+    };
+    let fill = cell("ext4", "fill");
+    assert_eq!(fill["status"]["state"], "failed", "{fill}");
+    let why = fill["status"]["stderr_tail"].as_str().unwrap_or_default();
+    assert!(why.starts_with("the device is full"), "{why}");
+    // Torn down, and the next filesystem was built and ran.
+    let sel = cell("xfs", "sel");
+    assert_eq!(sel["status"]["state"], "done", "{sel}");
+    assert_clean(&lab.inv, h);
+}
