@@ -9,6 +9,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::adaptive::Counted;
 use super::calls::HostPaths;
+use super::check::Needs;
 use super::dry::stand_in;
 use super::events::{Outcome, RunEvent};
 use super::sink::{HostTally, Sink};
@@ -156,7 +157,13 @@ async fn run_worker(
 }
 
 fn stand_in_for(inv: &Inventory) -> RecordingRemote {
-    stand_in(&inv.hosts[0], &[FsType::Ext4])
+    stand_in(
+        &inv.hosts[0],
+        &Needs {
+            fs: vec![FsType::Ext4],
+            pg: Vec::new(),
+        },
+    )
 }
 
 fn no_cancel() -> watch::Receiver<bool> {
