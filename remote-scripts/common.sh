@@ -166,13 +166,19 @@ now_ms() {
 # refuse root; root's home is not readable by USER).  runuser on Linux, su
 # elsewhere (the command line is then quoted for USER's sh).
 as_pg_user() {
+	log "+ [as $1] $(shift && quote_all ${1+"$@"})"
+	as_pg_user_out ${1+"$@"} >&2
+}
+
+# as_pg_user_out USER CMD ARGS...: as_pg_user, unlogged, and CMD's stdout
+# stays stdout (a read-only query whose answer the verb parses).
+as_pg_user_out() {
 	_ap_user=$1
 	shift
-	log "+ [as $_ap_user] $(quote_all ${1+"$@"})"
 	if command -v runuser >/dev/null 2>&1; then
-		(cd / && runuser -u "$_ap_user" -- ${1+"$@"}) >&2
+		(cd / && runuser -u "$_ap_user" -- ${1+"$@"})
 	else
-		(cd / && su -m "$_ap_user" -c "$(quote_all ${1+"$@"})") >&2
+		(cd / && su -m "$_ap_user" -c "$(quote_all ${1+"$@"})")
 	fi
 }
 

@@ -668,6 +668,59 @@ verb_pg_start() {
 	kv socket_dir "$SOCK"
 }
 
+# verb_pg_check_settings ARGS...: ask the host's own PostgreSQL whether it
+# accepts each pg_set, before any disk is formatted.  Read-only: no cluster,
+# no file written.  Each setting is given alone as `postgres -c name=value`
+# (as pg_user: postgres refuses root) with a data folder that cannot exist
+# (under the postgres binary, a file): postgres applies -c while reading its
+# arguments and stops with FATAL, exit 1, at a name or value it refuses; a
+# setting it accepts gets as far as the data folder, exit 2.  -C makes sure
+# nothing would start even then.  Any other outcome fails the verb.
+verb_pg_check_settings() {
+	PG_BIN=$(need pg_bin ${1+"$@"})
+	check_abs pg_bin "$PG_BIN"
+	PG_USER=$(opt pg_user postgres ${1+"$@"})
+	case $PG_USER in '' | *[!a-z0-9_-]*) usage_die "pg_user=$PG_USER is not [a-z0-9_-]+" ;; esac
+	[ -x "$PG_BIN/postgres" ] || die "no postgres in $PG_BIN"
+	# Every setting the server knows: name, context, group, type, reset, min,
+	# max, descriptions (PostgreSQL's src/backend/utils/misc/help_config.c).
+	log "+ [as $PG_USER] $PG_BIN/postgres --describe-config"
+	if ! _pc_desc=$(as_pg_user_out "$PG_USER" env LC_ALL=C "$PG_BIN/postgres" --describe-config); then
+		die "postgres --describe-config as $PG_USER failed"
+	fi
+	_pc_absent=$PG_BIN/postgres/no-pgdata
+	_pc_i=0
+	for _pc_a in ${1+"$@"}; do
+		case $_pc_a in
+		pg_set=*=*) ;;
+		pg_set=*) usage_die "pg_set=${_pc_a#pg_set=} is not name=value" ;;
+		*) continue ;;
+		esac
+		_pc_kv=${_pc_a#pg_set=}
+		_pc_name=${_pc_kv%%=*}
+		case $_pc_name in
+		'' | *[!a-z0-9_.]*) usage_die "pg_set name '$_pc_name' is not [a-z0-9_.]+" ;;
+		esac
+		log "+ [as $PG_USER] $PG_BIN/postgres -D $_pc_absent -C $_pc_name -c $(sh_quote "$_pc_kv")"
+		_pc_rc=0
+		_pc_err=$(as_pg_user_out "$PG_USER" env LC_ALL=C "$PG_BIN/postgres" -D "$_pc_absent" -C "$_pc_name" -c "$_pc_kv" 2>&1 >/dev/null) || _pc_rc=$?
+		case $_pc_rc:$_pc_err in
+		2:*"$_pc_absent"*) ;;
+		1:*FATAL:*)
+			kv "refused.$_pc_i.error" "$(printf '%s\n' "$_pc_err" | sed -n 's/^.*FATAL:  *//p' | head -n 1)"
+			_pc_hint=$(printf '%s\n' "$_pc_err" | sed -n 's/^.*HINT:  *//p' | head -n 1)
+			[ -z "$_pc_hint" ] || kv "refused.$_pc_i.hint" "$_pc_hint"
+			_pc_line=$(printf '%s\n' "$_pc_desc" | awk -F '\t' -v OFS='\t' -v n="$_pc_name" '$1 == n { NF = 8; print }' | head -n 1)
+			[ -z "$_pc_line" ] || kv "refused.$_pc_i.describe" "$_pc_line"
+			;;
+		*) die "postgres -c $_pc_name=... as $PG_USER: unexpected exit $_pc_rc: $(printf '%s' "$_pc_err" | tr '\n' ' ')" ;;
+		esac
+		_pc_i=$((_pc_i + 1))
+	done
+	kv checked "$_pc_i"
+	kv names "$(printf '%s\n' "$_pc_desc" | cut -f 1 | tr '\n' ' ')"
+}
+
 # pg_stop_cluster: stop fast, then immediate; prints stopped=yes|already.
 pg_stop_cluster() {
 	if ! pg_running; then
@@ -948,7 +1001,7 @@ verb_teardown() {
 
 usage() {
 	log "usage: linux.sh VERB name=value ...
-verbs: facts preflight make-fs mount pg-init pg-start load run sizes drop-caches pg-stop teardown cat
+verbs: facts preflight pg-check-settings make-fs mount pg-init pg-start load run sizes drop-caches pg-stop teardown cat
 see README.md next to this script"
 }
 
@@ -968,6 +1021,7 @@ main() {
 	pg-init) verb_pg_init ${1+"$@"} ;;
 	pg-start) verb_pg_start ${1+"$@"} ;;
 	pg-stop) verb_pg_stop ${1+"$@"} ;;
+	pg-check-settings) verb_pg_check_settings ${1+"$@"} ;;
 	load) verb_load ${1+"$@"} ;;
 	run) verb_run ${1+"$@"} ;;
 	sizes) verb_sizes ${1+"$@"} ;;

@@ -26,6 +26,8 @@ pub const PG_CONNECT: Duration = Duration::from_secs(20);
 /// Verbs (see `docs/remote-scripts.md`).
 pub const FACTS: Duration = Duration::from_secs(120);
 pub const PREFLIGHT: Duration = Duration::from_secs(120);
+/// One `postgres -c` per distinct setting, each a few tens of ms.
+pub const PG_CHECK_SETTINGS: Duration = Duration::from_secs(120);
 /// mkfs of a large disk, or `zpool create` that trims it.
 pub const MAKE_FS: Duration = Duration::from_secs(900);
 pub const MOUNT: Duration = Duration::from_secs(180);

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::facts::Kv;
+use super::pgsettings::SettingUse;
 use super::verb::{scripts_dir, Call, Verb};
 use crate::config::{FsType, Host, Length, Scale, WorkloadKind, ZfsProperty};
 use crate::plan::Cell;
@@ -102,6 +103,14 @@ impl Calls<'_> {
             .arg("dev", self.host.device().as_str())
             .args("allowed", self.devices())
             .arg("consent", self.consent())
+    }
+
+    /// Ask the host's PostgreSQL about every setting the plan sets there.
+    pub fn pg_check_settings(&self, uses: &[SettingUse]) -> Call {
+        self.pg(Verb::PgCheckSettings).args(
+            "pg_set",
+            uses.iter().map(|u| format!("{}={}", u.name, u.value)),
+        )
     }
 
     /// `ident`: the device's identity as the sweep's `facts` read it; the

@@ -12,6 +12,7 @@ use super::adaptive::Counted;
 use super::calls::HostPaths;
 use super::error::StepError;
 use super::facts::{tool_for, HostFacts, Kv};
+use super::pgsettings::{self, SettingUse};
 use super::sink::Sink;
 use super::worker::Worker;
 use crate::config::inventory::expand_tilde;
@@ -85,8 +86,26 @@ pub fn ssh_target(inv_path: &Path, host: &Host) -> SshTarget {
     }
 }
 
+/// What the plan needs of one host: checked when it is prepared.
+#[derive(Debug, Clone, Default)]
+pub struct Needs {
+    /// The filesystem types it builds there (their tools must be installed).
+    pub fs: Vec<FsType>,
+    /// The PostgreSQL settings it sets there (the host's PostgreSQL must
+    /// accept them).
+    pub pg: Vec<SettingUse>,
+}
+
+/// What the plan needs of `host`.
+pub fn needs_of(plan: &Plan, host: &str) -> Needs {
+    Needs {
+        fs: fs_types_of(plan, host),
+        pg: pgsettings::uses(plan, host),
+    }
+}
+
 /// The filesystem types the plan builds on `host`.
-pub fn needs_of(plan: &Plan, host: &str) -> Vec<FsType> {
+fn fs_types_of(plan: &Plan, host: &str) -> Vec<FsType> {
     let mut v: Vec<FsType> = plan
         .cells
         .iter()
@@ -124,14 +143,15 @@ pub struct Prepared {
     pub paths: HostPaths,
 }
 
-/// Upload the scripts when missing, read facts and run the device guard
-/// (read-only) on a connected host.  `pre_clean` (a sweep, under the host
+/// Upload the scripts when missing, read facts, run the device guard and
+/// ask the host's PostgreSQL about the plan's settings (all read-only) on a
+/// connected host.  `pre_clean` (a sweep, under the host
 /// lock): then tear down what a killed run left (a mount, postgres, a pool
 /// would make the guard refuse) and ask the guard again if it refused.
 pub async fn prepare<R: Remote>(
     remote: &R,
     host: &Host,
-    needs: &[FsType],
+    needs: &Needs,
     pre_clean: bool,
 ) -> (HostReport, Option<Prepared>) {
     let t0 = Instant::now();
@@ -187,7 +207,22 @@ pub async fn prepare<R: Remote>(
     } else {
         guard
     };
-    judge(&mut report, &host, needs, facts, guard);
+    judge(&mut report, &host, &needs.fs, facts, guard);
+    // Before any disk is formatted: a setting the host's PostgreSQL refuses
+    // would fail every variant's pg-start after mkfs and initdb.
+    if !needs.pg.is_empty() && report.parsed.postgres_version.is_some() {
+        let release = report.parsed.postgres_release().unwrap_or("?").to_string();
+        match w.pg_check_settings(&needs.pg).await {
+            Ok(kv) => report
+                .problems
+                .extend(pgsettings::problems(&needs.pg, &kv, &release)),
+            Err(e) => report.problems.push(format!(
+                "failed to ask PostgreSQL whether it accepts the plan's settings: {}",
+                e.message
+            )),
+        }
+        report.ready = report.problems.is_empty();
+    }
     report.elapsed_ms = t0.elapsed().as_millis();
     (report, Some(Prepared { host, paths }))
 }

@@ -11,7 +11,7 @@ use tokio::sync::watch;
 
 use super::adaptive::Counted;
 use super::calls::HostPaths;
-use super::check::{needs_of, DETECT_PG_BIN};
+use super::check::{needs_of, Needs, DETECT_PG_BIN};
 use super::facts::tool_for;
 use super::lock::{lock_host, Holder};
 use super::logged::Logged;
@@ -50,8 +50,8 @@ pub const LIVE_VALUES: &str = "\
 # become = \"sudo\" hosts show each command as sudo runs it.";
 
 /// A recording remote that answers as a ready `host` would for a plan
-/// that builds `needs`.
-pub fn stand_in(host: &Host, needs: &[crate::config::FsType]) -> RecordingRemote {
+/// that needs `needs` there (its PostgreSQL accepts every setting).
+pub fn stand_in(host: &Host, needs: &Needs) -> RecordingRemote {
     let r = RecordingRemote::new(host.name.as_str());
     let script = format!("{}.sh", host.os.as_str());
     let mut facts = format!("os={}\nuid=0\nuser=root\n", host.os.as_str());
@@ -63,7 +63,7 @@ pub fn stand_in(host: &Host, needs: &[crate::config::FsType]) -> RecordingRemote
             stand_in_ident(i)
         ));
     }
-    let tools: Vec<&str> = needs.iter().map(|f| tool_for(*f)).collect();
+    let tools: Vec<&str> = needs.fs.iter().map(|f| tool_for(*f)).collect();
     facts.push_str(&format!(
         "tools={}\nzfs_running=yes\npostgres_version=postgres (PostgreSQL) stand-in\npgbench_version=pgbench (PostgreSQL) stand-in\n",
         tools.join(" ")
@@ -76,6 +76,10 @@ pub fn stand_in(host: &Host, needs: &[crate::config::FsType]) -> RecordingRemote
         .respond_ok(
             &format!("{script} preflight "),
             &format!("guard=ok\ndev_size_bytes={STAND_IN_DEVICE_BYTES}\nsignature=none\n"),
+        )
+        .respond_ok(
+            &format!("{script} pg-check-settings "),
+            &format!("checked={}\n", needs.pg.len()),
         )
         .respond_ok(&format!("{script} load "), "status=0\n")
         .respond_ok(&format!("{script} run "), "status=0\n")

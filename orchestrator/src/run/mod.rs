@@ -22,6 +22,7 @@ pub mod events;
 pub mod facts;
 pub mod lock;
 pub mod logged;
+pub mod pgsettings;
 pub mod progress;
 pub mod sink;
 pub mod snapshot;

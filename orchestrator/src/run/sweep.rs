@@ -9,7 +9,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::adaptive::Counted;
 use super::calls::HostPaths;
-use super::check::{needs_of, prepare, ssh_target, HostReport};
+use super::check::{needs_of, prepare, ssh_target, HostReport, Needs};
 use super::error::RunError;
 use super::events::RunEvent;
 use super::lock::{lock_host, Holder, LockError};
@@ -19,7 +19,7 @@ use super::sink::{HostTally, Sink};
 use super::snapshot::{self, Inputs};
 use super::worker::Worker;
 use crate::config::values::HostName;
-use crate::config::{FsType, Host, Inventory, Matrix};
+use crate::config::{Host, Inventory, Matrix};
 use crate::plan::{plan, Cell, Plan};
 use crate::remote::{Held, Remote, RemoteError, SshRemote};
 use crate::results::bundle::{Bundle, CreateOptions};
@@ -138,7 +138,7 @@ fn kept_counted(p: &Plan, host: &HostName, keep: &Kept) -> Counted {
 pub struct HostJob<'a> {
     pub host: &'a Host,
     pub cells: Vec<&'a Cell>,
-    pub needs: Vec<FsType>,
+    pub needs: Needs,
     /// Tear down what a killed run left after the checks: a sweep does,
     /// under its host lock; `check` does not.
     pub pre_clean: bool,

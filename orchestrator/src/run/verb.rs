@@ -19,6 +19,7 @@ pub const LINUX_SH: &str = include_str!("../../../remote-scripts/linux.sh");
 pub enum Verb {
     Facts,
     Preflight,
+    PgCheckSettings,
     MakeFs,
     Mount,
     PgInit,
@@ -33,9 +34,10 @@ pub enum Verb {
 }
 
 impl Verb {
-    pub const ALL: [Verb; 13] = [
+    pub const ALL: [Verb; 14] = [
         Verb::Facts,
         Verb::Preflight,
+        Verb::PgCheckSettings,
         Verb::MakeFs,
         Verb::Mount,
         Verb::PgInit,
@@ -54,6 +56,7 @@ impl Verb {
         match self {
             Verb::Facts => "facts",
             Verb::Preflight => "preflight",
+            Verb::PgCheckSettings => "pg-check-settings",
             Verb::MakeFs => "make-fs",
             Verb::Mount => "mount",
             Verb::PgInit => "pg-init",
@@ -74,6 +77,7 @@ impl Verb {
         match self {
             Verb::Facts => t::FACTS,
             Verb::Preflight => t::PREFLIGHT,
+            Verb::PgCheckSettings => t::PG_CHECK_SETTINGS,
             Verb::MakeFs => t::MAKE_FS,
             Verb::Mount => t::MOUNT,
             Verb::PgInit => t::PG_INIT,

@@ -18,6 +18,7 @@ use super::counters;
 use super::error::{device_full_note, StepError};
 use super::events::RunEvent;
 use super::facts::Kv;
+use super::pgsettings::SettingUse;
 use super::sink::{params, HostTally, Sink};
 use super::verb::{run_timeout, scripts_for, Call, Step, Verb};
 use crate::config::{FsType, Host, WorkloadKind};
@@ -288,6 +289,12 @@ impl<'a, R: Remote> Worker<'a, R> {
     /// `facts` for the host's devices.
     pub async fn facts(&self) -> Result<Kv, StepError> {
         self.call(&self.calls().facts(), &mut String::new()).await
+    }
+
+    /// Ask the host's PostgreSQL whether it accepts `uses` (read-only).
+    pub async fn pg_check_settings(&self, uses: &[SettingUse]) -> Result<Kv, StepError> {
+        self.call(&self.calls().pg_check_settings(uses), &mut String::new())
+            .await
     }
 
     /// The device guard alone (read-only).

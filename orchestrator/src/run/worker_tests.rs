@@ -9,6 +9,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::adaptive::Counted;
 use super::calls::HostPaths;
+use super::check::Needs;
 use super::dry::{stand_in, stand_in_ident};
 use super::events::{Outcome, RunEvent};
 use super::sink::{HostTally, Sink};
@@ -158,7 +159,13 @@ async fn run_worker(
 }
 
 fn stand_in_for(inv: &Inventory) -> RecordingRemote {
-    stand_in(&inv.hosts[0], &[FsType::Ext4])
+    stand_in(
+        &inv.hosts[0],
+        &Needs {
+            fs: vec![FsType::Ext4],
+            pg: Vec::new(),
+        },
+    )
 }
 
 fn no_cancel() -> watch::Receiver<bool> {
@@ -482,7 +489,10 @@ fn host_job<'a>(inv: &'a Inventory, p: &'a Plan) -> HostJob<'a> {
     HostJob {
         host: &inv.hosts[0],
         cells: p.cells.iter().collect(),
-        needs: vec![FsType::Ext4],
+        needs: Needs {
+            fs: vec![FsType::Ext4],
+            pg: Vec::new(),
+        },
         pre_clean: true,
         counted: Counted::default(),
     }
