@@ -5,7 +5,7 @@ use super::{CheckArgs, CliError, CmdResult, Exit};
 use crate::config::Inventory;
 use crate::plan::plan;
 use crate::remote::SshRemote;
-use crate::run::check::{needs_of, prepare, ssh_target, HostReport};
+use crate::run::check::{needs_of, prepare, same_machines, ssh_target, HostReport};
 use crate::text::iec_bytes;
 
 pub fn check(args: &CheckArgs) -> CmdResult {
@@ -18,7 +18,7 @@ pub fn check(args: &CheckArgs) -> CmdResult {
         None => (Inventory::load(&args.inventory)?, None),
     };
     let t0 = Instant::now();
-    let reports: Vec<HostReport> = super::runtime()?.block_on(async {
+    let checked: Vec<(HostReport, Option<String>)> = super::runtime()?.block_on(async {
         let futs = inv.hosts.iter().map(|h| {
             let needs = p
                 .as_ref()
@@ -30,15 +30,17 @@ pub fn check(args: &CheckArgs) -> CmdResult {
                 match SshRemote::connect(&ssh_target(inv_path, h)).await {
                     Ok(remote) => {
                         let (r, _) = prepare(&remote, h, &needs, false).await;
+                        let key = Some(remote.host_key().to_string()).filter(|k| !k.is_empty());
                         remote.disconnect().await;
-                        r
+                        (r, key)
                     }
-                    Err(e) => HostReport::unreachable(h, &e, t),
+                    Err(e) => (HostReport::unreachable(h, &e, t), None),
                 }
             }
         });
         futures::future::join_all(futs).await
     });
+    let reports = mark_same_machines(checked);
     if args.json {
         let s = serde_json::to_string_pretty(&reports)
             .map_err(|e| CliError::problems(format!("failed to encode the report: {e}")))?;
@@ -56,6 +58,35 @@ pub fn check(args: &CheckArgs) -> CmdResult {
     } else {
         Exit::Problems
     })
+}
+
+/// Two entries that showed the same host key are one machine: each is not
+/// ready, the other named (`run` refuses such an inventory outright).
+fn mark_same_machines(checked: Vec<(HostReport, Option<String>)>) -> Vec<HostReport> {
+    let pairs = same_machines(
+        checked
+            .iter()
+            .map(|(r, k)| (r.host.as_str(), k.as_deref().unwrap_or(""))),
+    );
+    checked
+        .into_iter()
+        .map(|(mut r, _)| {
+            for (first, second, key) in &pairs {
+                let other = if r.host == *first {
+                    second
+                } else if r.host == *second {
+                    first
+                } else {
+                    continue;
+                };
+                r.problems.push(format!(
+                    "it is the same machine as inventory host {other} (the same host key, {key}): keep one entry, or two sweeps' worth of commands reach one device"
+                ));
+                r.ready = false;
+            }
+            r
+        })
+        .collect()
 }
 
 /// The table of `check`, then every problem of every host not ready.
@@ -95,4 +126,40 @@ pub fn render_check(reports: &[HostReport]) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ready(host: &str) -> HostReport {
+        HostReport {
+            host: host.into(),
+            ready: true,
+            problems: Vec::new(),
+            facts: Default::default(),
+            guard: Default::default(),
+            elapsed_ms: 0,
+            parsed: Default::default(),
+        }
+    }
+
+    #[test]
+    fn two_entries_with_one_host_key_are_both_not_ready_naming_the_other() {
+        let out = mark_same_machines(vec![
+            (ready("a"), Some("SHA256:x".into())),
+            (ready("b"), Some("SHA256:y".into())),
+            (ready("c"), Some("SHA256:x".into())),
+            (ready("d"), None),
+        ]);
+        let by = |h: &str| out.iter().find(|r| r.host == h).unwrap();
+        assert!(by("b").ready && by("d").ready);
+        assert!(!by("a").ready && !by("c").ready);
+        assert!(
+            by("a").problems[0].contains("inventory host c"),
+            "{:?}",
+            by("a").problems
+        );
+        assert!(by("c").problems[0].contains("inventory host a (the same host key, SHA256:x)"));
+    }
 }

@@ -21,6 +21,29 @@ use crate::config::{Auth, FsType, Host};
 use crate::plan::Plan;
 use crate::remote::{ExecOptions, Remote, RemoteCommand, RemoteError, SshTarget};
 
+/// One machine under two inventory names: `(first, second, fingerprint)`
+/// for every later entry whose SSH host key an earlier entry already showed
+/// (an empty key, from a remote that has none, never matches).  `check`
+/// marks both entries not ready; `run` refuses before any lock is taken.
+pub fn same_machines<'a>(
+    keys: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Vec<(String, String, String)> {
+    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut pairs = Vec::new();
+    for (host, key) in keys {
+        if key.is_empty() {
+            continue;
+        }
+        match seen.get(key) {
+            Some(first) => pairs.push((first.to_string(), host.to_string(), key.to_string())),
+            None => {
+                seen.insert(key, host);
+            }
+        }
+    }
+    pairs
+}
+
 /// What `check` found on one host (also written to the bundle by `run`).
 #[derive(Debug, Clone, Serialize)]
 pub struct HostReport {

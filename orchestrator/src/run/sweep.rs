@@ -9,7 +9,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::adaptive::Counted;
 use super::calls::HostPaths;
-use super::check::{needs_of, prepare, ssh_target, HostReport, Needs};
+use super::check::{needs_of, prepare, same_machines, ssh_target, HostReport, Needs};
 use super::error::RunError;
 use super::events::RunEvent;
 use super::lock::{lock_host, Holder, LockError};
@@ -258,22 +258,18 @@ async fn claim(
     }))
     .await;
     // One machine under two names: refused before any lock is taken.
-    let mut seen: HashMap<&str, &str> = HashMap::new();
-    let mut same = None;
-    for (host, r) in &connected {
-        if let Ok(ssh) = r {
-            if ssh.host_key().is_empty() {
-                continue;
-            }
-            if let Some(first) = seen.insert(ssh.host_key(), host.name.as_str()) {
-                same.get_or_insert(RunError::SameMachine {
-                    first: first.to_string(),
-                    second: host.name.as_str().to_string(),
-                    fingerprint: ssh.host_key().to_string(),
-                });
-            }
-        }
-    }
+    let same = same_machines(connected.iter().filter_map(|(host, r)| {
+        r.as_ref()
+            .ok()
+            .map(|ssh| (host.name.as_str(), ssh.host_key()))
+    }))
+    .into_iter()
+    .next()
+    .map(|(first, second, fingerprint)| RunError::SameMachine {
+        first,
+        second,
+        fingerprint,
+    });
     if let Some(e) = same {
         for (_, r) in &connected {
             if let Ok(ssh) = r {
