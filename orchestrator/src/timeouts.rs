@@ -6,6 +6,10 @@ use std::time::Duration;
 
 /// Waiting for a host's SSH server before calling it unreachable.
 pub const CONNECT: Duration = Duration::from_secs(10);
+/// How long a dropped connection's reconnect tries again after a connect
+/// error (refused, unreachable, timed out): an sshd restarting, a link
+/// coming back.  Each try is bounded by [`CONNECT`].
+pub const RECONNECT_WINDOW: Duration = Duration::from_secs(12);
 /// A keepalive every this often; three missed ones drop the connection.
 pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
 /// After a command's exit status, how long to wait for the rest of its

@@ -30,7 +30,7 @@ use super::{
 
 /// Channels in flight per connection (sshd MaxSessions defaults to 10).
 pub const MAX_CHANNELS: usize = 8;
-use crate::timeouts::{DRAIN_AFTER_EXIT, KEEPALIVE_INTERVAL};
+use crate::timeouts::{DRAIN_AFTER_EXIT, KEEPALIVE_INTERVAL, RECONNECT_WINDOW};
 const KEEPALIVE_MAX: usize = 3;
 const OPEN_RETRIES: u32 = 6;
 
@@ -196,8 +196,24 @@ impl SshRemote {
         if conn.generation != seen_generation && !conn.handle.is_closed() {
             return Ok(conn.handle.clone());
         }
-        tracing::warn!(host = %self.target.host_name, "connection dropped; reconnecting once");
-        let handle = Arc::new(open_connection(&self.target).await?.0);
+        tracing::warn!(host = %self.target.host_name, "connection dropped; reconnecting");
+        // A restarting sshd refuses for a moment, and a neighbour entry can
+        // fail for a second after a link comes back: a connect error is tried
+        // again (with backoff) until RECONNECT_WINDOW has passed.  A host key
+        // or log-in refusal is final.
+        let deadline = Instant::now() + RECONNECT_WINDOW;
+        let mut wait = Duration::from_millis(500);
+        let handle = loop {
+            match open_connection(&self.target).await {
+                Ok((h, _)) => break Arc::new(h),
+                Err(e @ RemoteError::Connect { .. }) if Instant::now() + wait < deadline => {
+                    tracing::warn!(host = %self.target.host_name, error = %e, ?wait, "reconnect failed; trying again");
+                    tokio::time::sleep(wait).await;
+                    wait = wait.saturating_mul(2);
+                }
+                Err(e) => return Err(e),
+            }
+        };
         conn.handle = handle.clone();
         conn.generation += 1;
         self.reconnects.fetch_add(1, Ordering::Relaxed);
@@ -239,6 +255,34 @@ impl SshRemote {
         }
     }
 
+    /// `command` as the host's shell gets it (through sudo when asked).
+    fn shell_text(&self, command: &RemoteCommand) -> Result<String, RemoteError> {
+        Ok(if self.target.sudo {
+            command.via_sudo().to_shell()?.to_string()
+        } else {
+            command.to_shell()?.to_string()
+        })
+    }
+
+    /// Open a session channel and start `script` (sh source) on it; the
+    /// guard closes the channel on every path.
+    async fn open_exec(
+        &self,
+        script: &str,
+    ) -> Result<(ChannelReadHalf, CloseGuard, Arc<Handle<Client>>), RemoteError> {
+        let (channel, handle) = self
+            .open_with(|h| async move { h.channel_open_session().await })
+            .await?;
+        let (rx, tx) = channel.split();
+        let guard = CloseGuard(Some(tx));
+        if let Some(tx) = guard.0.as_ref() {
+            tx.exec(true, login_shell_safe(script))
+                .await
+                .map_err(|e| self.channel_error(format!("the exec request failed: {e}")))?;
+        }
+        Ok((rx, guard, handle))
+    }
+
     /// Run `script` (sh source) under /bin/sh; `report_pgid` adds the prologue.
     async fn run_script(
         &self,
@@ -251,24 +295,16 @@ impl SshRemote {
             .acquire()
             .await
             .map_err(|e| self.channel_error(e))?;
-        let (channel, handle) = self
-            .open_with(|h| async move { h.channel_open_session().await })
-            .await?;
-        let (mut rx, tx) = channel.split();
-        let mut guard = CloseGuard(Some(tx));
-        let tx = guard
-            .0
-            .as_ref()
-            .ok_or_else(|| self.channel_error("channel vanished"))?;
-
         let full = if report_pgid {
             format!("{PROLOGUE}\n{script}")
         } else {
             script.to_string()
         };
-        tx.exec(true, login_shell_safe(&full))
-            .await
-            .map_err(|e| self.channel_error(format!("the exec request failed: {e}")))?;
+        let (mut rx, mut guard, handle) = self.open_exec(&full).await?;
+        let tx = guard
+            .0
+            .as_ref()
+            .ok_or_else(|| self.channel_error("channel vanished"))?;
 
         let mut out = Collector::new(options.on_line.clone(), report_pgid);
         let started = Instant::now();
@@ -369,12 +405,8 @@ impl Remote for SshRemote {
         command: &RemoteCommand,
         options: ExecOptions,
     ) -> Result<ExecOutput, RemoteError> {
-        let text = if self.target.sudo {
-            command.via_sudo().to_shell()?.to_string()
-        } else {
-            command.to_shell()?.to_string()
-        };
-        self.run_script(&text, options, true).await
+        self.run_script(&self.shell_text(command)?, options, true)
+            .await
     }
 
     async fn tunnel(&self, port: u16) -> Result<Self::Tunnel, RemoteError> {
@@ -394,25 +426,13 @@ impl Remote for SshRemote {
         input: &[u8],
         ready_within: Duration,
     ) -> Result<HoldOutcome, RemoteError> {
-        let text = if self.target.sudo {
-            command.via_sudo().to_shell()?.to_string()
-        } else {
-            command.to_shell()?.to_string()
-        };
         // Outside the channel slots: a holder lives as long as the sweep
         // (MAX_CHANNELS + 1 stays under sshd's MaxSessions).
-        let (channel, _) = self
-            .open_with(|h| async move { h.channel_open_session().await })
-            .await?;
-        let (mut rx, tx) = channel.split();
-        let mut guard = CloseGuard(Some(tx));
+        let (mut rx, mut guard, _) = self.open_exec(&self.shell_text(command)?).await?;
         let tx = guard
             .0
             .as_ref()
             .ok_or_else(|| self.channel_error("channel vanished"))?;
-        tx.exec(true, login_shell_safe(&text))
-            .await
-            .map_err(|e| self.channel_error(format!("the exec request failed: {e}")))?;
         tx.data_bytes(input.to_vec())
             .await
             .map_err(|e| self.channel_error(format!("writing the held command's input: {e}")))?;
