@@ -721,12 +721,27 @@ verb_pg_check_settings() {
 	kv names "$(printf '%s\n' "$_pc_desc" | cut -f 1 | tr '\n' ' ')"
 }
 
+# pg_wake: a postmaster or backend stopped by SIGSTOP (a hung host, a test)
+# acts on pg_ctl's signals only once continued, so stop would wait out both
+# of its timeouts and fail.  SIGCONT to the postmaster of $PGDATA and its
+# children, sent as PG_USER (who can signal nothing but its own processes);
+# harmless when nothing is stopped.
+pg_wake() {
+	_pw_pid=$(head -n 1 "$PGDATA/postmaster.pid" 2>/dev/null) || return 0
+	case $_pw_pid in '' | *[!0-9]*) return 0 ;; esac
+	_pw_all="$_pw_pid $(ps -o pid= --ppid "$_pw_pid" 2>/dev/null | tr '\n' ' ')"
+	log "SIGCONT to the postmaster $_pw_pid and its children (none is left stopped)"
+	# shellcheck disable=SC2086 # a list of pids
+	as_pg_user_out "$PG_USER" sh -c 'kill -CONT "$@" 2>/dev/null' sh $_pw_all || :
+}
+
 # pg_stop_cluster: stop fast, then immediate; prints stopped=yes|already.
 pg_stop_cluster() {
 	if ! pg_running; then
 		kv stopped already
 		return 0
 	fi
+	pg_wake
 	if ! as_pg_user "$PG_USER" "$PG_BIN/pg_ctl" -D "$PGDATA" -m fast -w -t 120 stop; then
 		as_pg_user "$PG_USER" "$PG_BIN/pg_ctl" -D "$PGDATA" -m immediate -w -t 60 stop ||
 			die "pg_ctl -D $PGDATA stop (fast, then immediate) failed"

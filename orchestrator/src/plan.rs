@@ -71,6 +71,10 @@ pub struct Cell {
     pub length: Length,
     pub progress: bool,
     pub drop_caches: bool,
+    /// The workload's `run_timeout` in seconds, if it names one.  Not part
+    /// of the id: it only limits how long a stuck run is waited for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_timeout: Option<u64>,
     /// Added by an `include` rule (a client count beyond the workload's list).
     pub included: bool,
 }
@@ -514,6 +518,7 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
                             length: wl.length,
                             progress: wl.progress,
                             drop_caches: wl.drop_caches,
+                            run_timeout: wl.run_timeout,
                             included,
                         };
                         cell.id = id_finish(

@@ -218,6 +218,11 @@ pub struct Workload {
     /// pgbench `-P 1` (per-second progress).
     pub progress: bool,
     pub drop_caches: bool,
+    /// `run_timeout`: seconds one run (pgbench, or a SQL script's psql) may
+    /// take before its remote process group is killed; `None` for the
+    /// default, `run::verb::run_timeout`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_timeout: Option<u64>,
 }
 
 /// How many counted repeats a workload runs per client count: a fixed
@@ -394,6 +399,7 @@ const TOP_KEYS: &[&str] = &[
     "drop_caches",
     "warmup",
     "progress",
+    "run_timeout",
     "hosts",
     "max_cells",
     "postgres",
@@ -427,6 +433,7 @@ const WL_KEYS: &[&str] = &[
     "warmup",
     "progress",
     "drop_caches",
+    "run_timeout",
 ];
 const RULE_KEYS: &[&str] = &[
     "host",
@@ -693,6 +700,9 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Matrix> {
             .and_then(|v| warmup_value(errs, v, "the matrix"))
             .unwrap_or(0),
         progress: root.bool(errs, "progress").unwrap_or(false),
+        run_timeout: root
+            .get("run_timeout")
+            .and_then(|v| run_timeout_value(errs, v, "the matrix").map(|n| (n, v.span()))),
     };
     let mut guarded: Vec<Guarded> = Vec::new();
     let postgres = match root.table(errs, "postgres") {
@@ -806,6 +816,23 @@ struct WlDefaults {
     drop_caches: bool,
     warmup: u32,
     progress: bool,
+    /// Seconds, and where the matrix says it (a workload too short for it
+    /// is an error there).
+    run_timeout: Option<(u64, Range<usize>)>,
+}
+
+/// `run_timeout = "2m"`: a duration, as `duration` is written.
+fn run_timeout_value(errs: &mut Errors<'_>, v: &Val<'_>, ctx: &str) -> Option<u64> {
+    let n = v.get_ref().as_str().and_then(parse_duration);
+    if n.is_none() {
+        errs.push(
+            &v.span(),
+            format!(
+                "`run_timeout` in {ctx} must be a duration such as \"90s\", \"10m\" or \"2h\" (at most 30d): how long one run may take before it is killed"
+            ),
+        );
+    }
+    n
 }
 
 struct Names<'a> {
@@ -1639,6 +1666,22 @@ fn workload(
         .unwrap_or(d.warmup);
     let progress = w.bool(errs, "progress").unwrap_or(d.progress);
     let drop_caches = w.bool(errs, "drop_caches").unwrap_or(d.drop_caches);
+    let run_timeout = match w.get("run_timeout") {
+        Some(v) => run_timeout_value(errs, v, &ctx).map(|n| (n, v.span())),
+        None => d.run_timeout.clone(),
+    };
+    // A timed run killed before its duration is up would fail every cell.
+    if let (Some((limit, at)), Some(Length::Seconds(secs))) = (&run_timeout, &length) {
+        if limit <= secs {
+            errs.push(
+                at,
+                format!(
+                    "`run_timeout` ({limit} s) is not longer than the `duration` of {ctx} ({secs} s): every run would be killed; valid: more than {secs} s, e.g. \"{}s\"",
+                    secs.saturating_add(60)
+                ),
+            );
+        }
+    }
     if errs.list.len() > before {
         return None;
     }
@@ -1653,6 +1696,7 @@ fn workload(
         warmup,
         progress,
         drop_caches,
+        run_timeout: run_timeout.map(|(n, _)| n),
     })
 }
 
@@ -2002,6 +2046,45 @@ mod vary_tests {
     }
 
     const WL: &str = "[[workload]]\nname = \"w\"\nbuiltin = \"tpcb-like\"\nscale = 1\nclients = [1]\nduration = \"5s\"\n";
+
+    #[test]
+    fn run_timeout_from_the_matrix_or_the_workload_and_longer_than_the_run() {
+        let fs = "[[filesystem]]\nname = \"e\"\ntype = \"ext4\"\n";
+        let m = parse(&format!("name = \"m\"\nrun_timeout = \"1m\"\n{WL}{fs}"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.workloads[0].run_timeout, Some(60));
+        let m = parse(&format!(
+            "name = \"m\"\nrun_timeout = \"1m\"\n{WL}run_timeout = \"20s\"\n{fs}"
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.workloads[0].run_timeout, Some(20));
+        let m = parse(&format!("name = \"m\"\n{WL}{fs}")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.workloads[0].run_timeout, None);
+        // Not longer than the 5 s duration, from either place; not a duration.
+        for (text, want) in [
+            (
+                format!("name = \"m\"\n{WL}run_timeout = \"5s\"\n{fs}"),
+                "not longer than the `duration`",
+            ),
+            (
+                format!("name = \"m\"\nrun_timeout = \"3s\"\n{WL}{fs}"),
+                "valid: more than 5 s",
+            ),
+            (
+                format!("name = \"m\"\n{WL}run_timeout = 30\n{fs}"),
+                "must be a duration such as",
+            ),
+            (
+                format!("name = \"m\"\n{WL}run_timeout = \"31d\"\n{fs}"),
+                "at most 30d",
+            ),
+        ] {
+            match parse(&text) {
+                Ok(_) => panic!("accepted:\n{text}"),
+                Err(e) => assert!(e.to_string().contains(want), "{want:?} not in {e}"),
+            }
+        }
+    }
 
     #[test]
     fn vary_expands_in_key_order_and_interpolates() {

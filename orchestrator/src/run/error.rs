@@ -25,6 +25,8 @@ pub struct StepError {
     pub step: Step,
     pub exit_status: Option<i32>,
     pub message: String,
+    /// The step ran past its timeout and its process group was killed.
+    pub timed_out: bool,
 }
 
 impl StepError {
@@ -33,6 +35,7 @@ impl StepError {
             step: step.into(),
             exit_status: None,
             message: message.into(),
+            timed_out: false,
         }
     }
 
@@ -60,6 +63,7 @@ impl StepError {
             )
             .trim_end()
             .to_string(),
+            timed_out: matches!(out.status, ExitStatus::TimedOut { .. }),
         }
     }
 

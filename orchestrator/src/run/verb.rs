@@ -115,9 +115,13 @@ impl fmt::Display for Verb {
     }
 }
 
-/// The limit of a cell's `run`: its duration plus slack, or hours when it is
-/// bounded by transactions (or is a SQL script run to completion).
-pub fn run_timeout(length: Length) -> Duration {
+/// The limit of a cell's `run`: the workload's `run_timeout` when it names
+/// one, else its duration plus slack, or hours when it is bounded by
+/// transactions (or is a SQL script run to completion).
+pub fn run_timeout(length: Length, configured: Option<u64>) -> Duration {
+    if let Some(secs) = configured {
+        return Duration::from_secs(secs);
+    }
     match length {
         Length::Seconds(s) => Duration::from_secs(s).saturating_add(t::RUN_SLACK),
         Length::Transactions(_) | Length::ToCompletion { .. } => t::RUN_UNTIMED,
@@ -303,8 +307,13 @@ mod tests {
         assert!(!Verb::PgStop.cancellable());
         assert!(Verb::MakeFs.cancellable());
         assert_eq!(
-            run_timeout(Length::Seconds(10)),
+            run_timeout(Length::Seconds(10), None),
             Duration::from_secs(10) + t::RUN_SLACK
         );
+        assert_eq!(
+            run_timeout(Length::Seconds(10), Some(25)),
+            Duration::from_secs(25)
+        );
+        assert_eq!(run_timeout(Length::Transactions(5), None), t::RUN_UNTIMED);
     }
 }

@@ -81,7 +81,15 @@ struct FsState {
     log: String,
     settings: FsSettings,
     device_bytes: Option<u64>,
+    /// A run of this variant timed out: its server (or device) stopped
+    /// answering, so its other cells are not run; teardown still runs.
+    hung: bool,
 }
+
+/// Why the cells after a timed-out run are not run.
+const AFTER_HANG: &str = "not run: an earlier run of this filesystem variant timed out \
+     (`run_timeout`: PostgreSQL or the device stopped answering), so the variant was \
+     torn down; `fsmatrix resume` runs these cells";
 
 /// What one workload's cells share: the load's timings, the sizes after it,
 /// and the uploaded script.
@@ -330,7 +338,11 @@ impl<'a, R: Remote> Worker<'a, R> {
             }
             Ok(()) => {
                 for wl in runs_of(cells, |c| c.workload.name.as_str()) {
-                    self.run_workload(wl, &mut st, tally).await;
+                    if st.hung {
+                        self.sink.record_not_run(wl, AFTER_HANG, tally);
+                    } else {
+                        self.run_workload(wl, &mut st, tally).await;
+                    }
                 }
                 self.step(Verb::PgStop, fs_name);
                 if let Err(e) = self.call(&self.calls().pg_stop(), &mut st.log).await {
@@ -449,6 +461,10 @@ impl<'a, R: Remote> Worker<'a, R> {
                     .record_not_run(&[c], "interrupted before it started", tally);
                 continue;
             }
+            if st.hung {
+                self.sink.record_not_run(&[c], AFTER_HANG, tally);
+                continue;
+            }
             if let Some(why) = self.counted.not_needed(c) {
                 self.sink.record_not_needed(c, &why, tally);
                 continue;
@@ -522,6 +538,7 @@ impl<'a, R: Remote> Worker<'a, R> {
                 step: Step::Verb(Verb::Load),
                 exit_status: status,
                 message: format!("{}{}", device_full_note(&stderr), tail_lines(&stderr, 15)),
+                timed_out: false,
             }),
         }
     }
@@ -543,7 +560,7 @@ impl<'a, R: Remote> Worker<'a, R> {
     async fn run_cell(
         &self,
         c: &Cell,
-        st: &FsState,
+        st: &mut FsState,
         ws: &WorkloadState,
         tally: &mut HostTally,
     ) -> Option<f64> {
@@ -553,6 +570,14 @@ impl<'a, R: Remote> Worker<'a, R> {
         let raw = match self.execute_run(c, ws, &mut files, &mut log).await {
             Ok(raw) => raw,
             Err(e) => {
+                if e.timed_out && e.step == Step::Verb(Verb::Run) {
+                    self.note(format!(
+                        "{} on {}: a run timed out; the variant's other cells are not run",
+                        c.id,
+                        c.fs.name.as_str()
+                    ));
+                    st.hung = true;
+                }
                 let (sizes, init) = (ws.sizes.clone(), ws.init.clone());
                 self.record_failed(c, &e, &started, sizes, init, st, &log, tally);
                 return None;
@@ -634,7 +659,9 @@ impl<'a, R: Remote> Worker<'a, R> {
         } else {
             calls.run(c, &out, script)
         };
-        let (kv, _) = self.call_within(&call, run_timeout(c.length), log).await?;
+        let (kv, _) = self
+            .call_within(&call, run_timeout(c.length, c.run_timeout), log)
+            .await?;
         let (stdout, stderr) = self.fetch_output(&out).await?;
         let after = counters::snapshot(self.remote, self.host, &settings).await;
         files.push(("run.out".into(), stdout.clone()));

@@ -338,7 +338,7 @@ async fn every_verb_gets_its_timeout() {
         };
         let verb = verb_of(&command);
         let want = match Verb::from_name(&verb) {
-            Some(Verb::Run) => run_timeout(p.cells[0].length),
+            Some(Verb::Run) => run_timeout(p.cells[0].length, p.cells[0].run_timeout),
             Some(v) => v.timeout(),
             None if verb == "upload" => crate::timeouts::UPLOAD,
             None if verb == "checksum" => crate::timeouts::CHECKSUM,
@@ -349,7 +349,7 @@ async fn every_verb_gets_its_timeout() {
     }
     assert!(seen >= 12, "{seen}");
     assert_eq!(
-        run_timeout(p.cells[0].length),
+        run_timeout(p.cells[0].length, p.cells[0].run_timeout),
         Duration::from_secs(5) + crate::timeouts::RUN_SLACK
     );
 }
