@@ -87,7 +87,42 @@ fn background_sweep<'a>(lab: &'a Lab, matrix_text: &str) -> Background<'a> {
     }
 }
 
+/// Four 3-second select-only cells on each of the first two lab hosts, in
+/// the background: the sweep the fault tests disturb.
+fn four_cells_on_two_hosts<'a>(lab: &'a Lab, name: &str) -> Background<'a> {
+    background_sweep(
+        lab,
+        &format!(
+            "name = \"{name}\"\nrepeats = 4\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n\
+             [[workload]]\nname = \"sel\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"3s\"\n"
+        ),
+    )
+}
+
+/// How many of `host`'s cells in `rs` ended in `state`.
+fn count(rs: &[Value], host: &str, state: &str) -> usize {
+    rs.iter()
+        .filter(|r| r["params"]["host"] == host && r["status"]["state"] == state)
+        .count()
+}
+
 impl Background<'_> {
+    /// Wait (at most `limit`) for fsmatrix to end; its exit status.
+    fn wait_end(&mut self, limit: Duration) -> std::process::ExitStatus {
+        let t0 = Instant::now();
+        loop {
+            if let Some(s) = self.child.try_wait().expect("try_wait") {
+                return s;
+            }
+            assert!(
+                t0.elapsed() < limit,
+                "the sweep did not end within {limit:?}:\n{}",
+                std::fs::read_to_string(&self.log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
     /// Poll until `ready(progress log)` gives a value, within `limit`, while
     /// fsmatrix is still running; then wait 2 s more (mid-cell).
     fn wait_until<T>(
@@ -1103,8 +1138,24 @@ fn plan_commands_equal_what_the_run_sent() {
         let sent =
             std::fs::read_to_string(bundle.join(format!("data/hosts/{}/commands.log", h.name)))
                 .expect("commands.log");
-        let want: Vec<&str> = section.lines().collect();
-        let got: Vec<&str> = sent.lines().collect();
+        // The device's identity is the one value a live host answers
+        // differently (the plan says so at its top): compared masked.
+        let mask = |t: &str| -> Vec<String> {
+            t.lines()
+                .map(|l| match l.find("ident=") {
+                    Some(i) => {
+                        let end = l[i..].find('\'').map_or(l.len(), |e| i + e);
+                        format!("{}ident=<device identity>{}", &l[..i], &l[end..])
+                    }
+                    None => l.to_string(),
+                })
+                .collect()
+        };
+        let (want, got) = (mask(section), mask(&sent));
+        assert!(
+            want.iter().any(|l| l.contains("ident=<device identity>")),
+            "make-fs carries the device identity:\n{section}"
+        );
         for (i, (w, g)) in want.iter().zip(&got).enumerate() {
             assert_eq!(w, g, "{}: line {} differs", h.name, i + 1);
         }
@@ -1398,6 +1449,29 @@ impl CutLink {
             .args(["link", "set", &self.0, "up"])
             .status();
     }
+
+    /// Restores the link and waits (bounded) until `address:22` accepts a
+    /// TCP connection: right after `ip link set up` the neighbour entry
+    /// left FAILED by the cut can still answer "No route to host".
+    fn restore_and_reach(&self, address: &str) {
+        self.restore();
+        let to: std::net::SocketAddr = format!("{address}:22").parse().expect("address");
+        let start = Instant::now();
+        loop {
+            if std::net::TcpStream::connect_timeout(&to, Duration::from_secs(2)).is_ok() {
+                eprintln!(
+                    "{address} reachable {:.1} s after the link came back",
+                    start.elapsed().as_secs_f64()
+                );
+                return;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(45),
+                "{address}:22 still unreachable 45 s after the link came back"
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
 }
 
 impl Drop for CutLink {
@@ -1410,11 +1484,7 @@ impl Drop for CutLink {
 fn a_cut_link_is_noticed_the_other_host_finishes_and_resume_completes() {
     let _l = lab_lock();
     let lab = Lab::standing_or_up(3);
-    let mut bg = background_sweep(
-        &lab,
-        "name = \"cut\"\nrepeats = 4\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n\
-         [[workload]]\nname = \"sel\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"3s\"\n",
-    );
+    let mut bg = four_cells_on_two_hosts(&lab, "cut");
     let (first, second) = (bg.hosts[0].0.clone(), bg.hosts[1].0.clone());
     let out = bg.out.clone();
     bg.wait_until(
@@ -1429,17 +1499,7 @@ fn a_cut_link_is_noticed_the_other_host_finishes_and_resume_completes() {
     let veth = format!("fsmx-v{}", second.name.trim_start_matches("lab"));
     let link = CutLink::cut(&veth);
     let cut = Instant::now();
-    let status = loop {
-        if let Some(s) = bg.child.try_wait().expect("try_wait") {
-            break s;
-        }
-        assert!(
-            cut.elapsed() < Duration::from_secs(150),
-            "the sweep did not end within 150 s of the cut:\n{}",
-            std::fs::read_to_string(&bg.log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let status = bg.wait_end(Duration::from_secs(150));
     let noticed = cut.elapsed();
     let text = std::fs::read_to_string(&bg.log).unwrap_or_default();
     eprintln!(
@@ -1449,16 +1509,12 @@ fn a_cut_link_is_noticed_the_other_host_finishes_and_resume_completes() {
     assert_eq!(status.code(), Some(1), "{text}");
     assert!(
         noticed < Duration::from_secs(90),
-        "noticed in {noticed:?}: keepalives (5 s x 3) and one reconnect (10 s) bound it"
+        "noticed in {noticed:?}: keepalives (5 s x 3) and a reconnect (12 s of tries) bound it"
     );
     assert!(text.contains("the host lock was lost"), "{text}");
     let bundle = bundle_in(&out);
     let rs = results(&bundle);
-    let of = |h: &str, state: &str| {
-        rs.iter()
-            .filter(|r| r["params"]["host"] == h && r["status"]["state"] == state)
-            .count()
-    };
+    let of = |h: &str, state: &str| count(&rs, h, state);
     assert_eq!(
         of(&first.name, "done"),
         4,
@@ -1488,7 +1544,7 @@ fn a_cut_link_is_noticed_the_other_host_finishes_and_resume_completes() {
     // Link back: resume takes the lock (its old holder ended when the
     // dead sweep's FIN arrived, or is ended as an orphan), cleans the host
     // and runs what did not run.
-    link.restore();
+    link.restore_and_reach(&second.address);
     let o = fsmatrix()
         .arg("resume")
         .arg(&bundle)
@@ -1501,10 +1557,7 @@ fn a_cut_link_is_noticed_the_other_host_finishes_and_resume_completes() {
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert_verifies(&bundle);
     let rs = results(&bundle);
-    let done = rs
-        .iter()
-        .filter(|r| r["params"]["host"] == second.name && r["status"]["state"] == "done")
-        .count();
+    let done = count(&rs, &second.name, "done");
     assert_eq!(done + failed, 4, "{rs:?}");
     assert_clean(&lab.inv, &second);
     assert_clean(&lab.inv, &first);
@@ -1557,4 +1610,312 @@ fn a_full_device_fails_its_cell_as_device_full_and_the_next_filesystem_runs() {
     let sel = cell("xfs", "sel");
     assert_eq!(sel["status"]["state"], "done", "{sel}");
     assert_clean(&lab.inv, h);
+}
+
+/// Run `script` inside lab host `h` as its init sees it (its network, mount,
+/// PID namespaces), from the root namespace: it works whatever the host's
+/// sshd is doing.
+fn in_lab_host(h: &LabHost, script: &str) -> Output {
+    let pid = std::fs::read_to_string(common::lab_dir().join(format!("hosts/{}/init.pid", h.name)))
+        .expect("the lab host's init.pid");
+    Command::new("nsenter")
+        .args([
+            "-t",
+            pid.trim(),
+            "-n",
+            "-m",
+            "-u",
+            "-i",
+            "-p",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("nsenter")
+}
+
+/// Restarts a lab host's sshd with its own key however the test ends.
+struct OwnSshd<'a>(&'a LabHost);
+
+impl Drop for OwnSshd<'_> {
+    fn drop(&mut self) {
+        let conf = common::lab_dir().join(format!("hosts/{}/sshd_config", self.0.name));
+        let log = common::lab_dir().join(format!("hosts/{}/sshd.log", self.0.name));
+        let o = in_lab_host(
+            self.0,
+            &format!(
+                "for p in $(pgrep -x sshd); do kill \"$p\"; done; sleep 0.5; /usr/sbin/sshd -f '{}' -E '{}'",
+                conf.display(),
+                log.display()
+            ),
+        );
+        if !o.status.success() {
+            eprintln!(
+                "restoring the sshd of {} failed: {}",
+                self.0.name,
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+    }
+}
+
+#[test]
+fn sshd_with_a_new_host_key_between_cells_is_refused_and_named() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let mut bg = four_cells_on_two_hosts(&lab, "rekey");
+    let (first, second) = (bg.hosts[0].0.clone(), bg.hosts[1].0.clone());
+    let out = bg.out.clone();
+    bg.wait_until(
+        Duration::from_secs(180),
+        "the second host never finished a cell",
+        |text| {
+            text.contains(&format!("{}: run ext4 sel c=1 r=2", second.name))
+                .then_some(())
+        },
+    );
+    // sshd comes back with another key: every sshd of the host ends (our
+    // connection with it), a new one starts with a fresh key.
+    let restore = OwnSshd(&second);
+    let conf = common::lab_dir().join(format!("hosts/{}/sshd_config", second.name));
+    let o = in_lab_host(
+        &second,
+        &format!(
+            "set -e; rm -f /tmp/fsmx-rekey /tmp/fsmx-rekey.pub; ssh-keygen -q -t ed25519 -N '' -f /tmp/fsmx-rekey; \
+             sed 's|^HostKey .*|HostKey /tmp/fsmx-rekey|' '{}' > /tmp/fsmx-rekey.conf; \
+             for p in $(pgrep -x sshd); do kill \"$p\"; done; sleep 0.5; \
+             /usr/sbin/sshd -f /tmp/fsmx-rekey.conf -E /tmp/fsmx-rekey.log",
+            conf.display()
+        ),
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let status = bg.wait_end(Duration::from_secs(150));
+    let text = std::fs::read_to_string(&bg.log).unwrap_or_default();
+    eprintln!("{text}");
+    assert_eq!(status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("host key CHANGED"),
+        "the reason is named:\n{text}"
+    );
+    let bundle = bundle_in(&out);
+    let rs = results(&bundle);
+    let of = |h: &str, state: &str| count(&rs, h, state);
+    assert_eq!(
+        of(&first.name, "done"),
+        4,
+        "the other host finishes: {rs:?}"
+    );
+    assert!(of(&second.name, "done") < 4, "{rs:?}");
+    // Nothing ran on the host under the new key: every command after the
+    // change was refused before authentication.
+    let sshd_log = in_lab_host(&second, "cat /tmp/fsmx-rekey.log");
+    let log = String::from_utf8_lossy(&sshd_log.stdout);
+    assert!(!log.contains("Accepted publickey"), "{log}");
+    // The host's own key back: resume cleans up and finishes it.
+    drop(restore);
+    let o = fsmatrix()
+        .arg("resume")
+        .arg(&bundle)
+        .output()
+        .expect("resume");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_verifies(&bundle);
+    assert_clean(&lab.inv, &second);
+}
+
+/// A TCP relay from 127.0.0.1:<port> to `to`, for as long as the test
+/// process lives (one thread per connection; the test makes a handful).
+fn relay(to: std::net::SocketAddr) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for inbound in listener.incoming().flatten() {
+            let Ok(outbound) = std::net::TcpStream::connect_timeout(&to, Duration::from_secs(5))
+            else {
+                continue;
+            };
+            let (mut a, mut b) = (inbound, outbound);
+            let (mut a2, mut b2) = (a.try_clone().expect("clone"), b.try_clone().expect("clone"));
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut a, &mut b);
+                let _ = b.shutdown(std::net::Shutdown::Write);
+            });
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut b2, &mut a2);
+                let _ = a2.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn one_machine_under_two_inventory_entries_is_refused_by_its_host_key() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = &lab.inv.hosts[0];
+    let tmp = tempfile::tempdir().expect("tempdir");
+    // The same sshd reached a second way: through a relay on loopback.
+    let port = relay(format!("{}:22", h.address).parse().expect("address"));
+    let real = std::fs::read_to_string(&lab.inv.known_hosts).expect("known_hosts");
+    let line = real
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(h.address.as_str()))
+        .expect("the host's known_hosts line");
+    let key: Vec<&str> = line.split_whitespace().skip(1).take(2).collect();
+    let kh = write(
+        tmp.path(),
+        "known_hosts",
+        &format!("{real}[127.0.0.1]:{port} {} {}\n", key[0], key[1]),
+    );
+    let alias = LabHost {
+        name: "alias".into(),
+        address: "127.0.0.1".into(),
+        device: h.device.clone(),
+    };
+    let text = inventory(
+        &lab.inv,
+        &[(h, ""), (&alias, &format!("port = {port}\n"))],
+        "",
+    )
+    .replace(
+        &format!("known_hosts = {:?}", lab.inv.known_hosts),
+        &format!("known_hosts = {kh:?}"),
+    );
+    let inv = write(tmp.path(), "inventory.toml", &text);
+    let matrix = write(
+        tmp.path(),
+        "matrix.toml",
+        "name = \"alias\"\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n\
+         [[workload]]\nname = \"sel\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"2s\"\n",
+    );
+    let c = fsmatrix()
+        .args(["check", "-i"])
+        .arg(&inv)
+        .output()
+        .expect("check");
+    let said = String::from_utf8_lossy(&c.stdout);
+    assert_eq!(c.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("same machine as inventory host alias"),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("same machine as inventory host {}", h.name)),
+        "{said}"
+    );
+    let out = tmp.path().join("results");
+    let o = run(&inv, &matrix, &out);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "inventory hosts {} and alias are the same machine",
+            h.name
+        )),
+        "{err}"
+    );
+    assert!(
+        std::fs::read_dir(&out).map_or(true, |mut d| d.next().is_none()),
+        "no bundle"
+    );
+    assert!(lock_is_free(&lab, h), "no lock was taken");
+    assert_clean(&lab.inv, h);
+}
+
+#[test]
+fn a_stopped_postgres_times_out_its_run_teardown_runs_and_the_next_filesystem_goes_on() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = &lab.inv.hosts[2];
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let inv = write(
+        tmp.path(),
+        "inventory.toml",
+        &inventory(&lab.inv, &[(h, "")], ""),
+    );
+    let matrix = write(
+        tmp.path(),
+        "matrix.toml",
+        "name = \"hang\"\nrepeats = 3\nrun_timeout = \"15s\"\n\
+         [[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n\
+         [[filesystem]]\nname = \"xfs\"\ntype = \"xfs\"\n\
+         [[workload]]\nname = \"sel\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"4s\"\n",
+    );
+    let out = tmp.path().join("results");
+    let log = tmp.path().join("stderr.log");
+    let mut bg = Background {
+        child: spawn_run(&inv, &matrix, &out, &log),
+        tmp,
+        hosts: vec![(h, "")],
+        out,
+        log,
+    };
+    bg.wait_until(
+        Duration::from_secs(180),
+        "the host never started its first run",
+        |text| {
+            text.contains(&format!("{}: run ext4", h.name))
+                .then_some(())
+        },
+    );
+    // Every PostgreSQL process of the host (its own PID namespace) stops:
+    // the backend that serves pgbench no longer answers.
+    let o = in_lab_host(
+        h,
+        "n=0; for p in $(pgrep -x postgres); do kill -STOP \"$p\" && n=$((n+1)); done; echo $n",
+    );
+    let stopped: u32 = String::from_utf8_lossy(&o.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    assert!(stopped > 0, "no postgres process to stop: {o:?}");
+    let t0 = Instant::now();
+    let status = bg.wait_end(Duration::from_secs(240));
+    let text = std::fs::read_to_string(&bg.log).unwrap_or_default();
+    eprintln!(
+        "stopped {stopped} postgres processes; the sweep ended {:.1} s later\n{text}",
+        t0.elapsed().as_secs_f64()
+    );
+    assert_eq!(status.code(), Some(1), "one cell failed: {text}");
+    let bundle = bundle_in(&bg.out);
+    assert_verifies(&bundle);
+    let rs = results(&bundle);
+    let of = |fs: &str, state: &str| {
+        rs.iter()
+            .filter(|r| r["params"]["filesystem"] == fs && r["status"]["state"] == state)
+            .collect::<Vec<_>>()
+    };
+    let failed = of("ext4", "failed");
+    assert_eq!(failed.len(), 1, "{rs:?}");
+    assert_eq!(failed[0]["status"]["step"], "run", "{}", failed[0]);
+    let why = failed[0]["status"]["stderr_tail"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(why.contains("timed out after 15"), "{why}");
+    // The cells after it were not waited out one by one: not run, with why.
+    let not_run = of("ext4", "not_run");
+    assert_eq!(not_run.len() + of("ext4", "done").len(), 2, "{rs:?}");
+    for r in &not_run {
+        let why = r["status"]["reason"].as_str().unwrap_or_default();
+        assert!(why.contains("timed out") && why.contains("resume"), "{why}");
+    }
+    // pg-stop continued the stopped server and teardown cleaned the disk;
+    // the next filesystem was built and ran all its cells.
+    assert_eq!(of("xfs", "done").len(), 3, "{rs:?}");
+    assert!(!text.contains("teardown did not finish cleanly"), "{text}");
+    assert_clean(&lab.inv, h);
+    let o = in_lab_host(h, "pgrep -x postgres || true");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).trim().is_empty(),
+        "a postgres process is left: {o:?}"
+    );
 }
