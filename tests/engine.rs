@@ -57,6 +57,23 @@ fn spawn_run(inv: &Path, matrix: &Path, out: &Path, log: &Path) -> std::process:
         .expect("spawn fsmatrix run")
 }
 
+/// A temporary folder holding an inventory of one lab host (no options)
+/// and `matrix.toml`: (folder, inventory, matrix).
+fn one_host_inputs(
+    lab: &Lab,
+    h: &LabHost,
+    matrix_text: &str,
+) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let inv = write(
+        tmp.path(),
+        "inventory.toml",
+        &inventory(&lab.inv, &[(h, "")], ""),
+    );
+    let matrix = write(tmp.path(), "matrix.toml", matrix_text);
+    (tmp, inv, matrix)
+}
+
 /// A sweep of `matrix_text` on the first two lab hosts, in the background.
 struct Background<'a> {
     tmp: tempfile::TempDir,
@@ -97,6 +114,42 @@ fn four_cells_on_two_hosts<'a>(lab: &'a Lab, name: &str) -> Background<'a> {
              [[workload]]\nname = \"sel\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"3s\"\n"
         ),
     )
+}
+
+/// [`four_cells_on_two_hosts`], once the second host's progress shows
+/// `marker` (`<host>: <marker>`): the moment a fault test disturbs it.
+fn second_host_reached<'a>(
+    lab: &'a Lab,
+    name: &str,
+    marker: &str,
+) -> (Background<'a>, LabHost, LabHost) {
+    let mut bg = four_cells_on_two_hosts(lab, name);
+    let (first, second) = (bg.hosts[0].0.clone(), bg.hosts[1].0.clone());
+    let want = format!("{}: {marker}", second.name);
+    bg.wait_until(
+        Duration::from_secs(180),
+        &format!("the second host never showed {want:?}"),
+        |text| text.contains(&want).then_some(()),
+    );
+    (bg, first, second)
+}
+
+/// After a fault on the second host of [`second_host_reached`]: the first
+/// finished its four cells, the second did not.  The bundle and its results.
+fn only_the_first_host_finished(
+    out: &Path,
+    first: &LabHost,
+    second: &LabHost,
+) -> (PathBuf, Vec<Value>) {
+    let bundle = bundle_in(out);
+    let rs = results(&bundle);
+    assert_eq!(
+        count(&rs, &first.name, "done"),
+        4,
+        "the other host finishes: {rs:?}"
+    );
+    assert!(count(&rs, &second.name, "done") < 4, "{rs:?}");
+    (bundle, rs)
 }
 
 /// How many of `host`'s cells in `rs` ended in `state`.
@@ -146,6 +199,23 @@ impl Background<'_> {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
+}
+
+/// `fsmatrix resume` ends with every cell run (exit 0) and a bundle that
+/// verifies.
+fn resume_completes(bundle: &Path) {
+    let o = fsmatrix()
+        .arg("resume")
+        .arg(bundle)
+        .output()
+        .expect("resume");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_verifies(bundle);
 }
 
 /// The one bundle folder under `out`.
@@ -1345,15 +1415,9 @@ fn a_full_local_disk_stops_new_cells_and_resume_completes_the_bundle() {
     let _l = lab_lock();
     let lab = Lab::standing_or_up(3);
     let h = &lab.inv.hosts[1];
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let inv = write(
-        tmp.path(),
-        "inventory.toml",
-        &inventory(&lab.inv, &[(h, "")], ""),
-    );
-    let matrix = write(
-        tmp.path(),
-        "matrix.toml",
+    let (tmp, inv, matrix) = one_host_inputs(
+        &lab,
+        h,
         "name = \"full\"\nrepeats = 3\n\
          [[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n\
          [[filesystem]]\nname = \"xfs\"\ntype = \"xfs\"\n\
@@ -1408,18 +1472,7 @@ fn a_full_local_disk_stops_new_cells_and_resume_completes_the_bundle() {
     // Room again: resume keeps what was recorded and completes the bundle.
     drop(filler);
     std::fs::remove_file(out.join("filler")).expect("remove the filler");
-    let o = fsmatrix()
-        .arg("resume")
-        .arg(&bundle)
-        .output()
-        .expect("resume");
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert_verifies(&bundle);
+    resume_completes(&bundle);
     let mut ids: Vec<String> = results(&bundle)
         .iter()
         .map(|r| r["cell_id"].as_str().unwrap_or_default().to_string())
@@ -1484,17 +1537,8 @@ impl Drop for CutLink {
 fn a_cut_link_is_noticed_the_other_host_finishes_and_resume_completes() {
     let _l = lab_lock();
     let lab = Lab::standing_or_up(3);
-    let mut bg = four_cells_on_two_hosts(&lab, "cut");
-    let (first, second) = (bg.hosts[0].0.clone(), bg.hosts[1].0.clone());
+    let (mut bg, first, second) = second_host_reached(&lab, "cut", "run ext4");
     let out = bg.out.clone();
-    bg.wait_until(
-        Duration::from_secs(180),
-        "the second host never started a run",
-        |text| {
-            text.contains(&format!("{}: run ext4", second.name))
-                .then_some(())
-        },
-    );
     // Its veth in the root namespace is fsmx-v<N> for labN.
     let veth = format!("fsmx-v{}", second.name.trim_start_matches("lab"));
     let link = CutLink::cut(&veth);
@@ -1512,15 +1556,8 @@ fn a_cut_link_is_noticed_the_other_host_finishes_and_resume_completes() {
         "noticed in {noticed:?}: keepalives (5 s x 3) and a reconnect (12 s of tries) bound it"
     );
     assert!(text.contains("the host lock was lost"), "{text}");
-    let bundle = bundle_in(&out);
-    let rs = results(&bundle);
+    let (bundle, rs) = only_the_first_host_finished(&out, &first, &second);
     let of = |h: &str, state: &str| count(&rs, h, state);
-    assert_eq!(
-        of(&first.name, "done"),
-        4,
-        "the other host finishes: {rs:?}"
-    );
-    assert!(of(&second.name, "done") < 4, "{rs:?}");
     // The cell in flight fails with the dropped connection; the next one may
     // have started before the lost lock stopped the host (then it is
     // interrupted); the rest do not run.
@@ -1568,11 +1605,15 @@ fn a_full_device_fails_its_cell_as_device_full_and_the_next_filesystem_runs() {
     let _l = lab_lock();
     let lab = Lab::standing_or_up(3);
     let h = &lab.inv.hosts[2];
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let inv = write(
-        tmp.path(),
-        "inventory.toml",
-        &inventory(&lab.inv, &[(h, "")], ""),
+    let (tmp, inv, matrix) = one_host_inputs(
+        &lab,
+        h,
+        "name = \"full-device\"\n\
+         [[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n\
+         [[filesystem]]\nname = \"xfs\"\ntype = \"xfs\"\n\
+         [[workload]]\nname = \"fill\"\nsql_script = \"fill.sql\"\n\
+         [[workload]]\nname = \"sel\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"2s\"\n\
+         [[exclude]]\nfilesystem = \"xfs\"\nworkload = \"fill\"\n",
     );
     // 6 GB of uncompressed TOAST for a 4 GiB lab disk.
     write(
@@ -1580,16 +1621,6 @@ fn a_full_device_fails_its_cell_as_device_full_and_the_next_filesystem_runs() {
         "fill.sql",
         "create table fill (t text);\nalter table fill alter column t set storage external;\n\
          insert into fill select repeat('x', 1000000) from generate_series(1, 6000);\n",
-    );
-    let matrix = write(
-        tmp.path(),
-        "matrix.toml",
-        "name = \"full-device\"\n\
-         [[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n\
-         [[filesystem]]\nname = \"xfs\"\ntype = \"xfs\"\n\
-         [[workload]]\nname = \"fill\"\nsql_script = \"fill.sql\"\n\
-         [[workload]]\nname = \"sel\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"2s\"\n\
-         [[exclude]]\nfilesystem = \"xfs\"\nworkload = \"fill\"\n",
     );
     let out = tmp.path().join("results");
     let o = run(&inv, &matrix, &out);
@@ -1666,17 +1697,8 @@ impl Drop for OwnSshd<'_> {
 fn sshd_with_a_new_host_key_between_cells_is_refused_and_named() {
     let _l = lab_lock();
     let lab = Lab::standing_or_up(3);
-    let mut bg = four_cells_on_two_hosts(&lab, "rekey");
-    let (first, second) = (bg.hosts[0].0.clone(), bg.hosts[1].0.clone());
+    let (mut bg, first, second) = second_host_reached(&lab, "rekey", "run ext4 sel c=1 r=2");
     let out = bg.out.clone();
-    bg.wait_until(
-        Duration::from_secs(180),
-        "the second host never finished a cell",
-        |text| {
-            text.contains(&format!("{}: run ext4 sel c=1 r=2", second.name))
-                .then_some(())
-        },
-    );
     // sshd comes back with another key: every sshd of the host ends (our
     // connection with it), a new one starts with a fresh key.
     let restore = OwnSshd(&second);
@@ -1700,15 +1722,7 @@ fn sshd_with_a_new_host_key_between_cells_is_refused_and_named() {
         text.contains("host key CHANGED"),
         "the reason is named:\n{text}"
     );
-    let bundle = bundle_in(&out);
-    let rs = results(&bundle);
-    let of = |h: &str, state: &str| count(&rs, h, state);
-    assert_eq!(
-        of(&first.name, "done"),
-        4,
-        "the other host finishes: {rs:?}"
-    );
-    assert!(of(&second.name, "done") < 4, "{rs:?}");
+    let (bundle, _) = only_the_first_host_finished(&out, &first, &second);
     // Nothing ran on the host under the new key: every command after the
     // change was refused before authentication.
     let sshd_log = in_lab_host(&second, "cat /tmp/fsmx-rekey.log");
@@ -1716,18 +1730,7 @@ fn sshd_with_a_new_host_key_between_cells_is_refused_and_named() {
     assert!(!log.contains("Accepted publickey"), "{log}");
     // The host's own key back: resume cleans up and finishes it.
     drop(restore);
-    let o = fsmatrix()
-        .arg("resume")
-        .arg(&bundle)
-        .output()
-        .expect("resume");
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert_verifies(&bundle);
+    resume_completes(&bundle);
     assert_clean(&lab.inv, &second);
 }
 
@@ -1836,15 +1839,9 @@ fn a_stopped_postgres_times_out_its_run_teardown_runs_and_the_next_filesystem_go
     let _l = lab_lock();
     let lab = Lab::standing_or_up(3);
     let h = &lab.inv.hosts[2];
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let inv = write(
-        tmp.path(),
-        "inventory.toml",
-        &inventory(&lab.inv, &[(h, "")], ""),
-    );
-    let matrix = write(
-        tmp.path(),
-        "matrix.toml",
+    let (tmp, inv, matrix) = one_host_inputs(
+        &lab,
+        h,
         "name = \"hang\"\nrepeats = 3\nrun_timeout = \"15s\"\n\
          [[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n\
          [[filesystem]]\nname = \"xfs\"\ntype = \"xfs\"\n\
