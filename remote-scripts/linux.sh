@@ -120,14 +120,6 @@ dev_ident() {
 	done
 }
 
-# in_words WORD LIST: WORD is one of the newline/space separated LIST.
-in_words() {
-	for _iw in $2; do
-		[ "$_iw" = "$1" ] && return 0
-	done
-	return 1
-}
-
 # mounted_where NAMES MAJMINS: the first mount (in ANY mount namespace: a
 # lab host's or a container's mounts are invisible in /proc/mounts) whose
 # source is one of NAMES or whose device number is one of MAJMINS, printed as
@@ -292,20 +284,6 @@ guard() {
 	return 0
 }
 
-# guard_args ARGS...: run the guard from verb arguments; sets G_DEV, G_REAL.
-guard_args() {
-	G_DEV=$(need dev ${1+"$@"})
-	check_abs dev "$G_DEV"
-	_ga_consent=$(opt consent no ${1+"$@"})
-	case $_ga_consent in yes | no) ;; *) usage_die "consent=$_ga_consent is not yes or no" ;; esac
-	_ga_allowed=
-	for _ga in ${1+"$@"}; do
-		case $_ga in allowed=*) _ga_allowed="$_ga_allowed ${_ga#allowed=}" ;; esac
-	done
-	guard "$G_DEV" "$_ga_consent" "$_ga_allowed"
-	G_REAL=$(resolve "$G_DEV")
-}
-
 # wipe DEV: remove every signature and zero both ends.
 wipe() {
 	run wipefs -a -q "$1"
@@ -319,16 +297,6 @@ check_fs() {
 	esac
 }
 
-check_pool() {
-	case $1 in
-	"$FSMX_LABEL"*) ;;
-	*) usage_die "pool=$1 must start with $FSMX_LABEL (the guard recognises fsmatrix's pools by it)" ;;
-	esac
-	case $1 in
-	*[!A-Za-z0-9_.:-]*) usage_die "pool=$1 may hold only letters, digits and _.:-" ;;
-	esac
-}
-
 zfs_impl() {
 	if ! command -v zpool >/dev/null 2>&1; then
 		printf none
@@ -339,6 +307,11 @@ zfs_impl() {
 	fi
 }
 
+# child_pids PID: the pids of PID's children, one a line (pg_wake).
+child_pids() {
+	ps -o pid= --ppid "$1" 2>/dev/null
+}
+
 # mount_line MNT: "source fstype options" of the last mount on MNT.
 mount_line() {
 	awk -v mp="$1" '$2 == mp { line = $1 " " $3 " " $4 } END { if (line != "") print line }' /proc/mounts
@@ -346,11 +319,33 @@ mount_line() {
 
 # ---------------------------------------------------------------- verbs
 
+# vm_guest: the hypervisor this Linux runs under, as FreeBSD's kern.vm_guest
+# names it (none, kvm, qemu, xen, vmware, ...): systemd-detect-virt --vm, else
+# the DMI vendor, else the CPU's hypervisor flag (`unknown`), else none.
+vm_guest() {
+	if command -v systemd-detect-virt >/dev/null 2>&1; then
+		_vg=$(systemd-detect-virt --vm 2>/dev/null) || true
+		if [ -n "$_vg" ]; then
+			printf '%s' "$_vg"
+			return 0
+		fi
+	fi
+	_vg=$(cat /sys/class/dmi/id/sys_vendor /sys/class/dmi/id/product_name 2>/dev/null | tr '\n' ' ')
+	case $_vg in
+	*KVM* | *QEMU*) printf 'kvm' ;;
+	*VMware*) printf 'vmware' ;;
+	*Xen*) printf 'xen' ;;
+	*VirtualBox*) printf 'oracle' ;;
+	*) if grep -q '^flags.* hypervisor' /proc/cpuinfo 2>/dev/null; then printf 'unknown'; else printf 'none'; fi ;;
+	esac
+}
+
 verb_facts() {
 	kv os linux
 	kv kernel "$(uname -r)"
 	kv kernel_version "$(uname -v)"
 	kv arch "$(uname -m)"
+	kv vm_guest "$(vm_guest)"
 	if [ -r /etc/os-release ]; then
 		kv distro "$(sed -n 's/^PRETTY_NAME=//p' /etc/os-release | tr -d '"')"
 	fi
@@ -417,17 +412,6 @@ verb_facts() {
 	fi
 }
 
-verb_preflight() {
-	guard_args ${1+"$@"}
-	signature "$G_REAL"
-	kv guard ok
-	kv dev "$G_DEV"
-	kv dev_real "$G_REAL"
-	kv dev_size_bytes "$(dev_size_bytes "$G_REAL")"
-	kv signature "$SIG"
-	kv signature_detail "$SIG_DETAIL"
-}
-
 verb_make_fs() {
 	_mf_fs=$(need fs ${1+"$@"})
 	check_fs "$_mf_fs"
@@ -482,17 +466,6 @@ verb_make_fs() {
 	if [ "$_mf_fs" = zfs ]; then kv label "$_mf_pool"; else kv label "$FSMX_LABEL"; fi
 	kv mkfs_ms "$((_mf_t1 - _mf_t0))"
 	kv mkfs_cmd "$(quote_all ${1+"$@"})"
-}
-
-# print_zfs_props POOL: every effective property of the pool's root dataset.
-print_zfs_props() {
-	timeout 60 zfs get -H -p -o property,value all "$1" 2>/dev/null |
-		while IFS='	' read -r _zp_name _zp_val; do
-			case $_zp_name in
-			'' | *[!a-z0-9_.]*) continue ;;
-			esac
-			kv "zfs.$_zp_name" "$_zp_val"
-		done
 }
 
 verb_mount() {
@@ -590,272 +563,6 @@ verb_mount() {
 	fi
 }
 
-# pg_common ARGS...: sets PG_BIN PG_USER MNT PGDATA CELL SOCK.
-pg_common() {
-	PG_BIN=$(need pg_bin ${1+"$@"})
-	check_abs pg_bin "$PG_BIN"
-	PG_USER=$(opt pg_user postgres ${1+"$@"})
-	case $PG_USER in '' | *[!a-z0-9_-]*) usage_die "pg_user=$PG_USER is not [a-z0-9_-]+" ;; esac
-	MNT=$(need mnt ${1+"$@"})
-	check_abs mnt "$MNT"
-	PGDATA=${MNT%/}/pgdata
-	CELL=$(opt cell "" ${1+"$@"})
-	if [ -n "$CELL" ]; then
-		check_abs cell "$CELL"
-		SOCK=${CELL%/}/sock
-	else
-		SOCK=
-	fi
-}
-
-pg_running() {
-	[ -f "$PGDATA/postmaster.pid" ] && as_pg_user "$PG_USER" "$PG_BIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1
-}
-
-verb_pg_init() {
-	pg_common ${1+"$@"}
-	[ -n "$CELL" ] || usage_die "missing argument cell="
-	_pi_port=$(need port ${1+"$@"})
-	check_uint port "$_pi_port"
-	_pi_mline=$(mount_line "$(resolve "$MNT")")
-	[ -n "$_pi_mline" ] || die "$MNT is not mounted: run mount first (pgdata must live on the filesystem under test)"
-	run mkdir -p "$CELL" "$SOCK"
-	run chown "$PG_USER" "$SOCK"
-	run mkdir -p "$PGDATA"
-	run chown "$PG_USER" "$PGDATA"
-	run chmod 0700 "$PGDATA"
-	_pi_t0=$(now_ms)
-	if [ -f "$PGDATA/PG_VERSION" ]; then
-		log "initdb skipped: $PGDATA/PG_VERSION exists"
-	else
-		if ! as_pg_user "$PG_USER" "$PG_BIN/initdb" -D "$PGDATA" -U "$PG_USER" --auth=trust -E UTF8 --locale=C; then
-			die "initdb -D $PGDATA as $PG_USER failed"
-		fi
-	fi
-	_pi_t1=$(now_ms)
-	write_pg_conf "$PGDATA/fsmatrix.conf" "$_pi_port" "$SOCK" ${1+"$@"}
-	run chown "$PG_USER" "$PGDATA/fsmatrix.conf"
-	if ! grep -q "^include 'fsmatrix.conf'" "$PGDATA/postgresql.conf"; then
-		printf "\n# fsmatrix: the cell's settings, last so they win\ninclude 'fsmatrix.conf'\n" >>"$PGDATA/postgresql.conf"
-	fi
-	kv pgdata "$PGDATA"
-	kv conf "$PGDATA/fsmatrix.conf"
-	kv socket_dir "$SOCK"
-	kv initdb_ms "$((_pi_t1 - _pi_t0))"
-}
-
-verb_pg_start() {
-	pg_common ${1+"$@"}
-	[ -n "$CELL" ] || usage_die "missing argument cell="
-	[ -f "$PGDATA/PG_VERSION" ] || die "no cluster in $PGDATA: run pg-init first"
-	_ps_log=${CELL%/}/postgres.log
-	run mkdir -p "$CELL"
-	[ -e "$_ps_log" ] || : >"$_ps_log"
-	run chown "$PG_USER" "$_ps_log"
-	if pg_running; then
-		kv started already
-	else
-		if ! as_pg_user "$PG_USER" "$PG_BIN/pg_ctl" -D "$PGDATA" -l "$_ps_log" -w -t 300 start; then
-			log "last lines of $_ps_log:"
-			tail -n 20 "$_ps_log" >&2 || true
-			die "pg_ctl -D $PGDATA start as $PG_USER failed (log: $_ps_log)"
-		fi
-		kv started yes
-	fi
-	kv pgdata "$PGDATA"
-	kv pid "$(head -n 1 "$PGDATA/postmaster.pid")"
-	kv log "$_ps_log"
-	kv socket_dir "$SOCK"
-}
-
-# verb_pg_check_settings ARGS...: ask the host's own PostgreSQL whether it
-# accepts each pg_set, before any disk is formatted.  Read-only: no cluster,
-# no file written.  Each setting is given alone as `postgres -c name=value`
-# (as pg_user: postgres refuses root) with a data folder that cannot exist
-# (under the postgres binary, a file): postgres applies -c while reading its
-# arguments and stops with FATAL, exit 1, at a name or value it refuses; a
-# setting it accepts gets as far as the data folder, exit 2.  -C makes sure
-# nothing would start even then.  Any other outcome fails the verb.
-verb_pg_check_settings() {
-	PG_BIN=$(need pg_bin ${1+"$@"})
-	check_abs pg_bin "$PG_BIN"
-	PG_USER=$(opt pg_user postgres ${1+"$@"})
-	case $PG_USER in '' | *[!a-z0-9_-]*) usage_die "pg_user=$PG_USER is not [a-z0-9_-]+" ;; esac
-	[ -x "$PG_BIN/postgres" ] || die "no postgres in $PG_BIN"
-	# Every setting the server knows: name, context, group, type, reset, min,
-	# max, descriptions (PostgreSQL's src/backend/utils/misc/help_config.c).
-	log "+ [as $PG_USER] $PG_BIN/postgres --describe-config"
-	if ! _pc_desc=$(as_pg_user_out "$PG_USER" env LC_ALL=C "$PG_BIN/postgres" --describe-config); then
-		die "postgres --describe-config as $PG_USER failed"
-	fi
-	_pc_absent=$PG_BIN/postgres/no-pgdata
-	_pc_i=0
-	for _pc_a in ${1+"$@"}; do
-		case $_pc_a in
-		pg_set=*=*) ;;
-		pg_set=*) usage_die "pg_set=${_pc_a#pg_set=} is not name=value" ;;
-		*) continue ;;
-		esac
-		_pc_kv=${_pc_a#pg_set=}
-		_pc_name=${_pc_kv%%=*}
-		case $_pc_name in
-		'' | *[!a-z0-9_.]*) usage_die "pg_set name '$_pc_name' is not [a-z0-9_.]+" ;;
-		esac
-		log "+ [as $PG_USER] $PG_BIN/postgres -D $_pc_absent -C $_pc_name -c $(sh_quote "$_pc_kv")"
-		_pc_rc=0
-		_pc_err=$(as_pg_user_out "$PG_USER" env LC_ALL=C "$PG_BIN/postgres" -D "$_pc_absent" -C "$_pc_name" -c "$_pc_kv" 2>&1 >/dev/null) || _pc_rc=$?
-		case $_pc_rc:$_pc_err in
-		2:*"$_pc_absent"*) ;;
-		1:*FATAL:*)
-			kv "refused.$_pc_i.error" "$(printf '%s\n' "$_pc_err" | sed -n 's/^.*FATAL:  *//p' | head -n 1)"
-			_pc_hint=$(printf '%s\n' "$_pc_err" | sed -n 's/^.*HINT:  *//p' | head -n 1)
-			[ -z "$_pc_hint" ] || kv "refused.$_pc_i.hint" "$_pc_hint"
-			_pc_line=$(printf '%s\n' "$_pc_desc" | awk -F '\t' -v OFS='\t' -v n="$_pc_name" '$1 == n { NF = 8; print }' | head -n 1)
-			[ -z "$_pc_line" ] || kv "refused.$_pc_i.describe" "$_pc_line"
-			;;
-		*) die "postgres -c $_pc_name=... as $PG_USER: unexpected exit $_pc_rc: $(printf '%s' "$_pc_err" | tr '\n' ' ')" ;;
-		esac
-		_pc_i=$((_pc_i + 1))
-	done
-	kv checked "$_pc_i"
-	kv names "$(printf '%s\n' "$_pc_desc" | cut -f 1 | tr '\n' ' ')"
-}
-
-# pg_wake: a postmaster or backend stopped by SIGSTOP (a hung host, a test)
-# acts on pg_ctl's signals only once continued, so stop would wait out both
-# of its timeouts and fail.  SIGCONT to the postmaster of $PGDATA and its
-# children, sent as PG_USER (who can signal nothing but its own processes);
-# harmless when nothing is stopped.
-pg_wake() {
-	_pw_pid=$(head -n 1 "$PGDATA/postmaster.pid" 2>/dev/null) || return 0
-	case $_pw_pid in '' | *[!0-9]*) return 0 ;; esac
-	_pw_all="$_pw_pid $(ps -o pid= --ppid "$_pw_pid" 2>/dev/null | tr '\n' ' ')"
-	log "SIGCONT to the postmaster $_pw_pid and its children (none is left stopped)"
-	# shellcheck disable=SC2086 # a list of pids
-	as_pg_user_out "$PG_USER" sh -c 'kill -CONT "$@" 2>/dev/null' sh $_pw_all || :
-}
-
-# pg_stop_cluster: stop fast, then immediate; prints stopped=yes|already.
-pg_stop_cluster() {
-	if ! pg_running; then
-		kv stopped already
-		return 0
-	fi
-	pg_wake
-	if ! as_pg_user "$PG_USER" "$PG_BIN/pg_ctl" -D "$PGDATA" -m fast -w -t 120 stop; then
-		as_pg_user "$PG_USER" "$PG_BIN/pg_ctl" -D "$PGDATA" -m immediate -w -t 60 stop ||
-			die "pg_ctl -D $PGDATA stop (fast, then immediate) failed"
-	fi
-	kv stopped yes
-}
-
-verb_pg_stop() {
-	pg_common ${1+"$@"}
-	pg_stop_cluster
-}
-
-# client_common ARGS...: sets PG_BIN PG_USER SOCK PORT OUT DB for pgbench/psql.
-client_common() {
-	PG_BIN=$(need pg_bin ${1+"$@"})
-	check_abs pg_bin "$PG_BIN"
-	PG_USER=$(opt pg_user postgres ${1+"$@"})
-	case $PG_USER in '' | *[!a-z0-9_-]*) usage_die "pg_user=$PG_USER is not [a-z0-9_-]+" ;; esac
-	CELL=$(need cell ${1+"$@"})
-	check_abs cell "$CELL"
-	SOCK=${CELL%/}/sock
-	PORT=$(need port ${1+"$@"})
-	check_uint port "$PORT"
-	OUT=$(need out ${1+"$@"})
-	check_abs out "$OUT"
-	DB=$(opt db fsmatrix ${1+"$@"})
-	case $DB in '' | *[!a-z0-9_]*) usage_die "db=$DB is not [a-z0-9_]+" ;; esac
-}
-
-verb_load() {
-	client_common ${1+"$@"}
-	_l_scale=$(opt scale "" ${1+"$@"})
-	_l_sql=$(opt sql "" ${1+"$@"})
-	if [ -n "$_l_scale" ] && [ -n "$_l_sql" ]; then usage_die "give scale= or sql=, not both"; fi
-	if [ -z "$_l_scale" ] && [ -z "$_l_sql" ]; then usage_die "missing argument scale= or sql="; fi
-	_l_exists=$("$PG_BIN/psql" -X -A -t -h "$SOCK" -p "$PORT" -U "$PG_USER" -d postgres \
-		-c "select 1 from pg_database where datname = '$DB'") || die "psql to $SOCK port $PORT failed: is PostgreSQL started?"
-	if [ "$_l_exists" != 1 ]; then
-		run "$PG_BIN/createdb" -h "$SOCK" -p "$PORT" -U "$PG_USER" "$DB"
-	fi
-	if [ -n "$_l_scale" ]; then
-		check_uint scale "$_l_scale"
-		for _l_a in ${1+"$@"}; do
-			shift
-			case $_l_a in
-			init_opt=* | pgbench_opt=*) set -- ${1+"$@"} "${_l_a#*=}" ;;
-			esac
-		done
-		run_step "$OUT" "$PG_BIN/pgbench" -i -s "$_l_scale" ${1+"$@"} -h "$SOCK" -p "$PORT" -U "$PG_USER" "$DB"
-	else
-		check_abs sql "$_l_sql"
-		[ -r "$_l_sql" ] || die "sql=$_l_sql: no such readable file"
-		run mkdir -p "$OUT"
-		{
-			printf '\\timing on\n'
-			cat "$_l_sql"
-		} >"$OUT/input.sql"
-		# -q -e -o: stdout holds only each statement as sent and its `Time:`
-		# line (what the orchestrator's parser pairs); results go to a file.
-		run_step "$OUT" "$PG_BIN/psql" -X -q -e -v ON_ERROR_STOP=1 -o "$OUT/results.txt" -h "$SOCK" -p "$PORT" -U "$PG_USER" -d "$DB" -f "$OUT/input.sql"
-	fi
-}
-
-verb_run() {
-	client_common ${1+"$@"}
-	_r_builtin=$(opt builtin "" ${1+"$@"})
-	_r_script=$(opt script "" ${1+"$@"})
-	_r_clients=$(need clients ${1+"$@"})
-	check_uint clients "$_r_clients"
-	_r_jobs=$(opt jobs "$_r_clients" ${1+"$@"})
-	check_uint jobs "$_r_jobs"
-	_r_dur=$(opt duration "" ${1+"$@"})
-	_r_tx=$(opt transactions "" ${1+"$@"})
-	_r_progress=$(opt progress 0 ${1+"$@"})
-	if [ -n "$_r_builtin" ] && [ -n "$_r_script" ]; then usage_die "give builtin= or script=, not both"; fi
-	if [ -n "$_r_dur" ] && [ -n "$_r_tx" ]; then usage_die "give duration= or transactions=, not both"; fi
-	for _r_a in ${1+"$@"}; do
-		shift
-		case $_r_a in
-		pgbench_opt=*) set -- ${1+"$@"} "${_r_a#*=}" ;;
-		esac
-	done
-	if [ "$_r_progress" = 1 ]; then
-		set -- -P 1 ${1+"$@"}
-	elif [ "$_r_progress" != 0 ]; then
-		usage_die "progress=$_r_progress is not 0 or 1"
-	fi
-	if [ -n "$_r_dur" ]; then
-		check_uint duration "$_r_dur"
-		set -- -T "$_r_dur" ${1+"$@"}
-	elif [ -n "$_r_tx" ]; then
-		check_uint transactions "$_r_tx"
-		set -- -t "$_r_tx" ${1+"$@"}
-	else
-		usage_die "missing argument duration= or transactions="
-	fi
-	if [ -n "$_r_builtin" ]; then
-		case $_r_builtin in
-		tpcb-like | simple-update | select-only) ;;
-		*) usage_die "builtin=$_r_builtin is not tpcb-like, simple-update or select-only" ;;
-		esac
-		set -- -b "$_r_builtin" ${1+"$@"}
-	elif [ -n "$_r_script" ]; then
-		check_abs script "$_r_script"
-		[ -r "$_r_script" ] || die "script=$_r_script: no such readable file"
-		# -n: pgbench's pre-run vacuum of the pgbench_* tables only prints
-		# errors when a custom script does not use them.
-		set -- -n -f "$_r_script" ${1+"$@"}
-	else
-		usage_die "missing argument builtin= or script="
-	fi
-	run_step "$OUT" "$PG_BIN/pgbench" ${1+"$@"} -c "$_r_clients" -j "$_r_jobs" -h "$SOCK" -p "$PORT" -U "$PG_USER" "$DB"
-}
-
 verb_sizes() {
 	_s_mnt=$(need mnt ${1+"$@"})
 	check_abs mnt "$_s_mnt"
@@ -867,7 +574,8 @@ verb_sizes() {
 	sync
 	kv du_bytes "$(du -s -B1 "$_s_pgdata" | awk '{ print $1 }')"
 	kv du_apparent_bytes "$(du -s -B1 --apparent-size "$_s_pgdata" | awk '{ print $1 }')"
-	_s_df=$(df -P -k "$_s_mnt" | awk 'NR == 2 { print $2 * 1024, $3 * 1024, $4 * 1024 }')
+	# printf, not print: mawk prints numbers past 2^31 as 4.29497e+09.
+	_s_df=$(df -P -k "$_s_mnt" | awk 'NR == 2 { printf "%.0f %.0f %.0f\n", $2 * 1024, $3 * 1024, $4 * 1024 }')
 	kv df_size_bytes "${_s_df%% *}"
 	_s_df=${_s_df#* }
 	kv df_used_bytes "${_s_df%% *}"

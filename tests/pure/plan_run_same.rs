@@ -61,7 +61,7 @@ fn names_paths_and_settings_plan_accepts_are_what_run_accepts() {
     // The host script's patterns, and what plan hands it.
     assert_eq!(script_pattern("common.sh", "pg_set name"), "*[!a-z0-9_.]*");
     assert_eq!(
-        script_pattern("linux.sh", "pg_user=$PG_USER"),
+        script_pattern("common.sh", "pg_user=$PG_USER"),
         "*[!a-z0-9_-]*"
     );
     let c = &p.cells[0];

@@ -1,0 +1,882 @@
+#!/bin/sh
+# shellcheck shell=dash source-path=SCRIPTDIR
+# freebsd.sh: fsmatrix's verbs on a FreeBSD 13/14 host (UFS2 and OpenZFS).
+# Usage: /bin/sh <dir>/freebsd.sh VERB name=value ...
+# The contract (arguments, stdout keys, exit codes) is docs/remote-scripts.md;
+# the OS-neutral verbs (preflight, pg-*, load, run, cat) live in common.sh.
+# Only FreeBSD base commands and the PostgreSQL package are used: no lsblk,
+# blkid, wipefs, findmnt, runuser, /proc or /sys.  Output formats parsed here
+# are cited to freebsd/freebsd-src (FB) and openzfs/zfs (OZ) where parsed.
+set -eu
+
+FSMX_DIR=$(dirname "$0")
+# shellcheck source=common.sh
+. "$FSMX_DIR/common.sh"
+
+LC_ALL=C
+export LC_ALL
+PATH=/sbin:/bin:/usr/sbin:/usr/bin:/usr/local/sbin:/usr/local/bin:$PATH
+export PATH
+
+# ---------------------------------------------------------------- devices
+
+# resolve PATH: symlinks resolved (realpath(1) is in FreeBSD's base).
+resolve() {
+	realpath "$1" 2>/dev/null || printf '%s' "$1"
+}
+
+# geom_name DEV: the GEOM provider name of a /dev path (ada1, ada1p2,
+# gpt/data): the path relative to /dev.
+geom_name() {
+	_gn=$(resolve "$1")
+	printf '%s' "${_gn#/dev/}"
+}
+
+# diskinfo_field DEV LABEL: one value of `diskinfo -v DEV`, whose lines are
+# printf("\t%-12s\t# <label>\n") [FB usr.sbin/diskinfo/diskinfo.c]: the
+# first line whose label starts with LABEL ("mediasize in bytes (20G)"), its
+# value's padding trimmed.  Empty when diskinfo fails or lacks the line.
+diskinfo_field() {
+	diskinfo -v "$1" 2>/dev/null | awk -F '\t' -v want="# $2" '
+		index($3, want) == 1 { v = $2; sub(/ +$/, "", v); print v; exit }'
+}
+
+# dev_size_bytes DEV: the media size in bytes (diskinfo).
+dev_size_bytes() {
+	_ds=$(diskinfo_field "$1" "mediasize in bytes")
+	case $_ds in
+	'' | *[!0-9]*) die "diskinfo -v $1: no media size" ;;
+	esac
+	printf '%s' "$_ds"
+}
+
+# sector_size DEV: the logical sector size (diskinfo), 512 when unknown.
+sector_size() {
+	_ss=$(diskinfo_field "$1" sectorsize)
+	case $_ss in '' | *[!0-9]*) _ss=512 ;; esac
+	printf '%s' "$_ss"
+}
+
+# kern_disks: the whole disks the kernel knows, one a line (`sysctl -n
+# kern.disks` is space-separated, newest first; cd and md devices included).
+kern_disks() {
+	sysctl -n kern.disks 2>/dev/null | tr ' ' '\n' | sed '/^$/d'
+}
+
+# label_component NAME: the provider a glabel name (gpt/x, gptid/..,
+# diskid/DISK-.., label/x, ufsid/..) stands for: `glabel status -s` prints
+# "name status components" [FB sbin/geom/core/geom.c status_one_geom].
+# Empty when glabel is absent or NAME is no label.
+label_component() {
+	command -v glabel >/dev/null 2>&1 || return 0
+	glabel status -s 2>/dev/null | awk -v n="$1" '$1 == n { print $3; exit }'
+}
+
+# disk_of NAME: the whole disk the provider NAME lives on: itself when it is
+# one of kern.disks, the disk whose partition (ada1p2, da0s1a) it is, or the
+# disk under a glabel name.  Empty when none is found.
+disk_of() {
+	_do_disks=$(kern_disks)
+	for _do_d in $_do_disks; do
+		[ "$_do_d" = "$1" ] && {
+			printf '%s' "$_do_d"
+			return 0
+		}
+	done
+	for _do_d in $_do_disks; do
+		case $1 in
+		"$_do_d"p[0-9]* | "$_do_d"s[0-9]*)
+			printf '%s' "$_do_d"
+			return 0
+			;;
+		esac
+	done
+	_do_c=$(label_component "$1")
+	if [ -n "$_do_c" ] && [ "$_do_c" != "$1" ]; then
+		disk_of "$_do_c"
+	fi
+	return 0
+}
+
+# on_names PROVIDER NAMES: PROVIDER (a /dev path or a provider name) is one
+# of NAMES, a partition of one, or a glabel name for one of them.
+on_names() {
+	_on=${1#/dev/}
+	for _on_n in $2; do
+		case $_on in
+		"$_on_n" | "$_on_n"p[0-9]* | "$_on_n"s[0-9]*) return 0 ;;
+		esac
+	done
+	_on_c=$(label_component "$_on")
+	if [ -n "$_on_c" ] && [ "$_on_c" != "$_on" ]; then
+		on_names "$_on_c" "$2"
+		return
+	fi
+	return 1
+}
+
+# clean_value TEXT: one line of printable words, `;` dropped (it separates
+# an identity's fields), "(null)" (GEOM's empty attribute) as empty.
+clean_value() {
+	printf '%s' "$1" | tr -c '[:graph:]' ' ' | tr -d ';' | tr -s ' ' | sed 's/^ //; s/ $//; s/^(null)$//'
+}
+
+# geom_disk_field DISK KEY: one `KEY: value` line of `geom disk list DISK`
+# [FB sbin/geom/core/geom.c list_one_provider/list_one_geom: "   Mode: r0w0e0",
+# then the driver's config lines "   descr: ...", "   lunid: ...", "   ident: ..."].
+geom_disk_field() {
+	geom disk list "$1" 2>/dev/null | sed -n "s/^ *$2: *//p" | head -n 1
+}
+
+# dev_ident DEV: what tells the disk at DEV from another disk put at the same
+# path, read-only, as `field=value;...` (fields without a value left out):
+# size in bytes (diskinfo), the disk's model (`Disk descr.`), serial (`Disk
+# ident.`), WWID (GEOM's lunid), and `part=<provider>` for a partition.
+dev_ident() {
+	_di_name=$(geom_name "$1")
+	_di_disk=$(disk_of "$_di_name")
+	_di_part=
+	if [ -n "$_di_disk" ] && [ "$_di_disk" != "$_di_name" ]; then
+		_di_part=$_di_name
+	fi
+	_di_wwid=
+	[ -z "$_di_disk" ] || _di_wwid=$(clean_value "$(geom_disk_field "$_di_disk" lunid)")
+	_di_sep=
+	for _di_f in \
+		"size=$(dev_size_bytes "$1")" \
+		"model=$(clean_value "$(diskinfo_field "$1" "Disk descr.")")" \
+		"serial=$(clean_value "$(diskinfo_field "$1" "Disk ident.")")" \
+		"wwid=$_di_wwid" \
+		"part=$_di_part"; do
+		case $_di_f in *=) continue ;; esac
+		printf '%s%s' "$_di_sep" "$_di_f"
+		_di_sep=';'
+	done
+}
+
+# mount_p: `mount -p`, fstab-style: source, mount point, fstype, options,
+# freq, pass, whitespace-separated [FB sbin/mount/mount.c putfsent].
+mount_p() {
+	mount -p
+}
+
+# mounted_from NAMES MOUNT_P: the first mount in MOUNT_P (`mount -p`'s
+# output) whose source is on one of NAMES, as "<source> on <mountpoint>";
+# nothing if none.
+mounted_from() {
+	printf '%s\n' "$2" | while read -r _mf_src _mf_mnt _mf_rest; do
+		case $_mf_src in /dev/*) ;; *) continue ;; esac
+		if on_names "$_mf_src" "$1"; then
+			printf '%s on %s\n' "$_mf_src" "$_mf_mnt"
+			return 0
+		fi
+	done
+}
+
+# zpool_vdev_of NAMES [POOL]: the imported pool (or only POOL) with a vdev
+# on one of NAMES.  `zpool status -P` prints vdevs as full paths, indented
+# under "config:" [OZ cmd/zpool/zpool_main.c print_status_config].  Fails
+# closed: when zpool is there but `zpool status` fails (unless ZFS is not
+# loaded at all: no /dev/zfs and the error is about it), prints "?" and the
+# reason, and the guard refuses.
+zpool_vdev_of() {
+	command -v zpool >/dev/null 2>&1 || return 0
+	if ! _zv_status=$(timeout 20 zpool status -P ${2:+"$2"} 2>&1); then
+		if [ -n "${2:-}" ]; then
+			return 0
+		fi
+		case $_zv_status in
+		*/dev/zfs*) [ -e /dev/zfs ] || return 0 ;;
+		esac
+		printf '?zpool status -P failed: %s\n' "$(printf '%s' "$_zv_status" | head -n 1)"
+		return 0
+	fi
+	printf '%s\n' "$_zv_status" | awk '$1 == "pool:" { pool = $2; next } pool != "" && $1 ~ /^\// { print pool, $1 }' |
+		while read -r _zv_pool _zv_vdev; do
+			# drop-caches imports through a folder of links to /dev: such a
+			# vdev path names the /dev node by its last part.
+			case $_zv_vdev in */fsmx-import.*/*) _zv_vdev=/dev/${_zv_vdev##*/} ;; esac
+			if on_names "$_zv_vdev" "$1"; then
+				printf '%s\n' "$_zv_pool"
+				return 0
+			fi
+		done
+}
+
+# pool_disks POOL: the whole disks under POOL's vdevs, one a line.
+# `zpool list -vHP`: vdev rows begin with a tab, the path first
+# [OZ cmd/zpool/zpool_main.c print_list_stats].
+pool_disks() {
+	timeout 20 zpool list -vHP "$1" 2>/dev/null | awk -F '\t' '$1 == "" && $2 ~ /^\// { print $2 }' |
+		while read -r _pd_v; do
+			disk_of "${_pd_v#/dev/}"
+			printf '\n'
+		done | sed '/^$/d'
+}
+
+# root_disks: the whole disks holding `/`: from the `/` line of `mount -p`
+# and from the loader's vfs.root.mountfrom (`ufs:/dev/ada0p2`,
+# `zfs:zroot/ROOT/default`; kenv -q: nothing when unset) [FB bin/kenv/kenv.c].
+root_disks() {
+	_rd_src=$(mount_p | awk '$2 == "/" { src = $1 } END { print src }')
+	_rd_kenv=$(kenv -q vfs.root.mountfrom 2>/dev/null || true)
+	for _rd in "$_rd_src" "${_rd_kenv#*:}"; do
+		case $_rd in
+		'') ;;
+		/dev/*) disk_of "${_rd#/dev/}" && printf '\n' ;;
+		*) command -v zpool >/dev/null 2>&1 && pool_disks "${_rd%%/*}" ;;
+		esac
+	done | sed '/^$/d' | sort -u
+}
+
+# signature DEV: sets SIG (none|fsmx|foreign) and SIG_DETAIL.  Read-only:
+# a partition table (gpart show: "=>  40  N  da0  GPT  (5.0G)", or
+# "gpart: No such geom: da0." exit 1 [FB lib/geom/part/geom_part.c]) is
+# foreign (fsmatrix never writes one); `fstyp -l -u` prints "<type> <label>"
+# [FB usr.sbin/fstyp/fstyp.c; the zfs label is the pool name, zfs.c]: ufs
+# labelled fsmx and zfs pools fsmx* are ours; `zdb -l` finds ZFS labels
+# fstyp misses (the two at the end) [OZ cmd/zdb/zdb.c: exit 0 label, 2 none].
+signature() {
+	SIG=none
+	SIG_DETAIL=
+	if command -v gpart >/dev/null 2>&1; then
+		if _sg_out=$(gpart show "$1" 2>&1); then
+			SIG=foreign
+			SIG_DETAIL="partition table: $(printf '%s\n' "$_sg_out" | awk '$1 == "=>" { print $5; exit }')"
+			return 0
+		fi
+		case $_sg_out in
+		*"No such geom"*) ;;
+		*)
+			SIG=foreign
+			SIG_DETAIL="gpart show: $(printf '%s' "$_sg_out" | tr '\n' ' ')"
+			return 0
+			;;
+		esac
+	fi
+	if _sg_out=$(fstyp -l -u "$1" 2>&1); then
+		_sg_type=${_sg_out%% *}
+		_sg_label=
+		case $_sg_out in *' '*) _sg_label=${_sg_out#* } ;; esac
+		SIG_DETAIL="$_sg_type label=$_sg_label"
+		SIG=foreign
+		case $_sg_type in
+		ufs) [ "$_sg_label" = "$FSMX_LABEL" ] && SIG=fsmx ;;
+		zfs) case $_sg_label in "$FSMX_LABEL"*) SIG=fsmx ;; esac ;;
+		esac
+		[ "$SIG" = fsmx ] || return 0
+	else
+		case $_sg_out in
+		*"filesystem not recognized"*) ;;
+		*)
+			SIG=foreign
+			SIG_DETAIL="fstyp: $(printf '%s' "$_sg_out" | tr '\n' ' ')"
+			return 0
+			;;
+		esac
+	fi
+	if command -v zdb >/dev/null 2>&1; then
+		_sg_rc=0
+		_sg_out=$(zdb -l "$1" 2>&1) || _sg_rc=$?
+		case $_sg_rc in
+		0)
+			_sg_pool=$(printf '%s\n' "$_sg_out" | sed -n "s/^[[:space:]]*name: '\\(.*\\)'[[:space:]]*\$/\\1/p" | head -n 1)
+			case $_sg_pool in
+			"$FSMX_LABEL"*)
+				[ "$SIG" = fsmx ] || SIG_DETAIL="zfs label=$_sg_pool"
+				SIG=fsmx
+				;;
+			*)
+				SIG=foreign
+				SIG_DETAIL="zfs label=$_sg_pool (zdb -l)${SIG_DETAIL:+; $SIG_DETAIL}"
+				return 0
+				;;
+			esac
+			;;
+		2) ;;
+		*)
+			SIG=foreign
+			SIG_DETAIL="zdb -l exited $_sg_rc: $(printf '%s' "$_sg_out" | head -n 1)"
+			return 0
+			;;
+		esac
+	fi
+	if [ "$SIG" = none ] && ! first_mib_zero "$1"; then
+		SIG=foreign
+		SIG_DETAIL="no known signature but the first MiB is not zero"
+	fi
+	return 0
+}
+
+# guard DEV CONSENT ALLOWED_WORDS: refuse (exit 3) unless DEV is safe to
+# format.  CONSENT=yes lets a foreign signature pass; CONSENT=teardown skips
+# the signature check (teardown checks it itself).  Writes nothing.
+guard() {
+	_g_dev=$1
+	_g_consent=$2
+	_g_allowed=$3
+	_g_real=$(resolve "$_g_dev")
+	_g_ok=no
+	for _g_a in $_g_allowed; do
+		if [ "$_g_a" = "$_g_dev" ] || [ "$(resolve "$_g_a")" = "$_g_real" ]; then
+			_g_ok=yes
+		fi
+	done
+	[ "$_g_ok" = yes ] || refuse "$_g_dev" "not among this host's devices in the inventory (allowed:${_g_allowed:- none})"
+	# FreeBSD disks are character devices (GEOM has no block devices).
+	{ [ -c "$_g_real" ] || [ -b "$_g_real" ]; } || refuse "$_g_dev" "not a disk device"
+	diskinfo "$_g_real" >/dev/null 2>&1 || refuse "$_g_dev" "not a disk (diskinfo $_g_real failed)"
+	_g_name=$(geom_name "$_g_real")
+	_g_disk=$(disk_of "$_g_name")
+	[ -n "$_g_disk" ] || refuse "$_g_dev" "cannot tell which disk $_g_name is on (not in kern.disks, not a partition or label of one); refused rather than assumed free"
+	_g_mp=$(mount_p) || refuse "$_g_dev" "cannot run mount -p to tell whether it is mounted; refused rather than assumed free"
+	_g_where=$(mounted_from "$_g_name" "$_g_mp")
+	[ -z "$_g_where" ] || refuse "$_g_dev" "mounted: $_g_where"
+	# swapinfo -k: "Device 1K-blocks Used Avail Capacity", then one row a
+	# device [FB usr.sbin/pstat/pstat.c].
+	_g_swap=$(swapinfo -k 2>/dev/null) || refuse "$_g_dev" "cannot run swapinfo to tell whether it is swap; refused rather than assumed free"
+	_g_sw=$(printf '%s\n' "$_g_swap" | awk 'NR > 1 && $1 ~ /^\/dev\// { print $1 }')
+	for _g_s in $_g_sw; do
+		if on_names "$_g_s" "$_g_name"; then
+			refuse "$_g_dev" "in use as swap ($_g_s)"
+		fi
+	done
+	_g_pool=$(zpool_vdev_of "$_g_name" | head -n 1)
+	case $_g_pool in
+	'') ;;
+	'?'*) refuse "$_g_dev" "cannot tell whether it is in an imported zpool (${_g_pool#?}); refused rather than assumed free" ;;
+	*) refuse "$_g_dev" "part of the imported zpool $_g_pool" ;;
+	esac
+	if in_words "$_g_disk" "$(root_disks)"; then
+		refuse "$_g_dev" "on the disk holding / ($_g_disk)"
+	fi
+	# The backstop: the disk open for writing or exclusively by anything
+	# (a filesystem, swap, a pool vdev, geli, gmirror... on it, on any of
+	# its partitions or labels: GEOM adds their opens to the disk's).
+	# "Mode: r1w1e1" [FB sbin/geom/core/geom.c].
+	_g_mode=$(geom_disk_field "$_g_disk" Mode)
+	case $_g_mode in
+	r[0-9]*w[0-9]*e[0-9]*) ;;
+	*) refuse "$_g_dev" "cannot read the open state of $_g_disk (geom disk list: '${_g_mode}'); refused rather than assumed free" ;;
+	esac
+	_g_w=${_g_mode#*w}
+	_g_w=${_g_w%%e*}
+	_g_e=${_g_mode##*e}
+	if [ "$_g_w" != 0 ] || [ "$_g_e" != 0 ]; then
+		refuse "$_g_dev" "in use: $_g_disk is open for writing (geom Mode $_g_mode: mounted, swap, a zpool vdev or another GEOM class)"
+	fi
+	[ "$_g_consent" = teardown ] && return 0
+	signature "$_g_real"
+	if [ "$SIG" = foreign ] && [ "$_g_consent" != yes ]; then
+		refuse "$_g_dev" "carries a foreign signature ($SIG_DETAIL); pass consent=yes for this host and device to overwrite it"
+	fi
+	return 0
+}
+
+# zero_ends_bsd DEV: zero the first and the last MiB in whole sectors (a
+# FreeBSD disk takes only I/O in multiples of its sector size; ZFS keeps
+# two of its four labels at the end).
+zero_ends_bsd() {
+	_ze_size=$(dev_size_bytes "$1")
+	_ze_ss=$(sector_size "$1")
+	run dd if=/dev/zero of="$1" bs=65536 count=16 conv=notrunc
+	if [ "$_ze_size" -gt 2097152 ]; then
+		run dd if=/dev/zero of="$1" bs="$_ze_ss" seek="$(((_ze_size - 1048576) / _ze_ss))" count="$((1048576 / _ze_ss))" conv=notrunc
+	fi
+	sync
+}
+
+# wipe DEV: remove every signature and zero both ends: ZFS labels
+# (`zpool labelclear -f`), a partition table (`gpart destroy -F`), dd.
+wipe() {
+	if command -v zpool >/dev/null 2>&1 && command -v zdb >/dev/null 2>&1 && zdb -l "$1" >/dev/null 2>&1; then
+		try zpool labelclear -f "$1" || log "zpool labelclear -f $1 failed; the labels at both ends are zeroed next"
+	fi
+	if command -v gpart >/dev/null 2>&1 && gpart show "$1" >/dev/null 2>&1; then
+		run gpart destroy -F "$1"
+	fi
+	zero_ends_bsd "$1"
+}
+
+check_fs() {
+	case $1 in
+	ufs | zfs) ;;
+	*) usage_die "fs=$1 is not one of ufs zfs (the filesystems of freebsd.sh)" ;;
+	esac
+}
+
+zfs_impl() {
+	if command -v zpool >/dev/null 2>&1; then printf openzfs; else printf none; fi
+}
+
+# child_pids PID: the pids of PID's children, one a line (pg_wake).
+child_pids() {
+	pgrep -P "$1" 2>/dev/null
+}
+
+# mount_line MNT: "source fstype options" of the last mount on MNT: the
+# options as `mount -p` gives them (rw,async,noatime,...: the flags in
+# effect, in mount -o's words [FB sbin/mount/mount.c flags2opts]), then the
+# flags only the `mount` list shows ("%s on %s (%s, flag, ...)"): soft
+# updates, their journal, gjournal [FB sys/sys/mount.h MNTOPT_NAMES].
+mount_line() {
+	_ml=$(mount_p | awk -v mp="$1" '$2 == mp { line = $1 " " $3 " " $4 } END { if (line != "") print line }')
+	[ -n "$_ml" ] || return 0
+	_ml_flags=$(mount | awk -v mp="$1" '
+		{ i = index($0, " on " mp " ("); if (i == 0) next
+		  rest = substr($0, i + length(" on " mp " (")); sub(/\)$/, "", rest); flags = rest }
+		END { print flags }')
+	_ml_extra=$(printf '%s\n' "$_ml_flags" | tr ',' '\n' | sed 's/^ *//; s/ *$//' |
+		awk '$0 == "soft-updates" || $0 == "journaled soft-updates" || $0 == "gjournal" { printf ",%s", $0 }')
+	printf '%s%s\n' "$_ml" "$_ml_extra"
+}
+
+# ---------------------------------------------------------------- verbs
+
+verb_facts() {
+	kv os freebsd
+	kv kernel "$(uname -r)"
+	kv kernel_version "$(uname -v)"
+	kv arch "$(uname -m)"
+	kv distro "FreeBSD $(freebsd-version -u 2>/dev/null || uname -r)"
+	kv hostname "$(uname -n)"
+	kv uid "$(id -u)"
+	kv user "$(id -un)"
+	kv cpu_model "$(sysctl -n hw.model)"
+	kv cpu_count "$(sysctl -n hw.ncpu)"
+	kv mem_bytes "$(sysctl -n hw.physmem)"
+	kv page_size "$(sysctl -n hw.pagesize)"
+	kv vm_guest "$(sysctl -n kern.vm_guest 2>/dev/null || printf unknown)"
+	if [ -r /run/fsmx-standin/os ]; then
+		kv standin "$(head -n 1 /run/fsmx-standin/os)"
+	fi
+	_f_i=0
+	for _f_a in ${1+"$@"}; do
+		case $_f_a in dev=*) ;; *) continue ;; esac
+		_f_dev=${_f_a#dev=}
+		kv "device.$_f_i.path" "$_f_dev"
+		if { [ -c "$_f_dev" ] || [ -b "$_f_dev" ]; } && diskinfo "$_f_dev" >/dev/null 2>&1; then
+			kv "device.$_f_i.present" yes
+			kv "device.$_f_i.size_bytes" "$(dev_size_bytes "$_f_dev")"
+			kv "device.$_f_i.model" "$(clean_value "$(diskinfo_field "$_f_dev" "Disk descr.")")"
+			# "Unknown", 0 (non-rotating) or the RPM [FB diskinfo.c rotationrate].
+			_f_rot=$(diskinfo_field "$_f_dev" "Rotation rate in RPM")
+			case $_f_rot in
+			0) _f_rot=0 ;;
+			'' | *[!0-9]*) _f_rot=unknown ;;
+			*) _f_rot=1 ;;
+			esac
+			kv "device.$_f_i.rotational" "$_f_rot"
+			kv "device.$_f_i.logical_block_size" "$(diskinfo_field "$_f_dev" sectorsize)"
+			kv "device.$_f_i.ident" "$(dev_ident "$_f_dev")"
+		else
+			kv "device.$_f_i.present" no
+		fi
+		_f_i=$((_f_i + 1))
+	done
+	_f_bin=$(opt pg_bin "" ${1+"$@"})
+	if [ -n "$_f_bin" ]; then
+		for _f_t in postgres pgbench psql; do
+			if [ -x "$_f_bin/$_f_t" ]; then
+				kv "${_f_t}_version" "$("$_f_bin/$_f_t" --version 2>/dev/null | head -n 1)"
+			fi
+		done
+	fi
+	_f_tools=
+	for _f_t in newfs zpool; do
+		command -v "$_f_t" >/dev/null 2>&1 && _f_tools="$_f_tools${_f_tools:+ }$_f_t"
+	done
+	kv tools "$_f_tools"
+	# newfs has no version of its own: it is the base system's.
+	if command -v newfs >/dev/null 2>&1; then
+		kv newfs_version "$(freebsd-version -u 2>/dev/null || uname -r)"
+	fi
+	_f_impl=$(zfs_impl)
+	kv zfs_impl "$_f_impl"
+	if [ "$_f_impl" != none ]; then
+		_f_zv=$(zfs version 2>/dev/null | head -n 1 || true)
+		[ -n "$_f_zv" ] || _f_zv=$(sysctl -n vfs.zfs.version.module 2>/dev/null || printf unknown)
+		kv zfs_version "$_f_zv"
+		if timeout 10 zpool list >/dev/null 2>&1; then kv zfs_running yes; else kv zfs_running no; fi
+	fi
+}
+
+verb_make_fs() {
+	_mf_fs=$(need fs ${1+"$@"})
+	check_fs "$_mf_fs"
+	_mf_ident=$(need ident ${1+"$@"})
+	if [ "$_mf_fs" = zfs ]; then
+		_mf_pool=$(need pool ${1+"$@"})
+		check_pool "$_mf_pool"
+		_mf_mnt=$(need mnt ${1+"$@"})
+		check_abs mnt "$_mf_mnt"
+		command -v zpool >/dev/null 2>&1 || die "zpool not found"
+	else
+		command -v newfs >/dev/null 2>&1 || die "newfs not found"
+	fi
+	# The guard comes before ANY write to the device.
+	guard_args ${1+"$@"}
+	_mf_dev=$G_REAL
+	# The disk the sweep checked, not another one put at the same path since.
+	_mf_now=$(dev_ident "$_mf_dev")
+	if [ "$_mf_now" != "$_mf_ident" ]; then
+		refuse "$G_DEV" "it is not the disk checked at the sweep's start (was $_mf_ident, now $_mf_now)"
+	fi
+	wipe "$_mf_dev"
+	for _mf_a in ${1+"$@"}; do
+		shift
+		case $_mf_a in
+		mkfs_opt=*) [ "$_mf_fs" != zfs ] && set -- ${1+"$@"} "${_mf_a#mkfs_opt=}" ;;
+		zfs_prop=*=*) [ "$_mf_fs" = zfs ] && set -- ${1+"$@"} -O "${_mf_a#zfs_prop=}" ;;
+		zfs_prop=*) usage_die "zfs_prop=${_mf_a#zfs_prop=} is not property=value" ;;
+		pool_prop=*=*) [ "$_mf_fs" = zfs ] && set -- ${1+"$@"} -o "${_mf_a#pool_prop=}" ;;
+		pool_prop=*) usage_die "pool_prop=${_mf_a#pool_prop=} is not property=value" ;;
+		esac
+	done
+	_mf_t0=$(now_ms)
+	case $_mf_fs in
+	ufs)
+		# UFS2 labelled fsmx; the matrix's words (-U, -j, -b, ...) follow, so
+		# a later -O of theirs wins [FB sbin/newfs/newfs.c getopt].
+		set -- newfs -L "$FSMX_LABEL" -O 2 ${1+"$@"} "$_mf_dev"
+		;;
+	zfs)
+		run mkdir -p "$_mf_mnt"
+		set -- zpool create -f -m "$_mf_mnt" ${1+"$@"} "$_mf_pool" "$_mf_dev"
+		;;
+	esac
+	run ${1+"$@"}
+	_mf_t1=$(now_ms)
+	if [ "$_mf_fs" = ufs ]; then
+		# What newfs made: soft updates and journal, on STDERR [FB sbin/tunefs/tunefs.c].
+		tunefs -p "$_mf_dev" 2>&1 | sed -n 's/^tunefs: //p' >&2 || true
+	fi
+	kv fs "$_mf_fs"
+	if [ "$_mf_fs" = zfs ]; then kv label "$_mf_pool"; else kv label "$FSMX_LABEL"; fi
+	kv mkfs_ms "$((_mf_t1 - _mf_t0))"
+	kv mkfs_cmd "$(quote_all ${1+"$@"})"
+}
+
+verb_mount() {
+	_m_fs=$(need fs ${1+"$@"})
+	check_fs "$_m_fs"
+	_m_mnt=$(need mnt ${1+"$@"})
+	check_abs mnt "$_m_mnt"
+	_m_opts=
+	for _m_a in ${1+"$@"}; do
+		case $_m_a in
+		mount_opt=*)
+			case ${_m_a#mount_opt=} in
+			'' | *,*) usage_die "mount_opt=${_m_a#mount_opt=} must be one non-empty option (repeat mount_opt= for more)" ;;
+			esac
+			_m_opts="$_m_opts${_m_opts:+,}${_m_a#mount_opt=}"
+			;;
+		esac
+	done
+	run mkdir -p "$_m_mnt"
+	_m_mnt=$(resolve "$_m_mnt")
+	if [ "$_m_fs" = zfs ]; then
+		_m_src=$(need pool ${1+"$@"})
+		check_pool "$_m_src"
+		_m_line=$(mount_line "$_m_mnt")
+		if [ -n "$_m_opts" ] && [ -n "$_m_line" ]; then
+			run zfs umount "$_m_src"
+			_m_line=
+		fi
+		if [ -z "$_m_line" ]; then
+			if [ -n "$_m_opts" ]; then
+				if ! try zfs mount -o "$_m_opts" "$_m_src"; then
+					kv refused_mount_opt "$_m_opts"
+					printf 'error: mount: zfs mount -o %s %s failed: option(s) refused\n' "$_m_opts" "$_m_src" >&2
+					exit 4
+				fi
+			else
+				run zfs mount "$_m_src"
+			fi
+		fi
+	else
+		_m_src=$(resolve "$(need dev ${1+"$@"})")
+		_m_line=$(mount_line "$_m_mnt")
+		case $_m_line in
+		"$_m_src "*) log "already mounted: $_m_line" ;;
+		?*) die "$_m_mnt is already a mount point of something else: $_m_line" ;;
+		*)
+			if [ -n "$_m_opts" ]; then
+				set -- mount -t "$_m_fs" -o "$_m_opts" "$_m_src" "$_m_mnt"
+			else
+				set -- mount -t "$_m_fs" "$_m_src" "$_m_mnt"
+			fi
+			if try ${1+"$@"}; then
+				_m_rc=0
+			else
+				_m_rc=$?
+			fi
+			if [ "$_m_rc" -ne 0 ]; then
+				[ -n "$_m_opts" ] || die "$(quote_all ${1+"$@"}) exited $_m_rc"
+				if ! try mount -t "$_m_fs" "$_m_src" "$_m_mnt"; then
+					die "$(quote_all ${1+"$@"}) exited $_m_rc, and fails without options too"
+				fi
+				run umount "$_m_mnt"
+				_m_refused=
+				_m_rest=$_m_opts
+				while [ -n "$_m_rest" ]; do
+					_m_o=${_m_rest%%,*}
+					case $_m_rest in *,*) _m_rest=${_m_rest#*,} ;; *) _m_rest= ;; esac
+					if try mount -t "$_m_fs" -o "$_m_o" "$_m_src" "$_m_mnt"; then
+						run umount "$_m_mnt"
+					else
+						_m_refused="$_m_refused${_m_refused:+,}$_m_o"
+						kv refused_mount_opt "$_m_o"
+					fi
+				done
+				if [ -z "$_m_refused" ]; then
+					kv refused_mount_opt "$_m_opts"
+					_m_refused="the combination $_m_opts"
+				fi
+				printf 'error: mount: option %s refused by the kernel for %s (mount -t %s -o %s exited %s)\n' \
+					"$_m_refused" "$_m_fs" "$_m_fs" "$_m_opts" "$_m_rc" >&2
+				exit 4
+			fi
+			;;
+		esac
+	fi
+	_m_line=$(mount_line "$_m_mnt")
+	[ -n "$_m_line" ] || die "$_m_mnt is not mounted after mounting $_m_src"
+	kv mnt "$_m_mnt"
+	kv mount_source "${_m_line%% *}"
+	_m_rest=${_m_line#* }
+	kv mount_fstype "${_m_rest%% *}"
+	kv effective_mount_opts "${_m_rest#* }"
+	if [ "$_m_fs" = zfs ]; then
+		print_zfs_props "$_m_src"
+	fi
+}
+
+verb_sizes() {
+	_s_mnt=$(need mnt ${1+"$@"})
+	check_abs mnt "$_s_mnt"
+	_s_fs=$(need fs ${1+"$@"})
+	check_fs "$_s_fs"
+	_s_pgdata=${_s_mnt%/}/pgdata
+	[ -d "$_s_pgdata" ] || die "no data directory $_s_pgdata"
+	kv pgdata "$_s_pgdata"
+	sync
+	# du prints "%jd\t%s" [FB usr.bin/du/du.c]: -k in KiB (on-disk blocks).
+	# printf %.0f: some awks (mawk) print a product above 2^31 as 2.7e+11.
+	kv du_bytes "$(du -s -k "$_s_pgdata" | awk '{ printf "%.0f\n", $1 * 1024 }')"
+	# The apparent size in bytes: du -A -B 1 counts bytes but prints them in
+	# BLOCKSIZE units (512 at least, getbsize(3)) [FB usr.bin/du/du.c:
+	# howmany(fts_number * cblocksize, blocksize)], so sum st_size of every
+	# entry as GNU du --apparent-size does (stat -f %z [FB usr.bin/stat/stat.c];
+	# DragonFly's du has no -A at all).
+	kv du_apparent_bytes "$(find "$_s_pgdata" -exec stat -f %z {} + | awk '{ n += $1 } END { printf "%.0f\n", n }')"
+	# df -k: "Filesystem 1K-blocks Used Avail Capacity Mounted on" [FB bin/df/df.c].
+	_s_df=$(df -k "$_s_mnt" | awk 'NR == 2 { printf "%.0f %.0f %.0f\n", $2 * 1024, $3 * 1024, $4 * 1024 }')
+	kv df_size_bytes "${_s_df%% *}"
+	_s_df=${_s_df#* }
+	kv df_used_bytes "${_s_df%% *}"
+	kv df_avail_bytes "${_s_df#* }"
+	if [ "$_s_fs" = zfs ]; then
+		_s_pool=$(need pool ${1+"$@"})
+		check_pool "$_s_pool"
+		# `zfs get -H -p -o value`: one raw value; compressratio is "1.83x" in
+		# older libzfs, "1.83" in newer [OZ lib/libzfs/libzfs_dataset.c].
+		for _s_p in compressratio used logicalused referenced logicalreferenced; do
+			if _s_v=$(timeout 60 zfs get -H -p -o value "$_s_p" "$_s_pool" 2>/dev/null); then
+				case $_s_v in '' | -) continue ;; esac
+				kv "zfs_$_s_p" "${_s_v%x}"
+			fi
+		done
+	fi
+}
+
+# FreeBSD has no drop_caches: UFS's cached pages go with an unmount (mounted
+# again with the options `mount -p` shows), ZFS's ARC with `zpool export`
+# (+ import).  Either needs the filesystem idle: with PostgreSQL running
+# the cache is kept and the method says why.
+verb_drop_caches() {
+	_dc_fs=$(opt fs "" ${1+"$@"})
+	[ -z "$_dc_fs" ] || check_fs "$_dc_fs"
+	sync
+	case $_dc_fs in
+	'')
+		kv drop_caches_method "none: no fs= given (FreeBSD has no drop_caches)"
+		;;
+	ufs)
+		_dc_dev=$(resolve "$(need dev ${1+"$@"})")
+		_dc_line=$(mount_p | awk -v d="$_dc_dev" '$1 == d { print $2, $4 }' | tail -n 1)
+		if [ -z "$_dc_line" ]; then
+			kv drop_caches_method "none: $_dc_dev is not mounted"
+			return 0
+		fi
+		_dc_mnt=${_dc_line%% *}
+		_dc_opts=${_dc_line#* }
+		if try umount "$_dc_mnt"; then
+			run mount -t ufs -o "$_dc_opts" "$_dc_dev" "$_dc_mnt"
+			kv drop_caches_method ufs-umount-mount
+		else
+			kv drop_caches_method "none: umount $_dc_mnt failed (busy: PostgreSQL running?); UFS cache kept"
+		fi
+		;;
+	zfs)
+		_dc_pool=$(need pool ${1+"$@"})
+		check_pool "$_dc_pool"
+		_dc_dev=$(resolve "$(need dev ${1+"$@"})")
+		if try zpool export "$_dc_pool"; then
+			# Import from a folder holding only our device: another pool of the
+			# same name elsewhere on this kernel must never be picked up.
+			_dc_dir=$(mktemp -d "${TMPDIR:-/tmp}/fsmx-import.XXXXXX")
+			ln -s "$_dc_dev" "$_dc_dir/$(basename "$_dc_dev")"
+			if try zpool import -d "$_dc_dir" "$_dc_pool"; then
+				rm -rf "$_dc_dir"
+				kv drop_caches_method zfs-export-import
+				kv zfs_cache exported-imported
+			else
+				rm -rf "$_dc_dir"
+				die "zpool import -d <dir with $_dc_dev> $_dc_pool failed after export: the pool is exported"
+			fi
+		else
+			kv drop_caches_method "none: zpool export $_dc_pool failed (busy: PostgreSQL running?)"
+			kv zfs_cache "kept: pool busy (FreeBSD has no drop_caches; the ARC is released only by export)"
+		fi
+		;;
+	esac
+}
+
+verb_teardown() {
+	_t_dev=$(need dev ${1+"$@"})
+	check_abs dev "$_t_dev"
+	_t_real=$(resolve "$_t_dev")
+	_t_mnt=$(opt mnt "" ${1+"$@"})
+	_t_pool=$(opt pool "" ${1+"$@"})
+	_t_bin=$(opt pg_bin "" ${1+"$@"})
+	_t_fail=
+	# 1. PostgreSQL (only when its data dir is reachable: mounted or not).
+	if [ -n "$_t_mnt" ] && [ -n "$_t_bin" ] && [ -f "${_t_mnt%/}/pgdata/postmaster.pid" ]; then
+		PG_BIN=$_t_bin
+		PG_USER=$(opt pg_user postgres ${1+"$@"})
+		PGDATA=${_t_mnt%/}/pgdata
+		if pg_running; then
+			if (pg_stop_cluster >/dev/null); then kv postgres stopped; else
+				kv postgres "still running"
+				_t_fail="$_t_fail postgres"
+			fi
+		else
+			kv postgres not-running
+		fi
+	else
+		kv postgres not-running
+	fi
+	# 2. Unmount mnt, but only a mount of our device or pool.
+	_t_unmounted=no
+	if [ -n "$_t_mnt" ] && [ -d "$_t_mnt" ]; then
+		_t_rmnt=$(resolve "$_t_mnt")
+		_t_i=0
+		while _t_line=$(mount_line "$_t_rmnt") && [ -n "$_t_line" ]; do
+			_t_src=${_t_line%% *}
+			if [ "$(resolve "$_t_src")" != "$_t_real" ] && { [ -z "$_t_pool" ] || [ "$_t_src" != "$_t_pool" ]; }; then
+				log "not unmounting $_t_rmnt: mounted from $_t_src, not $_t_dev${_t_pool:+ or $_t_pool}"
+				break
+			fi
+			if try umount "$_t_rmnt"; then
+				_t_unmounted=yes
+				continue
+			fi
+			_t_i=$((_t_i + 1))
+			if [ "$_t_i" -ge 10 ]; then
+				_t_fail="$_t_fail unmount"
+				break
+			fi
+			sleep 1
+		done
+	fi
+	kv unmounted "$_t_unmounted"
+	# 3. The pool, if imported and built on our device.
+	if [ -n "$_t_pool" ] && command -v zpool >/dev/null 2>&1 &&
+		timeout 20 zpool list "$_t_pool" >/dev/null 2>&1; then
+		check_pool "$_t_pool"
+		if [ "$(zpool_vdev_of "$(geom_name "$_t_real")" "$_t_pool")" = "$_t_pool" ]; then
+			_t_i=0
+			until try zpool destroy -f "$_t_pool"; do
+				_t_i=$((_t_i + 1))
+				if [ "$_t_i" -ge 20 ]; then
+					_t_fail="$_t_fail pool"
+					break
+				fi
+				sleep 1
+			done
+			if timeout 20 zpool list "$_t_pool" >/dev/null 2>&1; then kv pool "still imported"; else kv pool destroyed; fi
+		else
+			kv pool "absent: $_t_pool is not on $_t_dev"
+		fi
+	else
+		kv pool absent
+	fi
+	# 4. The device: wiped only if safe (guard checks in a subshell, so a
+	#    refusal is reported, not fatal) and blank or ours.
+	_t_allowed=
+	for _t_a in ${1+"$@"}; do
+		case $_t_a in allowed=*) _t_allowed="$_t_allowed ${_t_a#allowed=}" ;; esac
+	done
+	if _t_why=$( (guard "$_t_dev" teardown "$_t_allowed") 2>&1); then
+		signature "$_t_real"
+		case $SIG in
+		none | fsmx)
+			if [ "$SIG" = fsmx ] || ! first_mib_zero "$_t_real"; then
+				wipe "$_t_real"
+			fi
+			signature "$_t_real"
+			if [ "$SIG" = none ]; then kv device blank; else
+				kv device "not blank after wipe: $SIG_DETAIL"
+				_t_fail="$_t_fail device"
+			fi
+			;;
+		*) kv device "untouched: foreign signature ($SIG_DETAIL)" ;;
+		esac
+	else
+		kv device "untouched: $(printf '%s' "$_t_why" | tr '\n' ' ')"
+	fi
+	[ -z "$_t_fail" ] || die "could not clean:$_t_fail"
+}
+
+usage() {
+	log "usage: freebsd.sh VERB name=value ...
+verbs: facts preflight pg-check-settings make-fs mount pg-init pg-start load run sizes drop-caches pg-stop teardown cat
+see docs/remote-scripts.md"
+}
+
+main() {
+	if [ "$#" -lt 1 ]; then
+		usage
+		exit 2
+	fi
+	FSMX_VERB=$1
+	shift
+	check_args ${1+"$@"}
+	case $FSMX_VERB in
+	facts) verb_facts ${1+"$@"} ;;
+	preflight) verb_preflight ${1+"$@"} ;;
+	make-fs) verb_make_fs ${1+"$@"} ;;
+	mount) verb_mount ${1+"$@"} ;;
+	pg-init) verb_pg_init ${1+"$@"} ;;
+	pg-start) verb_pg_start ${1+"$@"} ;;
+	pg-stop) verb_pg_stop ${1+"$@"} ;;
+	pg-check-settings) verb_pg_check_settings ${1+"$@"} ;;
+	load) verb_load ${1+"$@"} ;;
+	run) verb_run ${1+"$@"} ;;
+	sizes) verb_sizes ${1+"$@"} ;;
+	drop-caches) verb_drop_caches ${1+"$@"} ;;
+	teardown) verb_teardown ${1+"$@"} ;;
+	cat) verb_cat ${1+"$@"} ;;
+	-h | --help | help)
+		usage
+		exit 0
+		;;
+	*)
+		usage
+		usage_die "unknown verb '$FSMX_VERB'"
+		;;
+	esac
+}
+
+main ${1+"$@"}
