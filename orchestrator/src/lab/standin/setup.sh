@@ -1,0 +1,237 @@
+#!/bin/bash
+# Builds a stand-in BSD host (docs/standin-hosts.md, steps 1-4 and 6) inside a lab host's
+# private mount namespace:
+#   setup.sh OS DEVICE BSDNAME EMUDIR
+# OS: freebsd; DEVICE: the host's real spare block device (e.g. /dev/loop3); BSDNAME: its
+# BSD name (e.g. ada1); EMUDIR: a folder holding OS/<emulator> files (temporary: copied).
+# Run as root, once per host.  Afterwards the namespace shows a BSD userland:
+#   /usr/bin, /usr/sbin, /usr/local are tmpfs holding POSIX tools (links to the real ones),
+#   the emulators and PostgreSQL as FreeBSD packages install it; /dev is a private tmpfs
+#   with null zero full random urandom tty fuse fd std{in,out,err} shm and /dev/BSDNAME.
+# The real tools stay reachable for the emulators at /run/fsmx-standin/real/{bin,sbin}.
+set -euo pipefail
+
+die() {
+	echo "setup.sh: $*" >&2
+	exit 1
+}
+
+[ $# -eq 4 ] || die "usage: setup.sh OS DEVICE BSDNAME EMUDIR"
+OS=$1 DEVICE=$2 BSDNAME=$3 EMUDIR=$4
+ST=/run/fsmx-standin
+R=$ST/real
+
+# POSIX tools a FreeBSD base system also has: links to the real (GNU/Debian) ones.
+POSIX_TOOLS=(
+	sh echo pwd cat cp mv rm mkdir rmdir ln chmod chown chgrp ls head tail tr cut sed awk grep wc
+	sort uniq sleep date id printf env test '[' expr basename dirname tee touch dd sync kill
+	ps pgrep pkill hostname find xargs od df mktemp true false nice renice realpath
+	readlink timeout tcsh csh scp cmp diff comm paste split gzip gunzip zcat tar nohup stty
+	logger seq whoami uptime install printenv yes tty logname locale getconf nproc
+	truncate hexdump which
+)
+# Real tools the emulators call (through $R/bin, $R/sbin); listed so that a tool reached
+# through an absolute symlink (awk -> /etc/alternatives/awk -> /usr/bin/mawk) still
+# resolves once /usr/bin is replaced.
+EMU_DEPS=(
+	awk sh cat stat blockdev blkid partx wipefs od dd sort sha256sum find sed tr cut getent
+	getconf date mktemp rm readlink realpath runuser flock env id wc tail head dirname tee
+	ls printf mount umount mkfs.ext4 tune2fs dumpe2fs e2fsck zpool zfs zdb
+)
+# Where FreeBSD keeps each emulated command (Debian is usr-merged: /bin is /usr/bin).
+emu_dir() {
+	case $1 in
+	uname|freebsd-version|kenv|du|stat|su|lockf|zdb) echo /usr/bin ;;
+	sysctl|geom|gpart|mount|umount|newfs|tunefs|zpool|zfs|sha256) echo /usr/sbin ;;
+	diskinfo|fstyp|swapinfo|pw) echo /usr/sbin ;;
+	*) return 1 ;;
+	esac
+}
+
+case $OS in
+freebsd) ;;
+*) die "unsupported OS '$OS' (this setup knows: freebsd)" ;;
+esac
+[[ $BSDNAME =~ ^[a-z]+[0-9]+$ ]] || die "bad BSD disk name '$BSDNAME'"
+[ "$(id -u)" = 0 ] || die "must run as root"
+[ -d "$ST" ] || die "$ST is missing (lab.sh creates it)"
+if [ -e "$ST/os" ] || [ -e "$R" ]; then
+	die "this namespace is already a stand-in ($ST/os exists): run setup.sh once per host"
+fi
+[ -b "$DEVICE" ] || die "$DEVICE is not a block device"
+[ -d "$EMUDIR/$OS" ] || die "$EMUDIR/$OS: no emulators there"
+# Never hide /usr/bin of the machine itself: a lab host's mount namespace is its init's
+# (PID 1 of its pid namespace, "fsmx-init"); any other must differ from PID 1's.
+init_args=$'\n'$(tr '\0' '\n' </proc/1/cmdline)$'\n'
+if [ "$(readlink /proc/self/ns/mnt)" = "$(readlink /proc/1/ns/mnt)" ] &&
+	[[ $init_args != *$'\n'fsmx-init$'\n'* ]]; then
+	die "not inside a private mount namespace (run it in a lab host, or under unshare -m --propagation private)"
+fi
+if awk '$5 == "/usr/bin" { f = 1 } END { exit !f }' /proc/self/mountinfo; then
+	die "/usr/bin is already a mount point here: not setting up twice"
+fi
+
+# "maj min" (decimal) of a device node
+majmin() {
+	local t
+	t=$(stat -L -c '%t %T' "$1")
+	printf '%d %d\n' "0x${t% *}" "0x${t#* }"
+}
+
+# --- read everything needed from the real /usr and /dev before hiding them ------------
+declare -A CHARDEV
+for n in null zero full random urandom tty fuse; do
+	if [ -c "/dev/$n" ]; then
+		CHARDEV[$n]=$(majmin "/dev/$n")
+	fi
+done
+DISKNUM=$(majmin "$DEVICE")
+
+# path under /usr/{bin,sbin} -> the same file seen through $R
+in_real() {
+	case $1 in
+	/usr/bin/*) echo "$R/bin/${1#/usr/bin/}" ;;
+	/usr/sbin/*) echo "$R/sbin/${1#/usr/sbin/}" ;;
+	*) echo "$1" ;;
+	esac
+}
+
+declare -A LINKS  # link in the BSD view -> target
+# add_tool NAME EXPOSE: EXPOSE=1 puts NAME in the view (a link to its final target);
+# EXPOSE=0 only repairs an absolute link chain for the emulators' use
+add_tool() {
+	local name=$1 expose=$2 d p tgt first
+	for d in bin sbin; do
+		p=/usr/$d/$name
+		[ -e "$p" ] || continue
+		tgt=$(readlink -f "$p")
+		if [ "$expose" = 1 ]; then
+			if [ "$tgt" = "$p" ]; then
+				LINKS[$p]=$(in_real "$p")
+			else
+				LINKS[$p]=$(in_real "$tgt")
+			fi
+		fi
+		# An emulator reaches NAME as $R/.../NAME: an absolute link (through
+		# /etc/alternatives) must still find its final target in the view.
+		if [ "$expose" = 0 ] && [ -L "$p" ]; then
+			first=$(readlink "$p")
+			case $first in
+			/*)
+				case $tgt in
+				/usr/bin/*|/usr/sbin/*) LINKS[$tgt]=$(in_real "$tgt") ;;
+				esac ;;
+			esac
+		fi
+		return 0
+	done
+	return 0
+}
+for t in "${POSIX_TOOLS[@]}"; do add_tool "$t" 1; done
+for t in "${EMU_DEPS[@]}"; do add_tool "$t" 0; done
+[ -x /usr/sbin/sshd ] && LINKS[/usr/sbin/sshd]=$R/sbin/sshd
+# sudo is a FreeBSD package (security/sudo): /usr/local/bin/sudo, for become = "sudo"
+[ -x /usr/bin/sudo ] && LINKS[/usr/local/bin/sudo]=$R/bin/sudo
+
+PGBIN=
+if [ -d /usr/lib/postgresql ]; then
+	v=$(find /usr/lib/postgresql -mindepth 1 -maxdepth 1 -printf "%f\n" | sort -V | tail -n 1)
+	[ -n "$v" ] && PGBIN=/usr/lib/postgresql/$v/bin
+fi
+if [ -n "$PGBIN" ]; then
+	# The server and client packages put every program in /usr/local/bin (createdb,
+	# pg_isready, pg_dump, ... too).
+	for x in "$PGBIN"/*; do
+		[ -x "$x" ] && LINKS[/usr/local/bin/${x##*/}]=$x
+	done
+else
+	echo "setup.sh: warning: no /usr/lib/postgresql/<version>: no PostgreSQL in /usr/local/bin" >&2
+fi
+
+# --- 1. the real tools, for the emulators only -----------------------------------------
+mount -t tmpfs -o mode=0755,size=16m fsmx-standin "$ST"
+mkdir -p "$R/bin" "$R/sbin" "$ST/emu"
+mount --bind /usr/bin "$R/bin"
+mount -o remount,bind,ro "$R/bin"
+mount --bind /usr/sbin "$R/sbin"
+mount -o remount,bind,ro "$R/sbin"
+EMUS=()
+for f in "$EMUDIR/$OS"/*; do
+	[ -f "$f" ] || continue
+	cp "$f" "$ST/emu/"
+	if [ -x "$f" ]; then
+		chmod 0755 "$ST/emu/${f##*/}"
+		EMUS+=("${f##*/}")
+	fi
+done
+printf '%s\n' "$OS" >"$ST/os"
+printf '%s\n' "$BSDNAME" >"$ST/disks"
+# From here on the tools come from the bind mounts.
+PATH=$R/sbin:$R/bin
+export PATH
+hash -r
+
+# --- 2. the BSD userland view ------------------------------------------------------------
+mount -t tmpfs -o mode=0755,size=8m fsmx-standin-bin /usr/bin
+mount -t tmpfs -o mode=0755,size=8m fsmx-standin-sbin /usr/sbin
+mount -t tmpfs -o mode=0755,size=8m fsmx-standin-local /usr/local
+mkdir -p /usr/local/bin /usr/local/sbin /usr/local/etc /usr/local/lib /usr/local/share
+for l in "${!LINKS[@]}"; do
+	ln -s "${LINKS[$l]}" "$l"
+done
+for e in "${EMUS[@]}"; do
+	if d=$(emu_dir "$e"); then
+		:
+	else
+		echo "setup.sh: note: emulator '$e' has no known FreeBSD place: installed in /usr/sbin" >&2
+		d=/usr/sbin
+	fi
+	ln -sfn "$ST/emu/$e" "$d/$e"
+done
+
+# --- 3. /dev -------------------------------------------------------------------------------
+# Built aside, then moved over the old /dev, which is detached (with its submounts: pts,
+# shm, mqueue, ...) so that /proc/mounts lists no Linux /dev mounts.
+ND=$ST/newdev
+mkdir "$ND"
+mount -t tmpfs -o mode=0755,size=1m,nosuid fsmx-standin-dev "$ND"
+# node NAME TYPE MODE "MAJ MIN" [OLDNAME]: mknod, or bind the old node where mknod is refused
+node() {
+	local name=$1 type=$2 mode=$3 num=$4 old=${5:-$1} err
+	# (no 2>/dev/null here: the new /dev has no null yet)
+	# shellcheck disable=SC2086
+	if ! err=$(mknod -m "$mode" "$ND/$name" "$type" $num 2>&1); then
+		echo "setup.sh: note: mknod $name refused ($err): binding /dev/$old" >&2
+		touch "$ND/$name"
+		mount --bind "/dev/$old" "$ND/$name"
+	fi
+}
+for n in null zero full random urandom tty fuse; do
+	if [ -n "${CHARDEV[$n]-}" ]; then
+		node "$n" c 0666 "${CHARDEV[$n]}"
+	fi
+done
+ln -s /proc/self/fd "$ND/fd"
+ln -s /proc/self/fd/0 "$ND/stdin"
+ln -s /proc/self/fd/1 "$ND/stdout"
+ln -s /proc/self/fd/2 "$ND/stderr"
+mkdir -m 1777 "$ND/shm"
+mount -t tmpfs -o mode=1777,nosuid,nodev fsmx-standin-shm "$ND/shm"
+node "$BSDNAME" b 0640 "$DISKNUM" "${DEVICE#/dev/}"
+umount -l /dev
+mount --move "$ND" /dev
+rmdir "$ND"
+
+# --- check ------------------------------------------------------------------------------------
+PATH=/sbin:/bin:/usr/sbin:/usr/bin:/usr/local/sbin:/usr/local/bin
+hash -r
+for t in lsblk blkid wipefs findmnt runuser losetup flock sha256sum; do
+	if command -v "$t" >/dev/null 2>&1; then
+		die "check failed: Linux-only '$t' is still visible"
+	fi
+done
+for t in sh uname sysctl; do
+	command -v "$t" >/dev/null 2>&1 || die "check failed: '$t' is missing from the view"
+done
+[ -b "/dev/$BSDNAME" ] || die "check failed: /dev/$BSDNAME is not a block device"
+echo "setup.sh: $OS stand-in ready: /dev/$BSDNAME is $DEVICE"
