@@ -26,6 +26,9 @@ pub enum LabAction {
         disk_size: String,
         /// Install missing Debian packages instead of only naming them.
         install: bool,
+        /// Host i's OS is the i-th (the last repeats): `linux`, or a
+        /// stand-in ([`STANDIN_OSES`]).
+        oses: Vec<String>,
     },
     Down {
         dir: PathBuf,
@@ -48,6 +51,64 @@ pub enum LabError {
     Script(std::io::Error),
     #[error("run bash (is it installed?): {0}")]
     Bash(std::io::Error),
+    #[error("--os {0:?}: valid: linux, {valid} (comma-separated, one per host, the last repeats)", valid = STANDIN_OSES.join(", "))]
+    Os(String),
+    #[error("write the stand-in files to a temporary folder: {0}")]
+    Standin(std::io::Error),
+}
+
+/// The OSes a lab host can stand in for (docs/standin-hosts.md).
+pub const STANDIN_OSES: &[&str] = &["freebsd"];
+
+/// The stand-in files, as shipped in the binary: `setup.sh` (builds a
+/// stand-in's BSD view inside its mount namespace) and the emulated BSD
+/// commands, by OS.
+pub const STANDIN_FILES: &[(&str, &str)] = &[
+    ("setup.sh", include_str!("lab/standin/setup.sh")),
+    ("freebsd/uname", include_str!("lab/standin/freebsd/uname")),
+    (
+        "freebsd/freebsd-version",
+        include_str!("lab/standin/freebsd/freebsd-version"),
+    ),
+    ("freebsd/sysctl", include_str!("lab/standin/freebsd/sysctl")),
+    ("freebsd/kenv", include_str!("lab/standin/freebsd/kenv")),
+    (
+        "freebsd/diskinfo",
+        include_str!("lab/standin/freebsd/diskinfo"),
+    ),
+    ("freebsd/geom", include_str!("lab/standin/freebsd/geom")),
+    ("freebsd/gpart", include_str!("lab/standin/freebsd/gpart")),
+    (
+        "freebsd/swapinfo",
+        include_str!("lab/standin/freebsd/swapinfo"),
+    ),
+    ("freebsd/du", include_str!("lab/standin/freebsd/du")),
+    ("freebsd/stat", include_str!("lab/standin/freebsd/stat")),
+    ("freebsd/sha256", include_str!("lab/standin/freebsd/sha256")),
+    ("freebsd/su", include_str!("lab/standin/freebsd/su")),
+    ("freebsd/pw", include_str!("lab/standin/freebsd/pw")),
+    ("freebsd/lockf", include_str!("lab/standin/freebsd/lockf")),
+    ("freebsd/fstyp", include_str!("lab/standin/freebsd/fstyp")),
+    ("freebsd/zdb", include_str!("lab/standin/freebsd/zdb")),
+    ("freebsd/mount", include_str!("lab/standin/freebsd/mount")),
+    ("freebsd/umount", include_str!("lab/standin/freebsd/umount")),
+    ("freebsd/newfs", include_str!("lab/standin/freebsd/newfs")),
+    ("freebsd/tunefs", include_str!("lab/standin/freebsd/tunefs")),
+    ("freebsd/zpool", include_str!("lab/standin/freebsd/zpool")),
+    ("freebsd/zfs", include_str!("lab/standin/freebsd/zfs")),
+];
+
+/// `--os` values, checked: each `linux` or a stand-in OS.
+fn oses_arg(oses: &[String]) -> Result<String, LabError> {
+    if oses.is_empty() {
+        return Err(LabError::Os(String::new()));
+    }
+    for o in oses {
+        if o != "linux" && !STANDIN_OSES.contains(&o.as_str()) {
+            return Err(LabError::Os(o.clone()));
+        }
+    }
+    Ok(oses.join(","))
 }
 
 /// Checks a `--disk-size` value: what `truncate -s` takes, without fractions or suffix
@@ -72,6 +133,7 @@ pub fn script_args(action: &LabAction) -> Result<Vec<String>, LabError> {
             hosts,
             disk_size,
             install,
+            oses,
         } => {
             if *hosts == 0 || *hosts > MAX_HOSTS {
                 return Err(LabError::Hosts(*hosts));
@@ -85,6 +147,7 @@ pub fn script_args(action: &LabAction) -> Result<Vec<String>, LabError> {
                 hosts.to_string(),
                 disk_size.clone(),
                 if *install { "1" } else { "0" }.into(),
+                oses_arg(oses)?,
             ]
         }
         LabAction::Down { dir } => vec!["down".into(), dir_arg(dir)?.into()],
@@ -103,12 +166,32 @@ pub fn run_script(args: &[String]) -> Result<u8, LabError> {
     file.write_all(LAB_SH.as_bytes())
         .and_then(|()| file.flush())
         .map_err(LabError::Script)?;
+    let standin = write_standin_files().map_err(LabError::Standin)?;
     let status = Command::new("bash")
         .arg(file.path())
         .args(args)
+        .env("FSMATRIX_LAB_STANDIN", standin.path())
         .status()
         .map_err(LabError::Bash)?;
     Ok(status.code().map_or(1, |c| u8::try_from(c).unwrap_or(1)))
+}
+
+/// [`STANDIN_FILES`] in a fresh temporary folder (removed when dropped);
+/// the emulators executable.
+fn write_standin_files() -> std::io::Result<tempfile::TempDir> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("fsmatrix-standin-")
+        .tempdir()?;
+    for (name, body) in STANDIN_FILES {
+        let path = dir.path().join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&path, body)?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+    }
+    Ok(dir)
 }
 
 /// Run `action`: the script's exit code (a signal counts as 1).
@@ -126,6 +209,7 @@ mod tests {
             hosts,
             disk_size: disk.into(),
             install: true,
+            oses: vec!["linux".into()],
         }
     }
 
@@ -152,7 +236,47 @@ mod tests {
     #[test]
     fn up_arguments() {
         let args = script_args(&up(3, "4G", "/var/lib/fsmatrix/lab")).expect("valid");
-        assert_eq!(args, ["up", "/var/lib/fsmatrix/lab", "3", "4G", "1"]);
+        assert_eq!(
+            args,
+            ["up", "/var/lib/fsmatrix/lab", "3", "4G", "1", "linux"]
+        );
+        let mut mixed = up(3, "4G", "/x");
+        if let LabAction::Up { oses, .. } = &mut mixed {
+            *oses = vec!["linux".into(), "freebsd".into()];
+        }
+        assert_eq!(script_args(&mixed).expect("valid")[5], "linux,freebsd");
+    }
+
+    #[test]
+    fn unknown_oses_are_refused_with_the_valid_ones() {
+        for bad in [
+            vec![],
+            vec!["linux".to_string(), "windows".into()],
+            vec!["FreeBSD".into()],
+            vec!["linux;id".into()],
+        ] {
+            let mut a = up(3, "4G", "/x");
+            if let LabAction::Up { oses, .. } = &mut a {
+                *oses = bad.clone();
+            }
+            let e = script_args(&a).expect_err("refused");
+            assert!(
+                e.to_string().contains("valid: linux, freebsd"),
+                "{bad:?}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_emulator_is_posix_sh_and_setup_is_bash() {
+        for (name, body) in STANDIN_FILES {
+            let first = body.lines().next().unwrap_or_default();
+            if *name == "setup.sh" {
+                assert_eq!(first, "#!/bin/bash", "{name}");
+            } else {
+                assert_eq!(first, "#!/bin/sh", "{name}");
+            }
+        }
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub fn lab(cmd: LabCommand) -> CmdResult {
             hosts: a.hosts,
             disk_size: a.disk_size,
             install: a.install,
+            oses: a.os,
         },
         LabCommand::Down(d) => LabAction::Down { dir: d.dir },
         LabCommand::Status(d) => LabAction::Status { dir: d.dir },

@@ -79,6 +79,11 @@ pub struct LabUpArgs {
     /// Install missing Debian packages with apt-get instead of only naming them.
     #[arg(long)]
     pub install: bool,
+    /// The OS of each host, comma-separated: host i gets the i-th, the last
+    /// one repeats (`linux,freebsd`: lab1 Linux, the others FreeBSD
+    /// stand-ins: Linux hosts dressed as FreeBSD, see docs/standin-hosts.md).
+    #[arg(long, value_delimiter = ',', default_value = "linux")]
+    pub os: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The local lab: N throwaway Linux hosts on this machine (see README, "The local lab").
 #
-#   lab.sh up     DIR HOSTS DISK_SIZE INSTALL(0|1)
+#   lab.sh up     DIR HOSTS DISK_SIZE INSTALL(0|1) [OSES]
 #   lab.sh down   DIR
 #   lab.sh status DIR
 #
@@ -10,9 +10,13 @@
 #     (fsmx-vI) to the bridge fsmx-br0 = 10.203.0.1/24 in the root namespace;
 #   - a persistent mount + uts + ipc + pid namespace held by a small init (PID 1 of the
 #     host), with private tmpfs on /tmp /var/tmp /mnt /run/postgresql /run/zfs /run/lock
-#     /etc/zfs /run/sshd, entered with nsenter;
+#     /etc/zfs /run/sshd /run/fsmx-standin /run/fsmatrix, entered with nsenter;
 #   - an sshd (own host key, key auth for root only) and a zfs-fuse daemon inside it;
-#   - a sparse file under DIR + a loop device as its spare disk.
+#   - a sparse file under DIR + a loop device as its spare disk;
+#   - for a stand-in host (OSES, a comma list, host i gets the i-th, the last repeats):
+#     a BSD userland view built by standin/setup.sh inside its mount namespace (see
+#     docs/standin-hosts.md); the stand-in files come from the folder named by
+#     FSMATRIX_LAB_STANDIN (fsmatrix writes them there).
 # Every resource is recorded in DIR before or right after it is made, and `down` only
 # removes what DIR records (or what is provably ours: loop devices backed by DIR's files).
 #
@@ -27,7 +31,20 @@ readonly NET=10.203.0
 readonly LOCK=/run/lock/fsmatrix-lab.lock
 readonly LOOP_CONTROL="${FSMATRIX_LAB_LOOP_CONTROL:-/dev/loop-control}"
 # Folders each host gets its own tmpfs on; DIR must not live under one of them.
-readonly PRIVATE_DIRS="/tmp /var/tmp /mnt /run/postgresql /run/zfs /run/lock /etc/zfs /run/sshd"
+readonly PRIVATE_DIRS="/tmp /var/tmp /mnt /run/postgresql /run/zfs /run/lock /etc/zfs /run/sshd /run/fsmx-standin /run/fsmatrix"
+# The BSD name of a stand-in's spare disk (the first SATA disk after the system's).
+bsd_disk() {
+	case $1 in
+	freebsd) printf 'ada1' ;;
+	*) return 1 ;;
+	esac
+}
+# OS of host I from the comma list OSES (the last one repeats).
+os_of() {
+	local i=$1 oses=$2 list
+	IFS=, read -r -a list <<<"$oses"
+	if [ "$i" -le "${#list[@]}" ]; then printf '%s' "${list[$((i - 1))]}"; else printf '%s' "${list[-1]}"; fi
+}
 
 log() { printf '%s\n' "$*" >&2; }
 die() {
@@ -79,6 +96,10 @@ missing_packages() {
 			printf '%s\n' "$pkg"
 	done
 	[ -n "$(pg_bin_dir)" ] || printf '%s\n' postgresql
+	# The FreeBSD stand-in's root logs in with tcsh (csh was root's shell before 14).
+	case ",${OSES:-linux}," in
+	*,freebsd,*) [ -x /usr/bin/tcsh ] || printf '%s\n' tcsh ;;
+	esac
 	return 0
 }
 
@@ -167,6 +188,8 @@ for d in '"$PRIVATE_DIRS"'; do
 	fi
 done
 chmod 1777 /tmp /var/tmp /run/lock
+# The BSD host lock folder (/var/run/fsmatrix): root'"'"'s own, as mkdir under umask 077 makes it.
+chmod 0700 /run/fsmatrix
 install -d -m 0755 -o '"$SUDO_USER_NAME"' -g '"$SUDO_USER_NAME"' /var/tmp/'"$SUDO_USER_NAME"'
 chown postgres:postgres /run/postgresql 2>/dev/null || true
 chmod 2775 /run/postgresql
@@ -207,14 +230,14 @@ wait_for() {
 has_child() { [ -n "$(cat "/proc/$1/task/$1/children" 2>/dev/null)" ]; }
 
 init_ready() {
-	# The init mounts /run/sshd last; its hostname is set right after.
+	# The init sets its hostname right after its private mounts.
 	local pid=$1 host=$2
 	awk -v h="fsmx-$host" '$1 == h && $2 == "/run/sshd" { f = 1 } END { exit !f }' "/proc/$pid/mounts" &&
 		[ "$(nsenter -t "$pid" -u -- hostname)" = "$host" ]
 }
 
 up_host() {
-	local i=$1 disk_size=$2
+	local i=$1 disk_size=$2 os=$3
 	local host="lab$i" ns="fsmx-lab$i" veth="fsmx-v$i" ip hd outer inner loop
 	ip=$(host_ip "$i")
 	hd="$DIR/hosts/$host"
@@ -234,9 +257,10 @@ up_host() {
 	truncate -s "$disk_size" "$hd/disk.img"
 	loop=$(losetup --find --show "$hd/disk.img")
 	printf '%s\n' "$loop" >"$hd/device"
+	printf '%s\n' "$os" >"$hd/os"
 
 	# Host: mount/uts/ipc/pid namespaces held by the init.
-	host_etc "$host" "$hd/etc"
+	host_etc "$host" "$hd/etc" "$os"
 	setsid ip netns exec "$ns" unshare --mount --uts --ipc --pid --fork --mount-proc \
 		--propagation private bash -c "$INIT_SCRIPT" fsmx-init "$host" "$hd/etc" \
 		</dev/null >"$hd/init.log" 2>&1 9>&- &
@@ -273,12 +297,35 @@ EOF
 
 	# zfs-fuse: one daemon per host, its socket/lock/cache private to the host.
 	in_host "$i" /usr/sbin/zfs-fuse --pidfile /run/zfs/zfs-fuse.pid
+
+	# A stand-in: its BSD view, built inside its mount namespace (the files reach it
+	# as a tar stream: the host's /tmp is its own).
+	if [ "$os" != linux ]; then
+		local bsd
+		bsd=$(bsd_disk "$os") || die 2 "no stand-in for '$os'"
+		# The BSD name is what the inventory lists for this host.
+		printf '/dev/%s\n' "$bsd" >"$hd/device.bsd"
+		# shellcheck disable=SC2016 # expanded by the host's bash
+		tar -C "$STANDIN" -cf - . | in_host "$i" bash -c '
+			set -e
+			d=$(mktemp -d /tmp/fsmx-standin.XXXXXX)
+			tar -C "$d" -xf -
+			bash "$d/setup.sh" "$1" "$2" "$3" "$d"
+			rm -rf "$d"' fsmx-standin "$os" "$loop" "$bsd" ||
+			die 1 "failed to build the $os stand-in $host (see above)"
+	fi
 }
 
 host_etc() {
-	local host=$1 etc=$2
+	local host=$1 etc=$2 os=$3
 	mkdir -p "$etc/sudoers.d"
 	cp -p /etc/passwd /etc/group /etc/shadow "$etc/"
+	if [ "$os" = freebsd ]; then
+		# root's login shell: csh-family, as on FreeBSD before 14; postgres's /bin/sh, as
+		# the FreeBSD package makes it (pw usershow: /var/db/postgres:/bin/sh).
+		awk -F: -v OFS=: '$1 == "root" { $7 = "/bin/tcsh" } $1 == "postgres" { $7 = "/bin/sh" } { print }' \
+			/etc/passwd >"$etc/passwd"
+	fi
 	if ! grep -q "^$SUDO_USER_NAME:" "$etc/passwd"; then
 		printf '%s:x:%d:%d:fsmatrix lab sudo user:/var/tmp/%s:/bin/sh\n' \
 			"$SUDO_USER_NAME" "$SUDO_USER_ID" "$SUDO_USER_ID" "$SUDO_USER_NAME" >>"$etc/passwd"
@@ -297,7 +344,7 @@ host_etc() {
 }
 
 write_inventory() {
-	local n=$1 pg_bin=$2 i
+	local n=$1 pg_bin=$2 i os
 	{
 		printf '%s\n' "# Written by \`fsmatrix lab up\` on $(date -u +%Y-%m-%dT%H:%M:%SZ): the local lab's hosts."
 		printf '[defaults]\n'
@@ -316,7 +363,15 @@ write_inventory() {
 			printf 'name = "lab%d"\n' "$i"
 			printf 'address = "%s"\n' "$(host_ip "$i")"
 			printf 'port = 22\n'
-			printf 'devices = ["%s"]\n' "$(cat "$DIR/hosts/lab$i/device")"
+			os=$(cat "$DIR/hosts/lab$i/os")
+			if [ "$os" = linux ]; then
+				printf 'devices = ["%s"]\n' "$(cat "$DIR/hosts/lab$i/device")"
+			else
+				printf 'os = "%s"\n' "$os"
+				printf '# a stand-in: a Linux lab host dressed as %s (its numbers mean nothing)\n' "$os"
+				printf 'pg_bin = "/usr/local/bin"\n'
+				printf 'devices = ["%s"]\n' "$(cat "$DIR/hosts/lab$i/device.bsd")"
+			fi
 		done
 	} >"$DIR/inventory.toml.tmp"
 	mv "$DIR/inventory.toml.tmp" "$DIR/inventory.toml"
@@ -346,7 +401,7 @@ lab_exists() {
 }
 
 cmd_up() {
-	local n=$1 disk_size=$2 install=$3 t0 pg_bin i ips=()
+	local n=$1 disk_size=$2 install=$3 t0 pg_bin i ips=() o
 	need_linux
 	need_root
 	need_loop
@@ -357,6 +412,18 @@ cmd_up() {
 	if [ "$n" -lt 1 ] || [ "$n" -gt 16 ]; then die 2 "--hosts must be from 1 to 16, not $n"; fi
 	[[ "$disk_size" =~ ^[1-9][0-9]*[KMGT]?$ ]] ||
 		die 2 "--disk-size must be a size like 4G or 2048M, not '$disk_size'"
+	IFS=, read -r -a o <<<"$OSES"
+	for i in "${o[@]}"; do
+		case $i in
+		linux) ;;
+		freebsd)
+			if [ -z "${STANDIN:-}" ] || [ ! -f "$STANDIN/setup.sh" ]; then
+				die 2 "a $i stand-in needs the stand-in files (FSMATRIX_LAB_STANDIN); run lab.sh through \`fsmatrix lab up\`"
+			fi
+			;;
+		*) die 2 "--os: '$i' has no lab host; valid: linux, freebsd" ;;
+		esac
+	done
 
 	exec 9>"$LOCK"
 	flock -n 9 || die 1 "another \`fsmatrix lab\` command is running (lock $LOCK)"
@@ -397,7 +464,7 @@ cmd_up() {
 	ip link set "$BRIDGE" up
 
 	for ((i = 1; i <= n; i++)); do
-		up_host "$i" "$disk_size"
+		up_host "$i" "$disk_size" "$(os_of "$i" "$OSES")"
 		ips+=("$(host_ip "$i")")
 	done
 	for ip in "${ips[@]}"; do
@@ -408,7 +475,7 @@ cmd_up() {
 	trap - EXIT INT TERM
 	log "lab up: $n hosts in $(elapsed "$t0") s; inventory: $DIR/inventory.toml"
 	for ((i = 1; i <= n; i++)); do
-		printf 'lab%d %s %s\n' "$i" "$(host_ip "$i")" "$(cat "$DIR/hosts/lab$i/device")"
+		printf 'lab%d %s %s %s\n' "$i" "$(host_ip "$i")" "$(cat "$DIR/hosts/lab$i/device")" "$(cat "$DIR/hosts/lab$i/os")"
 	done
 }
 
@@ -433,7 +500,7 @@ pids_in_ns_of() {
 comm_of() { cat "/proc/$1/comm" 2>/dev/null || true; }
 
 down_host() {
-	local hd=$1 host pid p dev n pools mnt left
+	local hd=$1 host pid p dev n pools mnt left zpool
 	host=$(basename "$hd")
 	pid=$(cat "$hd/init.pid" 2>/dev/null || true)
 	p=$(cat "$hd/unshare.pid" 2>/dev/null || true)
@@ -455,9 +522,11 @@ down_host() {
 			[ "$left" = 0 ] && break
 			sleep 0.1
 		done
-		# 2. Unmount what is mounted from the host's device (deepest first).
+		# 2. Unmount what is mounted from the host's device (deepest first); a stand-in
+		#    names it by its BSD name.
 		if [ -n "$dev" ]; then
-			awk -v d="$dev" '$1 == d { print $2 }' "/proc/$pid/mounts" | sort -r |
+			awk -v d="$dev" -v b="$(cat "$hd/device.bsd" 2>/dev/null || true)" \
+				'$1 == d || (b != "" && $1 == b) { print $2 }' "/proc/$pid/mounts" | sort -r |
 				while read -r mnt; do
 					nsenter -t "$pid" -m -- umount "$mnt" 2>/dev/null ||
 						nsenter -t "$pid" -m -- umount -l "$mnt" 2>/dev/null || true
@@ -465,10 +534,13 @@ down_host() {
 		fi
 		# 3. zfs-fuse pools: destroy (they live only on this host's device); "pool is
 		#    busy" for a second or so after postgres stops, so retry.
-		pools=$(nsenter -t "$pid" -n -m -u -i -p -- zpool list -H -o name 2>/dev/null || true)
+		#    The real zpool (a stand-in's /usr/sbin/zpool is its emulator).
+		zpool=zpool
+		[ ! -e "$hd/device.bsd" ] || zpool=/run/fsmx-standin/real/sbin/zpool
+		pools=$(nsenter -t "$pid" -n -m -u -i -p -- "$zpool" list -H -o name 2>/dev/null || true)
 		for p in $pools; do
 			for ((n = 0; n < 20; n++)); do
-				nsenter -t "$pid" -n -m -u -i -p -- zpool destroy -f "$p" 2>/dev/null && break
+				nsenter -t "$pid" -n -m -u -i -p -- "$zpool" destroy -f "$p" 2>/dev/null && break
 				sleep 0.5
 			done
 		done
@@ -607,12 +679,15 @@ cmd_status() {
 }
 
 main() {
-	[ $# -ge 2 ] || die 2 "usage: lab.sh up|down|status DIR [HOSTS DISK_SIZE INSTALL]"
+	[ $# -ge 2 ] || die 2 "usage: lab.sh up|down|status DIR [HOSTS DISK_SIZE INSTALL [OSES]]"
 	DIR=${2%/}
 	readonly DIR
 	case "$1" in
 	up)
-		[ $# -eq 5 ] || die 2 "usage: lab.sh up DIR HOSTS DISK_SIZE INSTALL"
+		[ $# -eq 5 ] || [ $# -eq 6 ] || die 2 "usage: lab.sh up DIR HOSTS DISK_SIZE INSTALL [OSES]"
+		OSES=${6:-linux}
+		STANDIN=${FSMATRIX_LAB_STANDIN:-}
+		readonly OSES STANDIN
 		cmd_up "$3" "$4" "$5"
 		;;
 	down) cmd_down ;;
