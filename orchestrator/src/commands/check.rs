@@ -125,6 +125,11 @@ pub fn render_check(reports: &[HostReport]) -> String {
             s.push_str(&format!("{}: {p}\n", r.host));
         }
     }
+    for r in reports {
+        for w in &r.warnings {
+            s.push_str(&format!("{}: warning: {w}\n", r.host));
+        }
+    }
     s
 }
 
@@ -137,6 +142,7 @@ mod tests {
             host: host.into(),
             ready: true,
             problems: Vec::new(),
+            warnings: Vec::new(),
             facts: Default::default(),
             guard: Default::default(),
             elapsed_ms: 0,

@@ -51,6 +51,11 @@ pub struct HostReport {
     pub ready: bool,
     /// Why not, when not ready.
     pub problems: Vec<String>,
+    /// What does not stop a sweep but may spoil its comparison (a
+    /// `platform` the host's own hypervisor detection contradicts, a
+    /// stand-in host).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// `facts` as the script printed them (every key, also new ones).
     pub facts: BTreeMap<String, String>,
     pub guard: BTreeMap<String, String>,
@@ -65,6 +70,7 @@ impl HostReport {
             host: host.name.as_str().to_string(),
             ready: false,
             problems: Vec::new(),
+            warnings: Vec::new(),
             facts: BTreeMap::new(),
             guard: BTreeMap::new(),
             elapsed_ms: 0,
@@ -317,7 +323,38 @@ fn judge(
         }
     }
     report.problems.extend(problems);
+    report.warnings.extend(platform_warnings(host, f));
     report.ready = report.problems.is_empty();
+}
+
+/// The inventory's `platform` against the hypervisor the host reports
+/// (studies compare KVM with bare metal: a wrong `platform` ruins that), and
+/// a stand-in named as such.
+pub fn platform_warnings(host: &Host, f: &HostFacts) -> Vec<String> {
+    use crate::config::Platform;
+    let mut w = Vec::new();
+    if let Some(os) = &f.standin {
+        w.push(format!(
+            "this is a lab stand-in host (a Linux host dressed as {os}): its numbers mean nothing for {os}"
+        ));
+    }
+    let Some(guest) = f.vm_guest.as_deref() else {
+        return w;
+    };
+    let virtual_ = guest != "none";
+    match host.platform {
+        Platform::Physical if virtual_ => w.push(format!(
+            "the inventory says platform = \"physical\" but the host reports running under a hypervisor ({guest})"
+        )),
+        Platform::Kvm if !virtual_ => w.push(
+            "the inventory says platform = \"kvm\" but the host reports no hypervisor (bare metal)".into(),
+        ),
+        Platform::Kvm if !matches!(guest, "kvm" | "qemu") => w.push(format!(
+            "the inventory says platform = \"kvm\" but the host reports the hypervisor {guest}"
+        )),
+        _ => {}
+    }
+    w
 }
 
 /// Why the scripts could not be uploaded: usually a login user that is not
@@ -343,4 +380,48 @@ fn not_root(user: &str, uid: &str) -> String {
         "the scripts run as `{user}` (uid {uid}), not root: mkfs, mount and the benchmark cluster need root; \
          log in as root or set become = \"sudo\" for this host (passwordless: sudo -n)"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(platform: &str) -> Host {
+        let text = format!(
+            "[[host]]\nname = \"h\"\naddress = \"127.0.0.1\"\nos = \"linux\"\nplatform = \"{platform}\"\ndevices = [\"/dev/vdb\"]\n"
+        );
+        crate::config::Inventory::parse(Path::new("inv.toml"), text)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .hosts[0]
+            .clone()
+    }
+
+    fn facts(vm_guest: Option<&str>, standin: Option<&str>) -> HostFacts {
+        HostFacts {
+            vm_guest: vm_guest.map(str::to_string),
+            standin: standin.map(str::to_string),
+            ..HostFacts::default()
+        }
+    }
+
+    #[test]
+    fn a_platform_the_host_contradicts_is_a_warning() {
+        let w = |p: &str, g: Option<&str>| platform_warnings(&host(p), &facts(g, None));
+        assert!(w("physical", Some("none")).is_empty());
+        assert!(w("kvm", Some("kvm")).is_empty());
+        assert!(w("kvm", Some("qemu")).is_empty());
+        assert!(w("lab", Some("kvm")).is_empty());
+        assert!(
+            w("physical", None).is_empty(),
+            "not reported: nothing to say"
+        );
+        assert!(w("physical", Some("kvm"))[0].contains("under a hypervisor (kvm)"));
+        assert!(w("kvm", Some("none"))[0].contains("no hypervisor (bare metal)"));
+        assert!(w("kvm", Some("vmware"))[0].contains("the hypervisor vmware"));
+        let s = platform_warnings(&host("lab"), &facts(None, Some("freebsd")));
+        assert!(
+            s[0].contains("stand-in") && s[0].contains("freebsd"),
+            "{s:?}"
+        );
+    }
 }

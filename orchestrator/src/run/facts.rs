@@ -89,6 +89,12 @@ pub struct HostFacts {
     pub pgbench_version: Option<String>,
     /// `Some(true)`: a ZFS is installed and answers (module or zfs-fuse).
     pub zfs_running: Option<bool>,
+    /// The hypervisor the host runs under as the OS sees it (`none`, `kvm`,
+    /// `qemu`, `vmware`, …: FreeBSD `kern.vm_guest`, Linux
+    /// `systemd-detect-virt` or the DMI vendor); `None` when not reported.
+    pub vm_guest: Option<String>,
+    /// A lab stand-in host: the OS it is dressed as (docs/standin-hosts.md).
+    pub standin: Option<String>,
 }
 
 impl HostFacts {
@@ -109,6 +115,8 @@ impl HostFacts {
         }
         HostFacts {
             os: s("os"),
+            vm_guest: s("vm_guest").filter(|v| !v.is_empty()),
+            standin: s("standin").filter(|v| !v.is_empty()),
             kernel: s("kernel"),
             cpu_count: kv.u64("cpu_count"),
             mem_bytes: kv.u64("mem_bytes"),

@@ -201,6 +201,37 @@ kill -0 \"$fsmx_pid\" 2>/dev/null || exit 0; \
 done ) </dev/null >/dev/null 2>&1 & \
 echo locked; while IFS= read -r fsmx_line; do : > \"$fsmx_beat\"; done";
 
+/// The BSD holder: no flock(1) there, but lockf(1) (FreeBSD and DragonFly
+/// usr.bin/lockf: `lockf [-knsw] [-t seconds] file command [arguments]`),
+/// which holds a lock while it runs a command and exits 75 (EX_TEMPFAIL)
+/// when `-t 0` finds it busy.  The locks nest, host lock outermost, around
+/// the same holder body as on Linux; a busy chain is asked lock by lock
+/// which one is held, to name its holder.  `realpath` for `readlink -f`
+/// (DragonFly's readlink has no -f).
+const HOLD_SCRIPT_BSD: &str = "d=$1; stale=$2; shift 2; \
+fsmx_tab=$(printf '\\t'); IFS=$fsmx_tab read -r sweep machine machine_id user pid since || exit 65; \
+umask 077; mkdir -p -- \"$d\" 2>/dev/null; \
+if [ ! -d \"$d\" ] || [ -L \"$d\" ]; then echo \"fsmatrix: the lock folder $d is not a folder\" >&2; exit 70; fi; \
+fsmx_mine() { set -- $(ls -ldn -- \"$1\"); [ \"$3\" = \"$(id -u)\" ] && case $1 in d???------*) true ;; *) false ;; esac; }; \
+fsmx_mine \"$d\" || { echo \"fsmatrix: the lock folder $d is not a private (0700) folder of uid $(id -u): $(ls -ldn -- \"$d\"); refusing to lock through it\" >&2; exit 70; }; \
+command -v lockf >/dev/null 2>&1 || { echo 'fsmatrix: lockf(1) is missing' >&2; exit 127; }; \
+[ $# -le 6 ] || { echo 'fsmatrix: at most 6 devices per host can be locked' >&2; exit 64; }; \
+fsmx_busy() { printf 'busy=%s\\t' \"$1\"; tr '\\n' '\\t' < \"$1.holder\" 2>/dev/null; echo; exit 75; }; \
+fsmx_locks=$d/host.lock; for dev in \"$@\"; do \
+r=$(realpath -- \"$dev\" 2>/dev/null) || r=$dev; \
+key=$(printf '%s' \"$r\" | tr -c 'A-Za-z0-9._-' '_'); fsmx_locks=\"$fsmx_locks $d/dev.$key.lock\"; done; \
+fsmx_body='d=$1; stale=$2; sweep=$3; machine=$4; machine_id=$5; user=$6; pid=$7; since=$8; shift 8; \
+fsmx_note() { printf \"holder.sweep=%s\\nholder.machine=%s\\nholder.machine_id=%s\\nholder.user=%s\\nholder.pid=%s\\nholder.since=%s\\nholder.rpid=%s\\n\" \
+\"$sweep\" \"$machine\" \"$machine_id\" \"$user\" \"$pid\" \"$since\" \"$$\" > \"$1.holder\"; }; \
+for f in \"$@\"; do fsmx_note \"$f\"; done; fsmx_pid=$$; fsmx_beat=$d/host.beat; : > \"$fsmx_beat\"; \
+( while sleep 10; do kill -0 \"$fsmx_pid\" 2>/dev/null || exit 0; \
+[ -n \"$(find \"$fsmx_beat\" -mmin \"-$stale\" 2>/dev/null)\" ] || { kill \"$fsmx_pid\"; exit 0; }; \
+done ) </dev/null >/dev/null 2>&1 & \
+echo locked; while IFS= read -r fsmx_line; do : > \"$fsmx_beat\"; done'; \
+set --; for f in $fsmx_locks; do set -- \"$@\" lockf -k -s -t 0 \"$f\"; done; \
+\"$@\" /bin/sh -c \"$fsmx_body\" fsmx-hold \"$d\" \"$stale\" \"$sweep\" \"$machine\" \"$machine_id\" \"$user\" \"$pid\" \"$since\" $fsmx_locks; \
+rc=$?; if [ \"$rc\" -eq 75 ]; then for f in $fsmx_locks; do lockf -k -s -t 0 \"$f\" true || fsmx_busy \"$f\"; done; fi; exit \"$rc\"";
+
 /// Ends holder `$2` if the note `$1` still names it (after `set --`).
 const END_ORPHAN: &str = "; if grep -qx \"holder.rpid=$2\" \"$1\"; then kill \"$2\"; sleep 1; fi";
 
@@ -213,7 +244,10 @@ pub fn lock_command(dir: &str, host: &Host) -> RemoteCommand {
         .arg(crate::timeouts::HOLD_STALE_MINUTES.to_string())
         .args(host.devices.iter().map(|d| d.as_str()))
         .raw_arg(";")
-        .raw_arg(HOLD_SCRIPT)
+        .raw_arg(match host.os {
+            Os::Linux => HOLD_SCRIPT,
+            Os::Freebsd | Os::Dragonfly => HOLD_SCRIPT_BSD,
+        })
 }
 
 /// Take `host`'s locks; they are held until the returned handle is released
@@ -458,6 +492,82 @@ mod tests {
             wait_gone(&mut d);
             std::fs::remove_file(&link).unwrap();
         }
+    }
+
+    /// The BSD holder (lockf(1) instead of flock(1)), under dash with the
+    /// FreeBSD stand-in's lockf emulator on PATH (docs/standin-hosts.md): one
+    /// holder at a time, the second told who holds which lock, freed at EOF
+    /// and when killed.
+    #[test]
+    fn the_bsd_holder_locks_with_lockf() {
+        let emu = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lab/standin/freebsd");
+        let path = format!(
+            "{}:{}",
+            emu.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("locks");
+        let mut h = host(&["/dev/null"]);
+        h.os = Os::Freebsd;
+        let text = lock_command(dir.to_str().unwrap(), &h)
+            .to_shell()
+            .unwrap()
+            .to_string();
+        assert!(text.contains("lockf -k -s -t 0") && !text.contains("flock"));
+        let start_bsd = |who: &Holder| -> (Child, String) {
+            let mut child = Command::new("/bin/sh")
+                .arg("-c")
+                .arg(&text)
+                .env("PATH", &path)
+                .env("FSMX_STANDIN_REAL", "/usr")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            {
+                use std::io::Write;
+                let stdin = child.stdin.as_mut().unwrap();
+                stdin.write_all(who.note_line().as_bytes()).unwrap();
+                stdin.flush().unwrap();
+            }
+            let mut line = String::new();
+            BufReader::new(child.stdout.as_mut().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            (child, line)
+        };
+        let (mut a, line) = start_bsd(&holder("first"));
+        assert_eq!(line, "locked\n");
+        let (b, line) = start_bsd(&holder("second"));
+        let rest = b.wait_with_output().unwrap();
+        assert_eq!(
+            rest.status.code(),
+            Some(75),
+            "{}",
+            String::from_utf8_lossy(&rest.stderr)
+        );
+        let note = Kv::parse(&line.replace('\t', "\n"));
+        assert_eq!(
+            note.get("busy"),
+            Some(format!("{}/host.lock", dir.display()).as_str())
+        );
+        assert_eq!(Holder::from_kv(&note), Some(holder("first")));
+        assert!(dir.join("dev._dev_null.lock.holder").exists());
+        drop(a.stdin.take());
+        wait_gone(&mut a);
+        let (mut c, line) = start_bsd(&holder("third"));
+        assert_eq!(line, "locked\n");
+        // The note names the body that holds the locks: ending it frees them.
+        let text_note = std::fs::read_to_string(dir.join("host.lock.holder")).unwrap();
+        let rpid = Kv::parse(&text_note).u64("holder.rpid").unwrap();
+        Command::new("kill").arg(rpid.to_string()).status().unwrap();
+        wait_gone(&mut c);
+        let (mut d, line) = start_bsd(&holder("fourth"));
+        assert_eq!(line, "locked\n");
+        drop(d.stdin.take());
+        wait_gone(&mut d);
     }
 
     #[test]
