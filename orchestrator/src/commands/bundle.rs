@@ -64,6 +64,7 @@ pub fn report(args: &ReportArgs) -> CmdResult {
     }
     let mut loaded = Vec::new();
     let mut checks = Vec::new();
+    let mut standins = std::collections::BTreeMap::new();
     for b in &args.bundles {
         let name = b.file_name().map_or_else(
             || b.display().to_string(),
@@ -85,7 +86,10 @@ pub fn report(args: &ReportArgs) -> CmdResult {
             );
         }
         checks.push(check);
-        let cells = report::load_bundle_results(b).map_err(CliError::failed_to)?;
+        let mut cells = report::load_bundle_results(b).map_err(CliError::failed_to)?;
+        let found = report::standin_hosts(b);
+        report::label_standins(&mut cells, &found);
+        standins.extend(found);
         loaded.push((name, cells));
     }
     let sources: Vec<Source> = loaded
@@ -102,6 +106,7 @@ pub fn report(args: &ReportArgs) -> CmdResult {
         },
     };
     let mut r = report::build_report(&sources, &opts).map_err(CliError::failed_to)?;
+    report::mark_standins(&mut r, &standins);
     report::mark_checksums(&mut r, &checks);
     let text = match args.format {
         ReportFormat::Md => report::render_markdown_report(&r),

@@ -102,6 +102,72 @@ pub fn check_checksums(
     })
 }
 
+/// The stand-in hosts of a bundle (docs/standin-hosts.md): host name → the
+/// OS it was dressed as, from the `standin` key its facts recorded
+/// (`data/hosts/<host>/facts.json`).  A bundle is untrusted input: only
+/// regular files of at most 1 MiB are read, and only a lowercase OS name is
+/// taken; anything else is no mark.
+pub fn standin_hosts(dir: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(dir.join("data").join("hosts")) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let facts = e.path().join("facts.json");
+        let Ok(meta) = std::fs::symlink_metadata(&facts) else {
+            continue;
+        };
+        if !meta.file_type().is_file() || meta.len() > 1 << 20 {
+            continue;
+        }
+        let Ok(v) = std::fs::read(&facts)
+            .map_err(|_| ())
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).map_err(|_| ()))
+        else {
+            continue;
+        };
+        if let Some(os) = v.get("standin").and_then(|o| o.as_str()) {
+            if !os.is_empty() && os.len() <= 32 && os.bytes().all(|b| b.is_ascii_lowercase()) {
+                out.insert(e.file_name().to_string_lossy().into_owned(), os.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// The label a stand-in host's rows carry in every output format.
+pub fn standin_label(host: &str, os: &str) -> String {
+    format!("{host} [{os} stand-in]")
+}
+
+/// Relabel the cells of stand-in hosts ([`standin_label`]) so that no table,
+/// plot or CSV row shows them as real hosts.
+pub fn label_standins(cells: &mut [CellResult], standins: &BTreeMap<String, String>) {
+    for c in cells {
+        if let Some(os) = standins.get(&c.params.host) {
+            c.params.host = standin_label(&c.params.host, os);
+        }
+    }
+}
+
+/// Say in the report's notes which hosts were stand-ins.
+pub fn mark_standins(r: &mut Report, standins: &BTreeMap<String, String>) {
+    if standins.is_empty() {
+        return;
+    }
+    let list: Vec<String> = standins
+        .iter()
+        .map(|(h, os)| standin_label(h, os))
+        .collect();
+    r.notes.insert(
+        0,
+        format!(
+            "STAND-IN HOSTS: {} — Linux lab hosts dressed as a BSD to test fsmatrix's BSD scripts (docs/standin-hosts.md). Their numbers measure Linux, not that OS: never compare them with real hosts.",
+            list.join(", ")
+        ),
+    );
+}
+
 /// Record the checks in `r`, and say first in its notes (the report's
 /// header) whether every bundle's checksums were verified.
 pub fn mark_checksums(r: &mut Report, checks: &[ChecksumCheck]) {
@@ -793,6 +859,54 @@ pub fn render_json(r: &Report) -> String {
 mod tests {
     use super::super::model::*;
     use super::*;
+
+    #[test]
+    fn stand_in_hosts_come_from_their_facts_and_are_labelled_everywhere() {
+        let tmp = tempfile::tempdir().unwrap();
+        let hosts = tmp.path().join("data/hosts");
+        for (h, facts) in [
+            ("lab1", r#"{"os":"linux"}"#),
+            ("lab4", r#"{"os":"freebsd","standin":"freebsd"}"#),
+            ("evil", r#"{"standin":"freebsd; rm -rf /"}"#),
+            ("big", r#"{"standin":"FreeBSD"}"#),
+        ] {
+            std::fs::create_dir_all(hosts.join(h)).unwrap();
+            std::fs::write(hosts.join(h).join("facts.json"), facts).unwrap();
+        }
+        // A facts.json that is a link to another file is not read.
+        std::fs::create_dir_all(hosts.join("link")).unwrap();
+        std::os::unix::fs::symlink(hosts.join("lab4/facts.json"), hosts.join("link/facts.json"))
+            .unwrap();
+        let found = standin_hosts(tmp.path());
+        assert_eq!(
+            found.into_iter().collect::<Vec<_>>(),
+            [("lab4".to_string(), "freebsd".to_string())]
+        );
+        let mut cells = vec![
+            cell("lab4", "ufs", "ufs", "tpcb", 1, 1, done(100.0, 10.0)),
+            cell("lab1", "ext4", "ext4", "tpcb", 1, 1, done(100.0, 10.0)),
+        ];
+        let found = standin_hosts(tmp.path());
+        label_standins(&mut cells, &found);
+        assert_eq!(cells[0].params.host, "lab4 [freebsd stand-in]");
+        assert_eq!(cells[1].params.host, "lab1");
+        let mut r = build_report(
+            &[Source {
+                name: "b",
+                cells: &cells,
+            }],
+            &ReportOptions::default(),
+        )
+        .unwrap();
+        mark_standins(&mut r, &found);
+        assert!(
+            r.notes[0].starts_with("STAND-IN HOSTS: lab4 [freebsd stand-in]"),
+            "{:?}",
+            r.notes
+        );
+        let md = render_markdown_report(&r);
+        assert!(md.contains("lab4 [freebsd stand-in]"), "{md}");
+    }
 
     fn cell(
         host: &str,
