@@ -2,7 +2,8 @@
 # shellcheck shell=dash
 # common.sh: helpers shared by linux.sh, freebsd.sh and dragonfly.sh.
 # Sourced, never run.  POSIX sh only: no pipefail, no arrays, no eval, no echo.
-# The verb contract is in README.md next to this file.
+# The verb contract is in docs/remote-scripts.md; fsmx_main (at the end) is the one
+# dispatch every OS script ends with.
 
 # Every name a verb may receive.  A word that is not `name=value` with one of
 # these names is a usage error: a typo must not silently become a default.
@@ -614,3 +615,235 @@ verb_run() {
 	fi
 	run_step "$OUT" "$PG_BIN/pgbench" ${1+"$@"} -c "$_r_clients" -j "$_r_jobs" -h "$SOCK" -p "$PORT" -U "$PG_USER" "$DB"
 }
+
+verb_mount() {
+	_m_fs=$(need fs ${1+"$@"})
+	check_fs "$_m_fs"
+	_m_mnt=$(need mnt ${1+"$@"})
+	check_abs mnt "$_m_mnt"
+	_m_opts=
+	for _m_a in ${1+"$@"}; do
+		case $_m_a in
+		mount_opt=*)
+			case ${_m_a#mount_opt=} in
+			'' | *,*) usage_die "mount_opt=${_m_a#mount_opt=} must be one non-empty option (repeat mount_opt= for more)" ;;
+			esac
+			_m_opts="$_m_opts${_m_opts:+,}${_m_a#mount_opt=}"
+			;;
+		esac
+	done
+	run mkdir -p "$_m_mnt"
+	_m_mnt=$(resolve "$_m_mnt")
+	if [ "$_m_fs" = zfs ]; then
+		_m_src=$(need pool ${1+"$@"})
+		check_pool "$_m_src"
+		_m_line=$(mount_line "$_m_mnt")
+		if [ -n "$_m_opts" ] && [ -n "$_m_line" ]; then
+			run zfs umount "$_m_src"
+			_m_line=
+		fi
+		if [ -z "$_m_line" ]; then
+			if [ -n "$_m_opts" ]; then
+				if ! try zfs mount -o "$_m_opts" "$_m_src"; then
+					kv refused_mount_opt "$_m_opts"
+					printf 'error: mount: zfs mount -o %s %s failed: option(s) refused\n' "$_m_opts" "$_m_src" >&2
+					exit 4
+				fi
+			else
+				run zfs mount "$_m_src"
+			fi
+		fi
+	else
+		_m_src=$(resolve "$(need dev ${1+"$@"})")
+		_m_line=$(mount_line "$_m_mnt")
+		case $_m_line in
+		"$_m_src "*) log "already mounted: $_m_line" ;;
+		?*) die "$_m_mnt is already a mount point of something else: $_m_line" ;;
+		*)
+			if [ -n "$_m_opts" ]; then
+				set -- mount -t "$_m_fs" -o "$_m_opts" "$_m_src" "$_m_mnt"
+			else
+				set -- mount -t "$_m_fs" "$_m_src" "$_m_mnt"
+			fi
+			if try ${1+"$@"}; then
+				_m_rc=0
+			else
+				_m_rc=$?
+			fi
+			if [ "$_m_rc" -ne 0 ]; then
+				[ -n "$_m_opts" ] || die "$(quote_all ${1+"$@"}) exited $_m_rc"
+				if ! try mount -t "$_m_fs" "$_m_src" "$_m_mnt"; then
+					die "$(quote_all ${1+"$@"}) exited $_m_rc, and fails without options too"
+				fi
+				run umount "$_m_mnt"
+				_m_refused=
+				_m_rest=$_m_opts
+				while [ -n "$_m_rest" ]; do
+					_m_o=${_m_rest%%,*}
+					case $_m_rest in *,*) _m_rest=${_m_rest#*,} ;; *) _m_rest= ;; esac
+					if try mount -t "$_m_fs" -o "$_m_o" "$_m_src" "$_m_mnt"; then
+						run umount "$_m_mnt"
+					else
+						_m_refused="$_m_refused${_m_refused:+,}$_m_o"
+						kv refused_mount_opt "$_m_o"
+					fi
+				done
+				if [ -z "$_m_refused" ]; then
+					kv refused_mount_opt "$_m_opts"
+					_m_refused="the combination $_m_opts"
+				fi
+				printf 'error: mount: option %s refused by the kernel for %s (mount -t %s -o %s exited %s)\n' \
+					"$_m_refused" "$_m_fs" "$_m_fs" "$_m_opts" "$_m_rc" >&2
+				exit 4
+			fi
+			;;
+		esac
+	fi
+	_m_line=$(mount_line "$_m_mnt")
+	[ -n "$_m_line" ] || die "$_m_mnt is not mounted after mounting $_m_src"
+	kv mnt "$_m_mnt"
+	kv mount_source "${_m_line%% *}"
+	_m_rest=${_m_line#* }
+	kv mount_fstype "${_m_rest%% *}"
+	kv effective_mount_opts "${_m_rest#* }"
+	if [ "$_m_fs" = zfs ]; then
+		print_zfs_props "$_m_src"
+	fi
+}
+
+verb_teardown() {
+	_t_dev=$(need dev ${1+"$@"})
+	check_abs dev "$_t_dev"
+	_t_real=$(resolve "$_t_dev")
+	_t_mnt=$(opt mnt "" ${1+"$@"})
+	_t_pool=$(opt pool "" ${1+"$@"})
+	_t_bin=$(opt pg_bin "" ${1+"$@"})
+	_t_fail=
+	# 1. PostgreSQL (only when its data dir is reachable: mounted or not).
+	if [ -n "$_t_mnt" ] && [ -n "$_t_bin" ] && [ -f "${_t_mnt%/}/pgdata/postmaster.pid" ]; then
+		PG_BIN=$_t_bin
+		PG_USER=$(opt pg_user postgres ${1+"$@"})
+		PGDATA=${_t_mnt%/}/pgdata
+		if pg_running; then
+			if (pg_stop_cluster >/dev/null); then kv postgres stopped; else
+				kv postgres "still running"
+				_t_fail="$_t_fail postgres"
+			fi
+		else
+			kv postgres not-running
+		fi
+	else
+		kv postgres not-running
+	fi
+	# 2. Unmount mnt, but only a mount of our device or pool.
+	_t_unmounted=no
+	if [ -n "$_t_mnt" ] && [ -d "$_t_mnt" ]; then
+		_t_rmnt=$(resolve "$_t_mnt")
+		_t_i=0
+		while _t_line=$(mount_line "$_t_rmnt") && [ -n "$_t_line" ]; do
+			_t_src=${_t_line%% *}
+			if [ "$(resolve "$_t_src")" != "$_t_real" ] && { [ -z "$_t_pool" ] || [ "$_t_src" != "$_t_pool" ]; }; then
+				log "not unmounting $_t_rmnt: mounted from $_t_src, not $_t_dev${_t_pool:+ or $_t_pool}"
+				break
+			fi
+			if try umount "$_t_rmnt"; then
+				_t_unmounted=yes
+				continue
+			fi
+			_t_i=$((_t_i + 1))
+			if [ "$_t_i" -ge 10 ]; then
+				_t_fail="$_t_fail unmount"
+				break
+			fi
+			sleep 1
+		done
+	fi
+	kv unmounted "$_t_unmounted"
+	# 3. The pool, if imported and built on our device.
+	if [ -n "$_t_pool" ] && command -v zpool >/dev/null 2>&1 &&
+		timeout 20 zpool list "$_t_pool" >/dev/null 2>&1; then
+		check_pool "$_t_pool"
+		if [ "$(pool_on_device "$_t_real" "$_t_pool")" = "$_t_pool" ]; then
+			_t_i=0
+			until try zpool destroy -f "$_t_pool"; do
+				_t_i=$((_t_i + 1))
+				if [ "$_t_i" -ge 20 ]; then
+					_t_fail="$_t_fail pool"
+					break
+				fi
+				sleep 1
+			done
+			if timeout 20 zpool list "$_t_pool" >/dev/null 2>&1; then kv pool "still imported"; else kv pool destroyed; fi
+		else
+			kv pool "absent: $_t_pool is not on $_t_dev"
+		fi
+	else
+		kv pool absent
+	fi
+	# 4. The device: wiped only if safe (guard checks in a subshell, so a
+	#    refusal is reported, not fatal) and blank or ours.
+	_t_allowed=
+	for _t_a in ${1+"$@"}; do
+		case $_t_a in allowed=*) _t_allowed="$_t_allowed ${_t_a#allowed=}" ;; esac
+	done
+	if _t_why=$( (guard "$_t_dev" teardown "$_t_allowed") 2>&1); then
+		signature "$_t_real"
+		case $SIG in
+		none | fsmx)
+			if [ "$SIG" = fsmx ] || ! first_mib_zero "$_t_real"; then
+				wipe "$_t_real"
+			fi
+			signature "$_t_real"
+			if [ "$SIG" = none ]; then kv device blank; else
+				kv device "not blank after wipe: $SIG_DETAIL"
+				_t_fail="$_t_fail device"
+			fi
+			;;
+		*) kv device "untouched: foreign signature ($SIG_DETAIL)" ;;
+		esac
+	else
+		kv device "untouched: $(printf '%s' "$_t_why" | tr '\n' ' ')"
+	fi
+	[ -z "$_t_fail" ] || die "could not clean:$_t_fail"
+}
+
+usage() {
+	log "usage: $(basename "$0") VERB name=value ...
+verbs: facts preflight pg-check-settings make-fs mount pg-init pg-start load run sizes drop-caches pg-stop teardown cat
+see docs/remote-scripts.md"
+}
+
+fsmx_main() {
+	if [ "$#" -lt 1 ]; then
+		usage
+		exit 2
+	fi
+	FSMX_VERB=$1
+	shift
+	check_args ${1+"$@"}
+	case $FSMX_VERB in
+	facts) verb_facts ${1+"$@"} ;;
+	preflight) verb_preflight ${1+"$@"} ;;
+	make-fs) verb_make_fs ${1+"$@"} ;;
+	mount) verb_mount ${1+"$@"} ;;
+	pg-init) verb_pg_init ${1+"$@"} ;;
+	pg-start) verb_pg_start ${1+"$@"} ;;
+	pg-stop) verb_pg_stop ${1+"$@"} ;;
+	pg-check-settings) verb_pg_check_settings ${1+"$@"} ;;
+	load) verb_load ${1+"$@"} ;;
+	run) verb_run ${1+"$@"} ;;
+	sizes) verb_sizes ${1+"$@"} ;;
+	drop-caches) verb_drop_caches ${1+"$@"} ;;
+	teardown) verb_teardown ${1+"$@"} ;;
+	cat) verb_cat ${1+"$@"} ;;
+	-h | --help | help)
+		usage
+		exit 0
+		;;
+	*)
+		usage
+		usage_die "unknown verb '$FSMX_VERB'"
+		;;
+	esac
+}
+

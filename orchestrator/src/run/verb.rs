@@ -265,6 +265,11 @@ mod tests {
 
     #[test]
     fn the_verb_set_is_what_every_script_dispatches() {
+        // One dispatch (common.sh's fsmx_main) for every OS: its arms are
+        // the verb set, and each OS script with verbs ends by calling it and
+        // defines every verb_ function the arms name (itself or common.sh).
+        let all = names(Verb::ALL.into_iter());
+        assert_eq!(case_arms(COMMON_SH), all);
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../remote-scripts");
         let mut checked = 0;
         for os in Os::ALL {
@@ -272,7 +277,21 @@ mod tests {
             let expected = names(Verb::ALL.into_iter().filter(|v| v.oses().contains(&os)));
             match std::fs::read_to_string(&path) {
                 Ok(text) => {
-                    assert_eq!(case_arms(&text), expected, "{}", path.display());
+                    assert_eq!(expected, all, "{}: every verb, or none", path.display());
+                    assert!(
+                        text.trim_end().ends_with("fsmx_main ${1+\"$@\"}"),
+                        "{} does not end with the common dispatch",
+                        path.display()
+                    );
+                    for v in &all {
+                        let f = format!("\nverb_{}() {{", v.replace('-', "_"));
+                        assert!(
+                            text.contains(&f) || COMMON_SH.contains(&f),
+                            "{}: no verb_{}",
+                            path.display(),
+                            v.replace('-', "_")
+                        );
+                    }
                     checked += 1;
                 }
                 Err(_) => assert!(
@@ -284,8 +303,17 @@ mod tests {
         }
         assert!(checked >= 2);
         // The embedded copies are the files on disk.
-        assert_eq!(case_arms(LINUX_SH), names(Verb::ALL.into_iter()));
-        assert_eq!(case_arms(FREEBSD_SH), names(Verb::ALL.into_iter()));
+        for (name, body) in [
+            ("linux.sh", LINUX_SH),
+            ("freebsd.sh", FREEBSD_SH),
+            ("common.sh", COMMON_SH),
+        ] {
+            assert_eq!(
+                std::fs::read_to_string(dir.join(name)).unwrap(),
+                body,
+                "{name}"
+            );
+        }
     }
 
     /// Linux-only commands, paths and GNU options that do not exist on
