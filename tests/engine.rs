@@ -1783,6 +1783,7 @@ fn one_machine_under_two_inventory_entries_is_refused_by_its_host_key() {
         name: "alias".into(),
         address: "127.0.0.1".into(),
         device: h.device.clone(),
+        os: h.os.clone(),
     };
     let text = inventory(
         &lab.inv,

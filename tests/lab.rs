@@ -127,23 +127,23 @@ fn compare(before: &Snapshot, after: &Snapshot, lab: &[String]) {
     }
 }
 
-/// Takes a standing lab down for the test and puts the same number of hosts back after
-/// it, pass or fail.
+/// Takes a standing lab down for the test and puts the standard lab ([`LAB_UP`]) back
+/// after it, pass or fail.
 struct Standing {
     dir: PathBuf,
-    hosts: Option<usize>,
+    was_up: bool,
 }
 
 impl Standing {
     fn take_down(dir: &Path) -> Standing {
-        let hosts = read_inventory(dir).map(|inv| inv.hosts.len());
-        if hosts.is_some() {
+        let was_up = read_inventory(dir).is_some();
+        if was_up {
             eprintln!("taking the standing lab down for the lifecycle test");
             assert!(lab_cmd(&["down"], dir).status.success(), "lab down failed");
         }
         Standing {
             dir: dir.to_path_buf(),
-            hosts,
+            was_up,
         }
     }
 }
@@ -153,9 +153,7 @@ impl Drop for Standing {
         // Whatever the test left, remove it (down is idempotent) ...
         let down = lab_cmd(&["down"], &self.dir);
         // ... and put the standing lab back.
-        let up = self
-            .hosts
-            .map(|n| lab_cmd(&["up", "--hosts", &n.to_string()], &self.dir));
+        let up = self.was_up.then(|| lab_cmd(LAB_UP, &self.dir));
         if !std::thread::panicking() {
             assert!(down.status.success(), "lab down failed");
             if let Some(up) = up {
@@ -193,7 +191,7 @@ fn lab_lifecycle() {
 
     // Up.
     let t = Instant::now();
-    let up = lab_cmd(&["up", "--hosts", "3"], &dir);
+    let up = lab_cmd(LAB_UP, &dir);
     assert!(up.status.success(), "lab up failed");
     eprintln!("lab up took {:.1} s", t.elapsed().as_secs_f64());
     let inv = read_inventory(&dir).expect("lab up wrote inventory.toml");
@@ -222,7 +220,45 @@ fn lab_lifecycle() {
         lab_things.push(format!("{} ", h.device));
         lab_things.push(format!("{}:", h.device));
     }
-    assert_eq!(pid_ns.len(), 3, "each host has its own pid namespace");
+    // The FreeBSD stand-in: a BSD userland view over its own Linux, its disk under its
+    // BSD name, root's login shell tcsh, no Linux-only command.
+    assert_eq!(inv.standins.len(), 1, "{:?}", inv.standins);
+    let bsd = &inv.standins[0];
+    assert_eq!(
+        (bsd.name.as_str(), bsd.device.as_str()),
+        ("lab4", "/dev/ada1")
+    );
+    let out = ssh_ok(
+        &inv,
+        bsd,
+        "uname -s; test -b \"$1\" && echo device-ok; readlink /proc/1/ns/pid; \
+         for c in lsblk blkid wipefs findmnt runuser losetup flock sha256sum; do \
+         command -v \"$c\" >/dev/null 2>&1 && echo \"HAS $c\"; done; \
+         sysctl -n kern.disks; sysctl -n hw.nosuch 2>&1; echo \"exit=$?\"; \
+         awk -F: '$1 == \"root\" { print $7 }' /etc/passwd; ls /usr/local/bin",
+        &[&bsd.device],
+    );
+    let got: Vec<_> = out.lines().collect();
+    assert_eq!(got[..2], ["FreeBSD", "device-ok"], "{out}");
+    pid_ns.insert(got[2].to_string());
+    assert!(
+        !out.contains("HAS "),
+        "a Linux-only command on the stand-in:\n{out}"
+    );
+    assert_eq!(got[3], "ada1", "{out}");
+    assert_eq!(
+        got[4..6],
+        ["sysctl: unknown oid 'hw.nosuch'", "exit=1"],
+        "{out}"
+    );
+    assert_eq!(got[6], "/bin/tcsh", "{out}");
+    for pg in ["initdb", "pg_ctl", "pgbench", "postgres", "psql"] {
+        assert!(got[7..].contains(&pg), "{pg} in /usr/local/bin:\n{out}");
+    }
+    let real = std::fs::read_to_string(dir.join("hosts/lab4/device")).expect("lab4's loop device");
+    lab_things.push(format!("{} ", real.trim()));
+    lab_things.push(format!("{}:", real.trim()));
+    assert_eq!(pid_ns.len(), 4, "each host has its own pid namespace");
 
     // Strictness: with an empty known_hosts, OpenSSH refuses the host.
     let empty = tempfile::NamedTempFile::new().expect("temp file");

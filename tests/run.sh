@@ -13,7 +13,8 @@ bin=$PWD/target/debug/fsmatrix
 dir=${FSMATRIX_LAB_DIR:-/var/lib/fsmatrix/lab}
 
 if [ ! -e "$dir/inventory.toml" ]; then
-	"$bin" lab up --install --dir "$dir"
+	# The standard test lab (tests/common LAB_UP): 3 Linux hosts and a FreeBSD stand-in.
+	"$bin" lab up --install --hosts 4 --os linux,linux,linux,freebsd --dir "$dir"
 	trap '"$bin" lab down --dir "$dir"' EXIT
 fi
 cargo test --workspace

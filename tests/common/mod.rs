@@ -58,7 +58,13 @@ pub struct LabHost {
     pub name: String,
     pub address: String,
     pub device: String,
+    /// `linux`, or the OS a stand-in host is dressed as (`freebsd`).
+    pub os: String,
 }
+
+/// What the tests bring the lab up with (as `tests/run.sh` and CI do):
+/// three Linux hosts and a FreeBSD stand-in.
+pub const LAB_UP: &[&str] = &["up", "--hosts", "4", "--os", "linux,linux,linux,freebsd"];
 
 /// What the tests read from the lab's inventory.toml.
 #[derive(Debug, Clone)]
@@ -68,7 +74,10 @@ pub struct LabInventory {
     pub pg_bin: String,
     pub pg_user: String,
     pub pg_port: u16,
+    /// The Linux hosts (what most tests use).
     pub hosts: Vec<LabHost>,
+    /// The stand-in hosts (Linux hosts dressed as a BSD: docs/standin-hosts.md).
+    pub standins: Vec<LabHost>,
 }
 
 /// Reads `<dir>/inventory.toml`; None if there is none (no lab up).
@@ -82,7 +91,7 @@ pub fn read_inventory(dir: &Path) -> Option<LabInventory> {
             .unwrap_or_else(|| panic!("inventory key {k} is a string"))
             .to_string()
     };
-    let hosts = v["host"]
+    let (hosts, standins): (Vec<LabHost>, Vec<LabHost>) = v["host"]
         .as_array()
         .expect("[[host]] array")
         .iter()
@@ -93,9 +102,14 @@ pub fn read_inventory(dir: &Path) -> Option<LabInventory> {
                 name: s(h, "name"),
                 address: s(h, "address"),
                 device: devices[0].as_str().expect("device string").to_string(),
+                os: h
+                    .get("os")
+                    .and_then(|o| o.as_str())
+                    .unwrap_or("linux")
+                    .to_string(),
             }
         })
-        .collect();
+        .partition(|h| h.os == "linux");
     Some(LabInventory {
         identity_file: PathBuf::from(s(d, "identity_file")),
         known_hosts: PathBuf::from(s(d, "known_hosts")),
@@ -106,6 +120,7 @@ pub fn read_inventory(dir: &Path) -> Option<LabInventory> {
             .and_then(|p| u16::try_from(p).ok())
             .expect("pg_port is a port"),
         hosts,
+        standins,
     })
 }
 
@@ -189,7 +204,8 @@ impl Lab {
                 owned: false,
             };
         }
-        let out = lab_cmd(&["up", "--hosts", &hosts.to_string()], &dir);
+        assert!(hosts <= 3, "the standard lab has 3 Linux hosts");
+        let out = lab_cmd(LAB_UP, &dir);
         assert!(out.status.success(), "fsmatrix lab up failed");
         let inv = read_inventory(&dir).expect("lab up wrote an inventory");
         Lab {
@@ -227,6 +243,10 @@ pub fn inventory_for(
             "[[host]]\nname = {:?}\naddress = {:?}\ndevices = [{:?}]\n{extra}\n",
             h.name, h.address, h.device
         ));
+        if h.os != "linux" {
+            // A stand-in: PostgreSQL where the BSD packages put it.
+            s.push_str(&format!("os = {:?}\npg_bin = \"/usr/local/bin\"\n", h.os));
+        }
     }
     s
 }

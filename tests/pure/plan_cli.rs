@@ -242,3 +242,54 @@ fn a_bundle_whose_matrix_plan_would_refuse_is_refused_by_resume_and_run_from() {
     }
     assert!(!tmp.path().join("out").exists());
 }
+
+/// Golden command logs: every command one host of each OS gets for
+/// `matrix/quick-bsd.toml` (`plan --commands` is the run's own step sequence),
+/// snapshot-tested so that a change to what reaches a FreeBSD or a Linux host
+/// is reviewed against the man pages.  The scripts folder is named after the
+/// scripts' checksum: masked.
+#[test]
+fn golden_command_logs_per_os() {
+    let out = fsmatrix()
+        .args([
+            "plan",
+            "-i",
+            "inventory/example-lab.toml",
+            "-m",
+            "matrix/quick-bsd.toml",
+            "--commands",
+        ])
+        .output()
+        .expect("run fsmatrix");
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for (host, os) in [("fbsd14", "freebsd"), ("deb12-kvm", "linux")] {
+        let section = text
+            .split("\n## ")
+            .find(|s| s.starts_with(&format!("{host}\n")))
+            .unwrap_or_else(|| panic!("no {host} section: {text}"));
+        let masked = section
+            .split("scripts-")
+            .enumerate()
+            .map(|(i, part)| {
+                if i == 0 {
+                    part.to_string()
+                } else {
+                    format!("scripts-HASH{}", &part[12.min(part.len())..])
+                }
+            })
+            .collect::<String>()
+            .lines()
+            .map(|l| match l.split_once("  # stdin: ") {
+                // A script's size and checksum change with every edit of it.
+                Some((cmd, _)) if cmd.contains(".sh.fsmatrix-upload") => {
+                    format!("{cmd}  # stdin: the script")
+                }
+                _ => l.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(masked.contains(&format!("{os}.sh facts ")), "{masked}");
+        insta::assert_snapshot!(format!("commands_{os}"), masked);
+    }
+}

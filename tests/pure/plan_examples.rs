@@ -15,6 +15,7 @@ const EXAMPLES: &[&str] = &[
     "zfs-compression",
     "bsd-vs-linux",
     "quick",
+    "quick-bsd",
 ];
 
 #[test]
