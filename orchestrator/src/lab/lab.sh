@@ -663,7 +663,9 @@ cmd_status() {
 		mounts=""
 		pools=""
 		if is_lab_init "$pid"; then
-			mounts=$(awk -v d="$dev" '$1 == d { printf "%s on %s; ", $3, $2 }' "/proc/$pid/mounts" 2>/dev/null || true)
+			# A stand-in's disk is mounted under its BSD name.
+			mounts=$(awk -v d="$dev" -v b="$(cat "$hd/device.bsd" 2>/dev/null || true)" \
+				'$1 == d || (b != "" && $1 == b) { printf "%s on %s; ", $3, $2 }' "/proc/$pid/mounts" 2>/dev/null || true)
 			pools=$(nsenter -t "$pid" -n -m -u -i -p -- zfs list -H -o name,mountpoint 2>/dev/null |
 				awk -F '\t' '{ printf "%s on %s, ", $1, $2 }' || true)
 			pools=${pools%, }
