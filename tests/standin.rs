@@ -384,3 +384,81 @@ rm -rf $d
     assert!(out.lines().any(|l| l.starts_with("blank rc=0")), "{out}");
     assert_clean_bsd(&lab.inv, &h);
 }
+
+/// The emulated BSD commands against their own checks, on the stand-in itself
+/// (orchestrator/src/lab/standin/test-emulators.sh: formats, flags, refusals and
+/// exit codes of uname, sysctl, diskinfo, geom, gpart, swapinfo, du, stat,
+/// sha256, su, pw, lockf, kenv; test-fs-emulators.sh: newfs, fstyp, tunefs,
+/// mount, umount, zdb, zpool, zfs on its disk and its zfs-fuse).  Run inside the
+/// host's namespaces from here (its /tmp is its own, so the scripts go in as a tar).
+#[test]
+fn the_emulators_pass_their_own_checks_on_the_stand_in() {
+    use std::io::Write;
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = standin(&lab);
+    let pid = std::fs::read_to_string(common::lab_dir().join(format!("hosts/{}/init.pid", h.name)))
+        .expect("the stand-in's init.pid");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lab/standin");
+    let tar = std::process::Command::new("tar")
+        .arg("-C")
+        .arg(&src)
+        .args([
+            "-cf",
+            "-",
+            "test-emulators.sh",
+            "test-fs-emulators.sh",
+            "freebsd",
+        ])
+        .output()
+        .expect("tar");
+    assert!(tar.status.success());
+    let real = "/run/fsmx-standin/real";
+    let script = format!(
+        "set -u; PATH={real}/bin:{real}/sbin; export PATH FSMX_STANDIN_REAL={real}; \
+         d=$(mktemp -d /var/tmp/fsmx-emutest.XXXXXX); tar -C \"$d\" -xf -; \
+         unshare -m --propagation private bash \"$d/test-emulators.sh\" --destructive {dev}; a=$?; \
+         FSMX_STANDIN_TEST_HOST=1 bash \"$d/test-fs-emulators.sh\" {dev}; b=$?; \
+         dd if=/dev/zero of={dev} bs=1048576 count=8 2>/dev/null; rm -rf \"$d\"; \
+         echo \"rc=$a,$b\"",
+        dev = h.device
+    );
+    let mut child = std::process::Command::new("timeout")
+        .args([
+            "--kill-after=10",
+            "600",
+            "nsenter",
+            "-t",
+            pid.trim(),
+            "-m",
+            "-p",
+            "--",
+        ])
+        .arg(format!("{real}/bin/sh"))
+        .arg("-c")
+        .arg(&script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("nsenter");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(&tar.stdout)
+        .expect("send the scripts");
+    let out = child.wait_with_output().expect("wait");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let failed: Vec<&str> = text.lines().filter(|l| l.starts_with("FAIL")).collect();
+    let passed = text.lines().filter(|l| l.starts_with("PASS")).count();
+    eprintln!("emulator checks: {passed} passed, {} failed", failed.len());
+    assert!(
+        failed.is_empty() && text.lines().any(|l| l == "rc=0,0"),
+        "{}\n{text}\n{}",
+        failed.join("\n"),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(passed > 300, "{passed} checks ran:\n{text}");
+    assert_clean_bsd(&lab.inv, &h);
+}

@@ -24,7 +24,8 @@ if [ "$(id -u)" != 0 ]; then
 	exit 2
 fi
 # Refuse to run in the initial mount namespace: the test mounts things.
-if [ "$(readlink /proc/self/ns/mnt)" = "$(readlink /proc/1/ns/mnt)" ]; then
+# (A lab stand-in host's own namespace is private to it: FSMX_STANDIN_TEST_HOST=1 says so.)
+if [ "${FSMX_STANDIN_TEST_HOST:-0}" != 1 ] && [ "$(readlink /proc/self/ns/mnt)" = "$(readlink /proc/1/ns/mnt)" ]; then
 	echo "$0: run me in a private mount namespace (unshare -m --propagation private)" >&2
 	exit 2
 fi
