@@ -36,8 +36,9 @@ pub mod eta {
     pub const LOAD_SECS_PER_DEVICE_PERCENT: u64 = 20;
     /// Per measured run: connect, checkpoint, collect output and counters.
     pub const RUN_OVERHEAD_SECS: u64 = 5;
-    /// Per run that drops caches first (sync + drop + settle).
-    pub const DROP_CACHES_SECS: u64 = 3;
+    /// Per run that drops caches first: PostgreSQL stopped, caches dropped
+    /// (sync, drop, or unmount/export and back), PostgreSQL started.
+    pub const DROP_CACHES_SECS: u64 = 6;
     /// Transactions per second assumed to turn `transactions` into time.
     pub const ASSUMED_TPS: u64 = 500;
 }
@@ -1092,9 +1093,9 @@ duration = "1m"
             &inv(INV),
             &mat(&format!("{tx}\n[hosts]\nnames = [\"l1\"]\n")),
         );
-        // 1000 tx × clients / 500 tps: 2 s at 1 client, 8 s at 4; +5 overhead +3 drop.
-        let tpcb = 3 * (2 + 8) + 2 * 3 * 8;
-        let per_variant = 60 + 14 + 1610 + tpcb + 2 * (65 + 3);
+        // 1000 tx × clients / 500 tps: 2 s at 1 client, 8 s at 4; +5 overhead +6 drop.
+        let tpcb = 3 * (2 + 8) + 2 * 3 * 11;
+        let per_variant = 60 + 14 + 1610 + tpcb + 2 * (65 + 6);
         assert_eq!(p.hosts[0].eta, Duration::from_secs(3 * per_variant));
     }
 

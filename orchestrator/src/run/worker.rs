@@ -641,9 +641,23 @@ impl<'a, R: Remote> Worker<'a, R> {
         );
         let calls = self.calls();
         if c.drop_caches {
+            // A cold start means the same on every OS: PostgreSQL stopped (its
+            // shared buffers go, and nothing holds the filesystem), the OS
+            // caches dropped (Linux drop_caches; on the BSDs, which have none,
+            // an unmount or a pool export that needs the filesystem idle),
+            // PostgreSQL started again.
+            self.step(Verb::PgStop, &tag);
+            self.call(&calls.pg_stop(), log).await?;
             self.step(Verb::DropCaches, &tag);
-            let kv = self.call(&calls.drop_caches(c), log).await?;
-            files.push(("drop-caches.txt".into(), kv.to_text().into_bytes()));
+            let dropped = self.call(&calls.drop_caches(c), log).await;
+            // Started again even when the drop failed: the cells after this
+            // one need their PostgreSQL.
+            self.step(Verb::PgStart, &tag);
+            self.call(&calls.pg_start(), log).await?;
+            let kv = dropped?;
+            let mut text = kv.to_text();
+            text.push_str("postgres=restarted\n");
+            files.push(("drop-caches.txt".into(), text.into_bytes()));
         }
         let settings: Vec<String> = c
             .pg_settings

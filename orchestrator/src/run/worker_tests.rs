@@ -186,7 +186,7 @@ async fn a_cell_group_runs_its_steps_in_order() {
     let (inv, p) = setup("2", true);
     let remote = stand_in_for(&inv);
     let ran = run_worker(&inv, &p, &remote, no_cancel()).await;
-    let run = ["drop-caches", "run", "cat", "cat"];
+    let run = ["pg-stop", "drop-caches", "pg-start", "run", "cat", "cat"];
     let mut want: Vec<&str> = SETUP.to_vec();
     want.extend(["load", "cat", "cat", "sizes"]);
     want.extend(run);
@@ -218,9 +218,20 @@ async fn a_failure_at_each_step_ends_with_teardown() {
         (
             "drop-caches",
             "drop-caches",
-            &["drop-caches", "run", "cat", "pg-stop", "teardown"],
+            &[
+                "pg-start",
+                "pg-stop",
+                "drop-caches",
+                "run",
+                "cat",
+                "teardown",
+            ],
         ),
-        ("run", "run", &["drop-caches", "run", "pg-stop", "teardown"]),
+        (
+            "run",
+            "run",
+            &["pg-stop", "drop-caches", "pg-start", "run", "teardown"],
+        ),
     ];
     for (verb, step, allowed) in cases {
         let (inv, p) = setup("2", true);
