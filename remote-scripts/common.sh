@@ -351,11 +351,16 @@ verb_preflight() {
 }
 
 # pg_common ARGS...: sets PG_BIN PG_USER MNT PGDATA CELL SOCK.
-pg_common() {
+# pg_who ARGS: PG_BIN (pg_bin=, absolute) and PG_USER (pg_user=, postgres).
+pg_who() {
 	PG_BIN=$(need pg_bin ${1+"$@"})
 	check_abs pg_bin "$PG_BIN"
 	PG_USER=$(opt pg_user postgres ${1+"$@"})
 	case $PG_USER in '' | *[!a-z0-9_-]*) usage_die "pg_user=$PG_USER is not [a-z0-9_-]+" ;; esac
+}
+
+pg_common() {
+	pg_who ${1+"$@"}
 	MNT=$(need mnt ${1+"$@"})
 	check_abs mnt "$MNT"
 	PGDATA=${MNT%/}/pgdata
@@ -437,10 +442,7 @@ verb_pg_start() {
 # setting it accepts gets as far as the data folder, exit 2.  -C makes sure
 # nothing would start even then.  Any other outcome fails the verb.
 verb_pg_check_settings() {
-	PG_BIN=$(need pg_bin ${1+"$@"})
-	check_abs pg_bin "$PG_BIN"
-	PG_USER=$(opt pg_user postgres ${1+"$@"})
-	case $PG_USER in '' | *[!a-z0-9_-]*) usage_die "pg_user=$PG_USER is not [a-z0-9_-]+" ;; esac
+	pg_who ${1+"$@"}
 	[ -x "$PG_BIN/postgres" ] || die "no postgres in $PG_BIN"
 	# Every setting the server knows: name, context, group, type, reset, min,
 	# max, descriptions (PostgreSQL's src/backend/utils/misc/help_config.c).
@@ -516,10 +518,7 @@ verb_pg_stop() {
 
 # client_common ARGS...: sets PG_BIN PG_USER SOCK PORT OUT DB for pgbench/psql.
 client_common() {
-	PG_BIN=$(need pg_bin ${1+"$@"})
-	check_abs pg_bin "$PG_BIN"
-	PG_USER=$(opt pg_user postgres ${1+"$@"})
-	case $PG_USER in '' | *[!a-z0-9_-]*) usage_die "pg_user=$PG_USER is not [a-z0-9_-]+" ;; esac
+	pg_who ${1+"$@"}
 	CELL=$(need cell ${1+"$@"})
 	check_abs cell "$CELL"
 	SOCK=${CELL%/}/sock
@@ -614,6 +613,57 @@ verb_run() {
 		usage_die "missing argument builtin= or script="
 	fi
 	run_step "$OUT" "$PG_BIN/pgbench" ${1+"$@"} -c "$_r_clients" -j "$_r_jobs" -h "$SOCK" -p "$PORT" -U "$PG_USER" "$DB"
+}
+
+# verb_sizes mnt= fs= [pool=]: the data directory's sizes after a sync.
+# Hooks: du_sizes DIR prints du_bytes (on disk) and du_apparent_bytes;
+# df_k MNT prints df's "size used avail" line in KiB blocks (header first).
+verb_sizes() {
+	_s_mnt=$(need mnt ${1+"$@"})
+	check_abs mnt "$_s_mnt"
+	_s_fs=$(need fs ${1+"$@"})
+	check_fs "$_s_fs"
+	_s_pgdata=${_s_mnt%/}/pgdata
+	[ -d "$_s_pgdata" ] || die "no data directory $_s_pgdata"
+	kv pgdata "$_s_pgdata"
+	sync
+	du_sizes "$_s_pgdata"
+	# "Filesystem 1K-blocks Used Avail(able) Capacity Mounted on" (POSIX df -P,
+	# FreeBSD bin/df/df.c).  printf, not print: mawk prints numbers past 2^31
+	# as 4.29497e+09.
+	_s_df=$(df_k "$_s_mnt" | awk 'NR == 2 { printf "%.0f %.0f %.0f\n", $2 * 1024, $3 * 1024, $4 * 1024 }')
+	kv df_size_bytes "${_s_df%% *}"
+	_s_df=${_s_df#* }
+	kv df_used_bytes "${_s_df%% *}"
+	kv df_avail_bytes "${_s_df#* }"
+	if [ "$_s_fs" = zfs ]; then
+		_s_pool=$(need pool ${1+"$@"})
+		check_pool "$_s_pool"
+		# `zfs get -H -p -o value`: one raw value; compressratio is "1.83x" in
+		# older libzfs, "1.83" in newer [OZ lib/libzfs/libzfs_dataset.c].
+		for _s_p in compressratio used logicalused referenced logicalreferenced; do
+			if _s_v=$(timeout 60 zfs get -H -p -o value "$_s_p" "$_s_pool" 2>/dev/null); then
+				case $_s_v in '' | -) continue ;; esac
+				kv "zfs_$_s_p" "${_s_v%x}"
+			fi
+		done
+	fi
+}
+
+# zfs_reimport POOL DEV: drop the pool's cache by `zpool export` and import
+# it again from a folder holding only DEV (another pool of the same name
+# elsewhere on this kernel must never be picked up).  Returns 1 when the
+# export fails (the pool is busy); dies when the import fails after it.
+zfs_reimport() {
+	try zpool export "$1" || return 1
+	_zr_dir=$(mktemp -d "${TMPDIR:-/tmp}/fsmx-import.XXXXXX")
+	ln -s "$2" "$_zr_dir/$(basename "$2")"
+	if try zpool import -d "$_zr_dir" "$1"; then
+		rm -rf "$_zr_dir"
+		return 0
+	fi
+	rm -rf "$_zr_dir"
+	die "zpool import -d <dir with $2> $1 failed after export: the pool is exported"
 }
 
 verb_mount() {
@@ -721,8 +771,7 @@ verb_teardown() {
 	_t_fail=
 	# 1. PostgreSQL (only when its data dir is reachable: mounted or not).
 	if [ -n "$_t_mnt" ] && [ -n "$_t_bin" ] && [ -f "${_t_mnt%/}/pgdata/postmaster.pid" ]; then
-		PG_BIN=$_t_bin
-		PG_USER=$(opt pg_user postgres ${1+"$@"})
+		pg_who ${1+"$@"}
 		PGDATA=${_t_mnt%/}/pgdata
 		if pg_running; then
 			if (pg_stop_cluster >/dev/null); then kv postgres stopped; else

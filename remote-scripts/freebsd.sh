@@ -558,42 +558,20 @@ verb_make_fs() {
 }
 
 
-verb_sizes() {
-	_s_mnt=$(need mnt ${1+"$@"})
-	check_abs mnt "$_s_mnt"
-	_s_fs=$(need fs ${1+"$@"})
-	check_fs "$_s_fs"
-	_s_pgdata=${_s_mnt%/}/pgdata
-	[ -d "$_s_pgdata" ] || die "no data directory $_s_pgdata"
-	kv pgdata "$_s_pgdata"
-	sync
-	# du prints "%jd\t%s" [FB usr.bin/du/du.c]: -k in KiB (on-disk blocks).
-	# printf %.0f: some awks (mawk) print a product above 2^31 as 2.7e+11.
-	kv du_bytes "$(du -s -k "$_s_pgdata" | awk '{ printf "%.0f\n", $1 * 1024 }')"
-	# The apparent size in bytes: du -A -B 1 counts bytes but prints them in
-	# BLOCKSIZE units (512 at least, getbsize(3)) [FB usr.bin/du/du.c:
-	# howmany(fts_number * cblocksize, blocksize)], so sum st_size of every
-	# entry as GNU du --apparent-size does (stat -f %z [FB usr.bin/stat/stat.c];
-	# DragonFly's du has no -A at all).
-	kv du_apparent_bytes "$(find "$_s_pgdata" -exec stat -f %z {} + | awk '{ n += $1 } END { printf "%.0f\n", n }')"
-	# df -k: "Filesystem 1K-blocks Used Avail Capacity Mounted on" [FB bin/df/df.c].
-	_s_df=$(df -k "$_s_mnt" | awk 'NR == 2 { printf "%.0f %.0f %.0f\n", $2 * 1024, $3 * 1024, $4 * 1024 }')
-	kv df_size_bytes "${_s_df%% *}"
-	_s_df=${_s_df#* }
-	kv df_used_bytes "${_s_df%% *}"
-	kv df_avail_bytes "${_s_df#* }"
-	if [ "$_s_fs" = zfs ]; then
-		_s_pool=$(need pool ${1+"$@"})
-		check_pool "$_s_pool"
-		# `zfs get -H -p -o value`: one raw value; compressratio is "1.83x" in
-		# older libzfs, "1.83" in newer [OZ lib/libzfs/libzfs_dataset.c].
-		for _s_p in compressratio used logicalused referenced logicalreferenced; do
-			if _s_v=$(timeout 60 zfs get -H -p -o value "$_s_p" "$_s_pool" 2>/dev/null); then
-				case $_s_v in '' | -) continue ;; esac
-				kv "zfs_$_s_p" "${_s_v%x}"
-			fi
-		done
-	fi
+# du_sizes DIR: on-disk bytes from du -k, whose rows are "%jd\t%s"
+# [FB usr.bin/du/du.c]; the apparent size summed from st_size of every entry
+# as GNU du --apparent-size does: du -A -B 1 counts bytes but prints them in
+# BLOCKSIZE units (512 at least, getbsize(3)) [FB usr.bin/du/du.c:
+# howmany(fts_number * cblocksize, blocksize)]; stat -f %z [FB
+# usr.bin/stat/stat.c].  printf %.0f: mawk prints 2.7e+11 past 2^31.
+du_sizes() {
+	kv du_bytes "$(du -s -k "$1" | awk '{ printf "%.0f\n", $1 * 1024 }')"
+	kv du_apparent_bytes "$(find "$1" -exec stat -f %z {} + | awk '{ n += $1 } END { printf "%.0f\n", n }')"
+}
+
+# df_k MNT: df in KiB blocks [FB bin/df/df.c].
+df_k() {
+	df -k "$1"
 }
 
 # FreeBSD has no drop_caches: UFS's cached pages go with an unmount (mounted
@@ -628,19 +606,9 @@ verb_drop_caches() {
 		_dc_pool=$(need pool ${1+"$@"})
 		check_pool "$_dc_pool"
 		_dc_dev=$(resolve "$(need dev ${1+"$@"})")
-		if try zpool export "$_dc_pool"; then
-			# Import from a folder holding only our device: another pool of the
-			# same name elsewhere on this kernel must never be picked up.
-			_dc_dir=$(mktemp -d "${TMPDIR:-/tmp}/fsmx-import.XXXXXX")
-			ln -s "$_dc_dev" "$_dc_dir/$(basename "$_dc_dev")"
-			if try zpool import -d "$_dc_dir" "$_dc_pool"; then
-				rm -rf "$_dc_dir"
-				kv drop_caches_method zfs-export-import
-				kv zfs_cache exported-imported
-			else
-				rm -rf "$_dc_dir"
-				die "zpool import -d <dir with $_dc_dev> $_dc_pool failed after export: the pool is exported"
-			fi
+		if zfs_reimport "$_dc_pool" "$_dc_dev"; then
+			kv drop_caches_method zfs-export-import
+			kv zfs_cache exported-imported
 		else
 			kv drop_caches_method "none: zpool export $_dc_pool failed (busy: PostgreSQL running?)"
 			kv zfs_cache "kept: pool busy (FreeBSD has no drop_caches; the ARC is released only by export)"

@@ -469,33 +469,15 @@ verb_make_fs() {
 }
 
 
-verb_sizes() {
-	_s_mnt=$(need mnt ${1+"$@"})
-	check_abs mnt "$_s_mnt"
-	_s_fs=$(need fs ${1+"$@"})
-	check_fs "$_s_fs"
-	_s_pgdata=${_s_mnt%/}/pgdata
-	[ -d "$_s_pgdata" ] || die "no data directory $_s_pgdata"
-	kv pgdata "$_s_pgdata"
-	sync
-	kv du_bytes "$(du -s -B1 "$_s_pgdata" | awk '{ print $1 }')"
-	kv du_apparent_bytes "$(du -s -B1 --apparent-size "$_s_pgdata" | awk '{ print $1 }')"
-	# printf, not print: mawk prints numbers past 2^31 as 4.29497e+09.
-	_s_df=$(df -P -k "$_s_mnt" | awk 'NR == 2 { printf "%.0f %.0f %.0f\n", $2 * 1024, $3 * 1024, $4 * 1024 }')
-	kv df_size_bytes "${_s_df%% *}"
-	_s_df=${_s_df#* }
-	kv df_used_bytes "${_s_df%% *}"
-	kv df_avail_bytes "${_s_df#* }"
-	if [ "$_s_fs" = zfs ]; then
-		_s_pool=$(need pool ${1+"$@"})
-		check_pool "$_s_pool"
-		for _s_p in compressratio used logicalused referenced logicalreferenced; do
-			if _s_v=$(timeout 60 zfs get -H -p -o value "$_s_p" "$_s_pool" 2>/dev/null); then
-				case $_s_v in '' | -) continue ;; esac
-				kv "zfs_$_s_p" "${_s_v%x}"
-			fi
-		done
-	fi
+# du_sizes DIR: on-disk and apparent bytes (GNU du -B1, --apparent-size).
+du_sizes() {
+	kv du_bytes "$(du -s -B1 "$1" | awk '{ print $1 }')"
+	kv du_apparent_bytes "$(du -s -B1 --apparent-size "$1" | awk '{ print $1 }')"
+}
+
+# df_k MNT: POSIX df in KiB blocks.
+df_k() {
+	df -P -k "$1"
 }
 
 verb_drop_caches() {
@@ -510,18 +492,8 @@ verb_drop_caches() {
 		_dc_pool=$(need pool ${1+"$@"})
 		check_pool "$_dc_pool"
 		_dc_dev=$(resolve "$(need dev ${1+"$@"})")
-		if try zpool export "$_dc_pool"; then
-			# Import from a folder holding only our device: another pool of the
-			# same name elsewhere on this kernel must never be picked up.
-			_dc_dir=$(mktemp -d "${TMPDIR:-/tmp}/fsmx-import.XXXXXX")
-			ln -s "$_dc_dev" "$_dc_dir/$(basename "$_dc_dev")"
-			if try zpool import -d "$_dc_dir" "$_dc_pool"; then
-				rm -rf "$_dc_dir"
-				kv zfs_cache exported-imported
-			else
-				rm -rf "$_dc_dir"
-				die "zpool import -d <dir with $_dc_dev> $_dc_pool failed after export: the pool is exported"
-			fi
+		if zfs_reimport "$_dc_pool" "$_dc_dev"; then
+			kv zfs_cache exported-imported
 		else
 			case $(zfs_impl) in
 			zfs-fuse) kv zfs_cache "kept: pool busy (zfs-fuse keeps its own cache in the daemon)" ;;
