@@ -399,6 +399,17 @@ mod tests {
     }
 
     fn start(shell: &[&str], dir: &Path, host: &Host, h: &Holder) -> (Child, String) {
+        start_with(shell, dir, host, h, &[])
+    }
+
+    /// `start` with extra environment variables for the holder's shell.
+    fn start_with(
+        shell: &[&str],
+        dir: &Path,
+        host: &Host,
+        h: &Holder,
+        env: &[(&str, &str)],
+    ) -> (Child, String) {
         let text = lock_command(dir.to_str().unwrap(), host)
             .to_shell()
             .unwrap()
@@ -407,6 +418,7 @@ mod tests {
             .args(&shell[1..])
             .arg("-c")
             .arg(text)
+            .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -515,29 +527,8 @@ mod tests {
             .unwrap()
             .to_string();
         assert!(text.contains("lockf -k -s -t 0") && !text.contains("flock"));
-        let start_bsd = |who: &Holder| -> (Child, String) {
-            let mut child = Command::new("/bin/sh")
-                .arg("-c")
-                .arg(&text)
-                .env("PATH", &path)
-                .env("FSMX_STANDIN_REAL", "/usr")
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            {
-                use std::io::Write;
-                let stdin = child.stdin.as_mut().unwrap();
-                stdin.write_all(who.note_line().as_bytes()).unwrap();
-                stdin.flush().unwrap();
-            }
-            let mut line = String::new();
-            BufReader::new(child.stdout.as_mut().unwrap())
-                .read_line(&mut line)
-                .unwrap();
-            (child, line)
-        };
+        let env = [("PATH", path.as_str()), ("FSMX_STANDIN_REAL", "/usr")];
+        let start_bsd = |who: &Holder| start_with(&["/bin/sh"], &dir, &h, who, &env);
         let (mut a, line) = start_bsd(&holder("first"));
         assert_eq!(line, "locked\n");
         let (b, line) = start_bsd(&holder("second"));
