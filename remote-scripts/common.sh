@@ -193,12 +193,15 @@ first_mib_zero() {
 	[ "$_fz" -eq 0 ]
 }
 
-# zero_ends DEV SIZE_BYTES: zero the first and the last MiB (ZFS keeps two of
-# its four labels at the end of the device).
+# zero_ends DEV SIZE_BYTES [SECTOR]: zero the first and the last MiB in
+# whole sectors of SECTOR bytes (512 by default; a BSD disk takes only I/O
+# in multiples of its sector size).  ZFS keeps two of its four labels at the
+# end of the device, GPT its backup table.
 zero_ends() {
+	_ze_ss=${3:-512}
 	run dd if=/dev/zero of="$1" bs=65536 count=16 conv=notrunc
 	if [ "$2" -gt 2097152 ]; then
-		run dd if=/dev/zero of="$1" bs=512 seek="$((($2 - 1048576) / 512))" count=2048 conv=notrunc
+		run dd if=/dev/zero of="$1" bs="$_ze_ss" seek="$((($2 - 1048576) / _ze_ss))" count="$((1048576 / _ze_ss))" conv=notrunc
 	fi
 	sync
 }
@@ -710,10 +713,12 @@ verb_mount() {
 		"$_m_src "*) log "already mounted: $_m_line" ;;
 		?*) die "$_m_mnt is already a mount point of something else: $_m_line" ;;
 		*)
+			# The hook mount_source DEV FS: what mount(8) takes (a HAMMER2 PFS is dev@LABEL).
+			_m_from=$(mount_source "$_m_src" "$_m_fs")
 			if [ -n "$_m_opts" ]; then
-				set -- mount -t "$_m_fs" -o "$_m_opts" "$_m_src" "$_m_mnt"
+				set -- mount -t "$_m_fs" -o "$_m_opts" "$_m_from" "$_m_mnt"
 			else
-				set -- mount -t "$_m_fs" "$_m_src" "$_m_mnt"
+				set -- mount -t "$_m_fs" "$_m_from" "$_m_mnt"
 			fi
 			if try ${1+"$@"}; then
 				_m_rc=0
@@ -722,7 +727,7 @@ verb_mount() {
 			fi
 			if [ "$_m_rc" -ne 0 ]; then
 				[ -n "$_m_opts" ] || die "$(quote_all ${1+"$@"}) exited $_m_rc"
-				if ! try mount -t "$_m_fs" "$_m_src" "$_m_mnt"; then
+				if ! try mount -t "$_m_fs" "$_m_from" "$_m_mnt"; then
 					die "$(quote_all ${1+"$@"}) exited $_m_rc, and fails without options too"
 				fi
 				run umount "$_m_mnt"
@@ -731,7 +736,7 @@ verb_mount() {
 				while [ -n "$_m_rest" ]; do
 					_m_o=${_m_rest%%,*}
 					case $_m_rest in *,*) _m_rest=${_m_rest#*,} ;; *) _m_rest= ;; esac
-					if try mount -t "$_m_fs" -o "$_m_o" "$_m_src" "$_m_mnt"; then
+					if try mount -t "$_m_fs" -o "$_m_o" "$_m_from" "$_m_mnt"; then
 						run umount "$_m_mnt"
 					else
 						_m_refused="$_m_refused${_m_refused:+,}$_m_o"

@@ -373,19 +373,6 @@ guard() {
 	return 0
 }
 
-# zero_ends_bsd DEV: zero the first and the last MiB in whole sectors (a
-# FreeBSD disk takes only I/O in multiples of its sector size; ZFS keeps
-# two of its four labels at the end).
-zero_ends_bsd() {
-	_ze_size=$(dev_size_bytes "$1")
-	_ze_ss=$(sector_size "$1")
-	run dd if=/dev/zero of="$1" bs=65536 count=16 conv=notrunc
-	if [ "$_ze_size" -gt 2097152 ]; then
-		run dd if=/dev/zero of="$1" bs="$_ze_ss" seek="$(((_ze_size - 1048576) / _ze_ss))" count="$((1048576 / _ze_ss))" conv=notrunc
-	fi
-	sync
-}
-
 # wipe DEV: remove every signature and zero both ends: ZFS labels
 # (`zpool labelclear -f`), a partition table (`gpart destroy -F`), dd.
 wipe() {
@@ -395,7 +382,7 @@ wipe() {
 	if command -v gpart >/dev/null 2>&1 && gpart show "$1" >/dev/null 2>&1; then
 		run gpart destroy -F "$1"
 	fi
-	zero_ends_bsd "$1"
+	zero_ends "$1" "$(dev_size_bytes "$1")" "$(sector_size "$1")"
 }
 
 check_fs() {
@@ -407,6 +394,11 @@ check_fs() {
 
 zfs_impl() {
 	if command -v zpool >/dev/null 2>&1; then printf openzfs; else printf none; fi
+}
+
+# mount_source DEV FS: what mount(8) is given: the device itself.
+mount_source() {
+	printf '%s' "$1"
 }
 
 # child_pids PID: the pids of PID's children, one a line (pg_wake).

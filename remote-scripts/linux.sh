@@ -503,6 +503,11 @@ verb_drop_caches() {
 	fi
 }
 
+# mount_source DEV FS: what mount(8) is given: the device itself.
+mount_source() {
+	printf '%s' "$1"
+}
+
 # pool_on_device REAL POOL: the pool REAL (a resolved device) is a vdev of, if any
 # (the hook verb_teardown in common.sh uses).
 pool_on_device() {

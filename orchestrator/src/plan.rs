@@ -462,6 +462,17 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
                 });
                 continue;
             }
+            if let Some(reason) =
+                crate::config::fsopts::os_refuses(fs.fs_type, host.os, &fs.mkfs_options)
+            {
+                dropped.push(Dropped {
+                    host: host.name.clone(),
+                    filesystem: fs.name.clone(),
+                    fs_type: fs.fs_type,
+                    reason,
+                });
+                continue;
+            }
             let pg_settings = Arc::new(merged_settings(m, fs));
             let fs_shared = Arc::new(fs.clone());
             let before_fs = cells.len();

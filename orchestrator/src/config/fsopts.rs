@@ -15,6 +15,7 @@
 //! them (`["-E", "stride=16,stripe_width=32"]`); a flag's value is the next
 //! entry or is attached (`-b4096`, `--nodesize=16k`).  The check runs on each
 //! variant's options after `vary` substitution.
+use super::inventory::Os;
 use super::matrix::FsType;
 use super::values::{MkfsOption, MountOption};
 
@@ -408,6 +409,12 @@ const BSD_MOUNT: &[(&str, V)] = &[
     ("rw", V::No),
 ];
 
+// hammer mount: DragonFly mount_hammer(8),
+// https://man.dragonflybsd.org/?command=mount_hammer&section=8: nohistory
+// (no fine-grained history: the study's tuning).  Left out: master=id and
+// nomirror (mirroring), -T (an as-of transaction id).
+const HAMMER_MOUNT: &[(&str, V)] = &[("nohistory", V::No)];
+
 // hammer: DragonFly newfs_hammer(8),
 // https://man.dragonflybsd.org/?command=newfs_hammer&section=8.  Left out:
 // -L label (fsmatrix's), -f, extra positional devices (volumes).
@@ -448,7 +455,8 @@ fn mount_tables(fs: FsType) -> (&'static [&'static [(&'static str, V)]], &'stati
         FsType::Xfs => (&[XFS_MOUNT, LINUX_MOUNT], "xfs(5), mount(8)"),
         FsType::Btrfs => (&[BTRFS_MOUNT, LINUX_MOUNT], "btrfs(5), mount(8)"),
         FsType::Zfs => (&[ZFS_MOUNT], "zfsprops(7)"),
-        FsType::Ufs | FsType::Hammer | FsType::Hammer2 => (&[BSD_MOUNT], "mount(8)"),
+        FsType::Hammer => (&[BSD_MOUNT, HAMMER_MOUNT], "mount(8), mount_hammer(8)"),
+        FsType::Ufs | FsType::Hammer2 => (&[BSD_MOUNT], "mount(8)"),
     }
 }
 
@@ -577,6 +585,36 @@ fn check_value(v: V, value: Option<&str>, what: &str) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// UFS newfs flags that mean the same on DragonFly: its newfs makes UFS1 and
+/// has no -j, -J, -n, -k, -t, -O 2; its -c, -d, -h, -r, -t name disk
+/// geometry (DragonFly sbin/newfs/newfs.c getopt
+/// "L:NEOS:T:Ua:b:c:d:e:f:g:h:i:k:l:m:n:o:p:r:s:t:u:vx:", newfs(8)).
+const UFS_DRAGONFLY_SAME: &[&str] = &["-E", "-S", "-U", "-b", "-f", "-i", "-m", "-o", "-s"];
+
+/// Why a variant whose options passed [`check_mkfs`] cannot run on `os`
+/// although its type does: the same filesystem with another OS's tool.
+pub fn os_refuses(fs: FsType, os: Os, opts: &[MkfsOption]) -> Option<String> {
+    if fs != FsType::Ufs || os != Os::Dragonfly {
+        return None;
+    }
+    let bad: Vec<&str> = opts
+        .iter()
+        .map(|o| o.as_str())
+        .filter(|a| a.starts_with('-'))
+        .map(|a| if a.len() > 2 { &a[..2] } else { a })
+        .filter(|f| !UFS_DRAGONFLY_SAME.contains(f))
+        .collect();
+    if bad.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "ufs with newfs {} cannot run on dragonfly (its newfs makes UFS1 and shares only {} \
+         with FreeBSD's)",
+        bad.join(" "),
+        UFS_DRAGONFLY_SAME.join(" ")
+    ))
 }
 
 /// Check a variant's mkfs arguments for its filesystem type; on refusal,
@@ -888,5 +926,40 @@ mod tests {
                 panic!("{fs:?} {o}: {e}");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod os_tests {
+    use super::*;
+
+    fn opts(a: &[&str]) -> Vec<MkfsOption> {
+        a.iter().map(|s| MkfsOption::new(s).expect(s)).collect()
+    }
+
+    #[test]
+    fn dragonfly_ufs_takes_only_the_flags_both_newfs_share() {
+        let why = os_refuses(FsType::Ufs, Os::Dragonfly, &opts(&["-U", "-j"])).expect("refused");
+        assert!(why.contains("newfs -j") && why.contains("UFS1"), "{why}");
+        let why =
+            os_refuses(FsType::Ufs, Os::Dragonfly, &opts(&["-t", "-O", "2"])).expect("refused");
+        assert!(why.contains("-t -O"), "{why}");
+        assert_eq!(
+            os_refuses(
+                FsType::Ufs,
+                Os::Dragonfly,
+                &opts(&["-U", "-b", "32768", "-f4096"])
+            ),
+            None
+        );
+        // FreeBSD's newfs takes them all; other types are not concerned.
+        assert_eq!(
+            os_refuses(FsType::Ufs, Os::Freebsd, &opts(&["-U", "-j"])),
+            None
+        );
+        assert_eq!(
+            os_refuses(FsType::Hammer, Os::Dragonfly, &opts(&["-E"])),
+            None
+        );
     }
 }

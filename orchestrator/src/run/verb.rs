@@ -13,6 +13,7 @@ use crate::timeouts as t;
 pub const COMMON_SH: &str = include_str!("../../../remote-scripts/common.sh");
 pub const LINUX_SH: &str = include_str!("../../../remote-scripts/linux.sh");
 pub const FREEBSD_SH: &str = include_str!("../../../remote-scripts/freebsd.sh");
+pub const DRAGONFLY_SH: &str = include_str!("../../../remote-scripts/dragonfly.sh");
 
 /// One verb of the remote scripts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
@@ -102,7 +103,7 @@ impl Verb {
     /// The OSes whose script implements the verb.
     pub fn oses(self) -> &'static [Os] {
         // Every verb, or none: a script that lacks one cannot run a cell.
-        &[Os::Linux, Os::Freebsd]
+        &Os::ALL
     }
 
     pub fn from_name(name: &str) -> Option<Verb> {
@@ -174,7 +175,7 @@ pub fn scripts_for(os: Os) -> Option<[(&'static str, &'static str); 2]> {
     match os {
         Os::Linux => Some([("common.sh", COMMON_SH), ("linux.sh", LINUX_SH)]),
         Os::Freebsd => Some([("common.sh", COMMON_SH), ("freebsd.sh", FREEBSD_SH)]),
-        Os::Dragonfly => None,
+        Os::Dragonfly => Some([("common.sh", COMMON_SH), ("dragonfly.sh", DRAGONFLY_SH)]),
     }
 }
 
@@ -306,6 +307,7 @@ mod tests {
         for (name, body) in [
             ("linux.sh", LINUX_SH),
             ("freebsd.sh", FREEBSD_SH),
+            ("dragonfly.sh", DRAGONFLY_SH),
             ("common.sh", COMMON_SH),
         ] {
             assert_eq!(
@@ -317,10 +319,11 @@ mod tests {
     }
 
     /// Linux-only commands, paths and GNU options that do not exist on
-    /// FreeBSD (docs/standin-hosts.md lists them; the stand-in host lacks
-    /// them too).  Comments are not code.
+    /// FreeBSD or DragonFly (docs/standin-hosts.md lists them; the stand-in
+    /// hosts lack them too), and FreeBSD's that DragonFly lacks (GEOM, ZFS,
+    /// `du -A`, `diskinfo -v`, UFS2).  Comments are not code.
     #[test]
-    fn the_freebsd_script_uses_no_linux_only_command() {
+    fn the_bsd_scripts_use_no_command_their_os_lacks() {
         const LINUX_ONLY: &[&str] = &[
             "lsblk",
             "blkid",
@@ -350,21 +353,42 @@ mod tests {
             "df -B",
             "$(nproc",
         ];
+        const FREEBSD_ONLY: &[&str] = &[
+            "geom ",
+            "gpart ",
+            "glabel ",
+            "zpool ",
+            "zfs get",
+            "zfs mount",
+            "zdb ",
+            "freebsd-version",
+            "kern.vm_guest",
+            "du -A",
+            "diskinfo -v",
+            "-O 2",
+            "sysctl -n hw.model hw.ncpu",
+        ];
         let mut found = Vec::new();
-        for (n, line) in FREEBSD_SH.lines().enumerate() {
-            let code = line.trim_start();
-            if code.starts_with('#') {
-                continue;
-            }
-            // A trailing comment is not code either (a `#` after a blank).
-            let code = code.split(" #").next().unwrap_or(code);
-            for w in LINUX_ONLY {
-                // `kv drop_caches_method` is an output key, not /proc/sys/vm/drop_caches.
-                if *w == "drop_caches" && !code.contains("/vm/drop_caches") {
+        let scripts: [(&str, &str, &[&str]); 2] = [
+            ("freebsd.sh", FREEBSD_SH, &[]),
+            ("dragonfly.sh", DRAGONFLY_SH, FREEBSD_ONLY),
+        ];
+        for (name, script, also) in scripts {
+            for (n, line) in script.lines().enumerate() {
+                let code = line.trim_start();
+                if code.starts_with('#') {
                     continue;
                 }
-                if code.contains(w) {
-                    found.push(format!("freebsd.sh:{}: {w}: {line}", n + 1));
+                // A trailing comment is not code either (a `#` after a blank).
+                let code = code.split(" #").next().unwrap_or(code);
+                for w in LINUX_ONLY.iter().chain(also) {
+                    // `kv drop_caches_method` is an output key, not /proc/sys/vm/drop_caches.
+                    if *w == "drop_caches" && !code.contains("/vm/drop_caches") {
+                        continue;
+                    }
+                    if code.contains(w) {
+                        found.push(format!("{name}:{}: {w}: {line}", n + 1));
+                    }
                 }
             }
         }
