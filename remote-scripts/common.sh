@@ -7,7 +7,7 @@
 
 # Every name a verb may receive.  A word that is not `name=value` with one of
 # these names is a usage error: a typo must not silently become a default.
-FSMX_ARG_NAMES="dev allowed consent ident fs mkfs_opt zfs_prop pool_prop pool mount_opt mnt pg_bin pg_user port pg_set cell out db scale init_opt sql builtin script clients jobs duration transactions progress pgbench_opt work path"
+FSMX_ARG_NAMES="dev allowed consent ident fs mkfs_opt zfs_prop pool_prop pool mount_opt comp mnt pg_bin pg_user port pg_set cell out db scale init_opt sql builtin script clients jobs duration transactions progress pgbench_opt work path"
 
 # The label fsmatrix writes on every filesystem it makes (pools: name prefix).
 # shellcheck disable=SC2034 # used by the per-OS scripts
@@ -672,6 +672,7 @@ zfs_reimport() {
 verb_mount() {
 	_m_fs=$(need fs ${1+"$@"})
 	check_fs "$_m_fs"
+	_m_comp=$(opt comp "" ${1+"$@"})
 	_m_mnt=$(need mnt ${1+"$@"})
 	check_abs mnt "$_m_mnt"
 	_m_opts=
@@ -764,6 +765,14 @@ verb_mount() {
 	if [ "$_m_fs" = zfs ]; then
 		print_zfs_props "$_m_src"
 	fi
+	after_mount "$_m_fs" "$_m_mnt" "$_m_comp"
+}
+
+# after_mount FS MNT COMP: the OS's settings on a fresh mount and what they
+# are (dragonfly.sh: HAMMER2 compression).  None by default; a comp= no
+# hook takes is refused.
+after_mount() {
+	[ -z "$3" ] || usage_die "comp= is HAMMER2's (dragonfly.sh), not for fs=$1 here"
 }
 
 verb_teardown() {

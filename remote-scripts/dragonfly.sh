@@ -163,7 +163,6 @@ mount_device() {
 mounted_from() {
 	printf '%s\n' "$2" | while read -r _mf_src _mf_mnt _mf_type _mf_rest; do
 		[ -n "$_mf_src" ] || continue
-		case $_mf_type in hammer | hammer2 | ufs | msdos* | ext2fs | cd9660 | ntfs) ;; *) continue ;; esac
 		for _mf_d in $(mount_device "$_mf_src" "$_mf_type" "$_mf_mnt"); do
 			case $_mf_d in /dev/*) ;; *) continue ;; esac
 			if on_names "$_mf_d" "$1"; then
@@ -351,6 +350,29 @@ mount_line() {
 	_ml_extra=$(list_flags "$1" | tr ',' '\n' | sed 's/^ *//; s/ *$//' |
 		awk '$0 == "soft-updates" || $0 == "nohistory" || $0 ~ /^master/ { printf ",%s", $0 }')
 	printf '%s %s%s\n' "$_ml_dev" "$_ml_rest" "$_ml_extra"
+}
+
+# after_mount FS MNT COMP (the mount verb's hook): on HAMMER2, `hammer2
+# setcomp COMP MNT` (none|autozero|lz4|zlib[:6-9]; prints
+# "MNT\tcomp_algo=0x..") [DF sbin/hammer2/cmd_setcomp.c], then what new
+# files under MNT get, read back with `hammer2 stat MNT`: a header, then
+# "path ncp data-use inode-use comp check quota", comp as `lz4:default`
+# [DF sbin/hammer2/cmd_stat.c].
+after_mount() {
+	_am_comp=$3
+	if [ "$1" != hammer2 ]; then
+		[ -z "$_am_comp" ] || usage_die "comp= is for fs=hammer2, not fs=$1"
+		return 0
+	fi
+	case $_am_comp in
+	'' | none | autozero | lz4 | zlib | zlib:[6-9]) ;;
+	*) usage_die "comp=$_am_comp is not none, autozero, lz4, zlib or zlib:6..9" ;;
+	esac
+	[ -z "$_am_comp" ] || run hammer2 setcomp "$_am_comp" "$2"
+	_am_stat=$(hammer2 stat "$2" 2>/dev/null | awk 'NR == 2 { print $5, $6 }')
+	[ -n "$_am_stat" ] || die "hammer2 stat $2 printed no row"
+	kv hammer2.compression "${_am_stat%% *}"
+	kv hammer2.check "${_am_stat#* }"
 }
 
 # ---------------------------------------------------------------- verbs

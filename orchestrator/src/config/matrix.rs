@@ -928,6 +928,31 @@ fn settings(
     out.into_values().collect()
 }
 
+/// The HAMMER2 compression a variant may ask for: `hammer2 setcomp`'s
+/// algorithms (DragonFly sbin/hammer2/cmd_setcomp.c, hammer2(8)): none,
+/// autozero, lz4 (newfs_hammer2's default), zlib, zlib:6 to zlib:9.
+pub const HAMMER2_COMPRESSION: &[&str] = &[
+    "none", "autozero", "lz4", "zlib", "zlib:6", "zlib:7", "zlib:8", "zlib:9",
+];
+
+/// One validator for a hammer2 `properties` entry.
+pub fn check_hammer2_property(name: &str, value: &str) -> Result<(), String> {
+    if name != "compression" {
+        return Err(format!(
+            "hammer2 property `{name}` is unknown: hammer2 takes only `compression` \
+             (hammer2 setcomp: {})",
+            HAMMER2_COMPRESSION.join(", ")
+        ));
+    }
+    if !HAMMER2_COMPRESSION.contains(&value) {
+        return Err(format!(
+            "hammer2 compression `{value}` is not one of {}",
+            HAMMER2_COMPRESSION.join(", ")
+        ));
+    }
+    Ok(())
+}
+
 fn zfs_props(
     errs: &mut Errors<'_>,
     v: &Val<'_>,
@@ -1068,6 +1093,10 @@ fn filesystem(
     if let Some(ft) = fs_type {
         if ft != FsType::Zfs {
             for key in ["properties", "pool_properties"] {
+                // HAMMER2 has one property of its own: compression (hammer2 setcomp).
+                if ft == FsType::Hammer2 && key == "properties" {
+                    continue;
+                }
                 if let Some(v) = f.get(key) {
                     errs.push(
                         &v.span(),
@@ -1289,6 +1318,14 @@ fn filesystem(
             }
         }
         props.sort();
+        if fs_type == FsType::Hammer2 {
+            let at = props_v.map(|v| v.span()).unwrap_or_else(|| span.clone());
+            for p in &props {
+                if let Err(e) = check_hammer2_property(p.name.as_str(), p.value.as_str()) {
+                    errs.push(&at, format!("{e} (in {ctx})"));
+                }
+            }
+        }
         let mut pool = pool_v
             .map(|v| zfs_props(errs, v, &ctx, &vars))
             .unwrap_or_default();
@@ -2129,6 +2166,38 @@ mod vary_tests {
                 "z-128k mount=[] props=[\"atime=off\", \"recordsize=128k\"] pg=[]",
             ]
         );
+    }
+
+    #[test]
+    fn hammer2_takes_only_its_compression_as_a_property() {
+        let m = parse(&format!(
+            "name = \"m\"\n{WL}[[filesystem]]\nname = \"h-{{c}}\"\ntype = \"hammer2\"\nproperties = {{ compression = \"zlib:{{c}}\" }}\nvary = {{ c = [6, 9] }}\n"
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let got: Vec<String> = m
+            .filesystems
+            .iter()
+            .map(|f| format!("{}={}", f.name.as_str(), f.properties[0].value.as_str()))
+            .collect();
+        assert_eq!(got, ["h-6=zlib:6", "h-9=zlib:9"]);
+        for (props, want) in [
+            ("properties = { compression = \"zstd\" }", "is not one of none, autozero, lz4"),
+            ("properties = { recordsize = \"8k\" }", "only `compression`"),
+            ("pool_properties = { ashift = \"12\" }", "are ZFS properties"),
+        ] {
+            let e = parse(&format!(
+                "name = \"m\"\n{WL}[[filesystem]]\nname = \"h\"\ntype = \"hammer2\"\n{props}\n"
+            ));
+            let Err(e) = e else {
+                panic!("{props}: accepted")
+            };
+            assert!(e.to_string().contains(want), "{props}: {e}");
+        }
+        // Other types still refuse `properties`.
+        let e = parse(&format!(
+            "name = \"m\"\n{WL}[[filesystem]]\nname = \"h\"\ntype = \"hammer\"\nproperties = {{ compression = \"lz4\" }}\n"
+        ));
+        assert!(e.is_err_and(|e| e.to_string().contains("are ZFS properties")));
     }
 
     #[test]

@@ -233,6 +233,10 @@ pub struct FsSettings {
     /// `zfs get` values of the properties the matrix touched, and compression.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub zfs_properties: BTreeMap<String, String>,
+    /// `hammer2 stat` of a HAMMER2 mount point: `compression` (`lz4:default`,
+    /// `zlib:9`) and `check` (`xxhash64`), as new files under it get them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub hammer2_properties: BTreeMap<String, String>,
     /// Options the kernel accepted but ignored (recorded, not an error).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ignored_options: Vec<String>,

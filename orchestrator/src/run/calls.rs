@@ -145,6 +145,17 @@ impl Calls<'_> {
                 .args(
                     "mount_opt",
                     c.fs.mount_options.iter().map(|o| o.as_str().to_string()),
+                )
+                // HAMMER2's compression: `hammer2 setcomp` on the mount point
+                // before anything is written under it.
+                .args(
+                    "comp",
+                    c.fs.properties
+                        .iter()
+                        .filter(|p| {
+                            c.fs.fs_type == FsType::Hammer2 && p.name.as_str() == "compression"
+                        })
+                        .map(|p| p.value.as_str().to_string()),
                 ),
             c,
         )
@@ -330,6 +341,7 @@ pub fn fs_settings(kv: &Kv, c: &Cell) -> FsSettings {
     FsSettings {
         mount_options: effective,
         zfs_properties,
+        hammer2_properties: kv.with_prefix("hammer2").into_iter().collect(),
         ignored_options: ignored,
     }
 }
