@@ -58,7 +58,7 @@ pub enum LabError {
 }
 
 /// The OSes a lab host can stand in for (docs/standin-hosts.md).
-pub const STANDIN_OSES: &[&str] = &["freebsd"];
+pub const STANDIN_OSES: &[&str] = &["freebsd", "dragonfly"];
 
 /// The stand-in files, as shipped in the binary: `setup.sh` (builds a
 /// stand-in's BSD view inside its mount namespace) and the emulated BSD
@@ -96,6 +96,73 @@ pub const STANDIN_FILES: &[(&str, &str)] = &[
     ("freebsd/tunefs", include_str!("lab/standin/freebsd/tunefs")),
     ("freebsd/zpool", include_str!("lab/standin/freebsd/zpool")),
     ("freebsd/zfs", include_str!("lab/standin/freebsd/zfs")),
+    (
+        "dragonfly/uname",
+        include_str!("lab/standin/dragonfly/uname"),
+    ),
+    (
+        "dragonfly/sysctl",
+        include_str!("lab/standin/dragonfly/sysctl"),
+    ),
+    (
+        "dragonfly/diskinfo",
+        include_str!("lab/standin/dragonfly/diskinfo"),
+    ),
+    (
+        "dragonfly/mount",
+        include_str!("lab/standin/dragonfly/mount"),
+    ),
+    (
+        "dragonfly/mount_hammer",
+        include_str!("lab/standin/dragonfly/mount_hammer"),
+    ),
+    (
+        "dragonfly/mount_hammer2",
+        include_str!("lab/standin/dragonfly/mount_hammer2"),
+    ),
+    (
+        "dragonfly/newfs",
+        include_str!("lab/standin/dragonfly/newfs"),
+    ),
+    (
+        "dragonfly/newfs_hammer",
+        include_str!("lab/standin/dragonfly/newfs_hammer"),
+    ),
+    (
+        "dragonfly/newfs_hammer2",
+        include_str!("lab/standin/dragonfly/newfs_hammer2"),
+    ),
+    (
+        "dragonfly/hammer",
+        include_str!("lab/standin/dragonfly/hammer"),
+    ),
+    (
+        "dragonfly/hammer2",
+        include_str!("lab/standin/dragonfly/hammer2"),
+    ),
+    (
+        "dragonfly/tunefs",
+        include_str!("lab/standin/dragonfly/tunefs"),
+    ),
+    (
+        "dragonfly/fstyp",
+        include_str!("lab/standin/dragonfly/fstyp"),
+    ),
+    (
+        "dragonfly/swapinfo",
+        include_str!("lab/standin/dragonfly/swapinfo"),
+    ),
+    ("dragonfly/gpt", include_str!("lab/standin/dragonfly/gpt")),
+    (
+        "dragonfly/fdisk",
+        include_str!("lab/standin/dragonfly/fdisk"),
+    ),
+    ("dragonfly/du", include_str!("lab/standin/dragonfly/du")),
+    ("dragonfly/stat", include_str!("lab/standin/dragonfly/stat")),
+    (
+        "dragonfly/readlink",
+        include_str!("lab/standin/dragonfly/readlink"),
+    ),
 ];
 
 /// `--os` values, checked: each `linux` or a stand-in OS.

@@ -2,8 +2,11 @@
 # Builds a stand-in BSD host (docs/standin-hosts.md, steps 1-4 and 6) inside a lab host's
 # private mount namespace:
 #   setup.sh OS DEVICE BSDNAME EMUDIR
-# OS: freebsd; DEVICE: the host's real spare block device (e.g. /dev/loop3); BSDNAME: its
-# BSD name (e.g. ada1); EMUDIR: a folder holding OS/<emulator> files (temporary: copied).
+# OS: freebsd or dragonfly; DEVICE: the host's real spare block device (e.g. /dev/loop3);
+# BSDNAME: its BSD name (e.g. ada1, da1); EMUDIR: a folder holding freebsd/<emulator> and
+# dragonfly/<emulator> files (temporary: copied).  A DragonFly stand-in gets the
+# dragonfly/ emulators plus the FreeBSD ones DragonFly shares (SHARED_dragonfly), and a
+# /dev/serno/<serial> link to its disk.
 # Run as root, once per host.  Afterwards the namespace shows a BSD userland:
 #   /usr/bin, /usr/sbin, /usr/local are tmpfs holding POSIX tools (links to the real ones),
 #   the emulators and PostgreSQL as FreeBSD packages install it; /dev is a private tmpfs
@@ -30,6 +33,13 @@ POSIX_TOOLS=(
 	logger seq whoami uptime install printenv yes tty logname locale getconf nproc
 	truncate hexdump which
 )
+# POSIX_TOOLS a DragonFly base system lacks (GNU additions FreeBSD took and DragonFly did
+# not): left out of a DragonFly view.
+NOT_ON_DRAGONFLY=(nproc)
+# FreeBSD emulators that are also DragonFly's command, with the same behaviour for what
+# fsmatrix uses (kenv reads /run/fsmx-standin/os for its two small differences).  Every
+# other DragonFly command is dragonfly/<name>.
+SHARED_dragonfly=(umount su pw lockf sha256 kenv)
 # Real tools the emulators call (through $R/bin, $R/sbin); listed so that a tool reached
 # through an absolute symlink (awk -> /etc/alternatives/awk -> /usr/bin/mawk) still
 # resolves once /usr/bin is replaced.
@@ -38,19 +48,30 @@ EMU_DEPS=(
 	getconf date mktemp rm readlink realpath runuser flock env id wc tail head dirname tee
 	ls printf mount umount mkfs.ext4 tune2fs dumpe2fs e2fsck zpool zfs zdb
 )
-# Where FreeBSD keeps each emulated command (Debian is usr-merged: /bin is /usr/bin).
+# Where FreeBSD / DragonFly keep each emulated command (Debian is usr-merged: /bin is
+# /usr/bin and /sbin is /usr/sbin, so /sbin/mount goes to /usr/sbin).
 emu_dir() {
-	case $1 in
-	uname|freebsd-version|kenv|du|stat|su|lockf|zdb) echo /usr/bin ;;
-	sysctl|geom|gpart|mount|umount|newfs|tunefs|zpool|zfs|sha256) echo /usr/sbin ;;
-	diskinfo|fstyp|swapinfo|pw) echo /usr/sbin ;;
+	case $OS:$1 in
+	freebsd:uname|freebsd:freebsd-version|freebsd:kenv|freebsd:du|freebsd:stat) echo /usr/bin ;;
+	freebsd:su|freebsd:lockf|freebsd:zdb) echo /usr/bin ;;
+	freebsd:sysctl|freebsd:geom|freebsd:gpart|freebsd:mount|freebsd:umount) echo /usr/sbin ;;
+	freebsd:newfs|freebsd:tunefs|freebsd:zpool|freebsd:zfs|freebsd:sha256) echo /usr/sbin ;;
+	freebsd:diskinfo|freebsd:fstyp|freebsd:swapinfo|freebsd:pw) echo /usr/sbin ;;
+	# DragonFly: bin/ and usr.bin/ -> /usr/bin; sbin/ and usr.sbin/ -> /usr/sbin
+	dragonfly:uname|dragonfly:kenv|dragonfly:du|dragonfly:stat|dragonfly:readlink) echo /usr/bin ;;
+	dragonfly:su|dragonfly:lockf) echo /usr/bin ;;
+	dragonfly:sysctl|dragonfly:diskinfo|dragonfly:mount|dragonfly:mount_ufs) echo /usr/sbin ;;
+	dragonfly:mount_hammer|dragonfly:mount_hammer2|dragonfly:umount|dragonfly:newfs) echo /usr/sbin ;;
+	dragonfly:newfs_hammer|dragonfly:newfs_hammer2|dragonfly:hammer|dragonfly:hammer2) echo /usr/sbin ;;
+	dragonfly:tunefs|dragonfly:fdisk|dragonfly:gpt|dragonfly:sha256) echo /usr/sbin ;;
+	dragonfly:fstyp|dragonfly:swapinfo|dragonfly:pw) echo /usr/sbin ;;
 	*) return 1 ;;
 	esac
 }
 
 case $OS in
-freebsd) ;;
-*) die "unsupported OS '$OS' (this setup knows: freebsd)" ;;
+freebsd|dragonfly) ;;
+*) die "unsupported OS '$OS' (this setup knows: freebsd, dragonfly)" ;;
 esac
 [[ $BSDNAME =~ ^[a-z]+[0-9]+$ ]] || die "bad BSD disk name '$BSDNAME'"
 [ "$(id -u)" = 0 ] || die "must run as root"
@@ -60,6 +81,7 @@ if [ -e "$ST/os" ] || [ -e "$R" ]; then
 fi
 [ -b "$DEVICE" ] || die "$DEVICE is not a block device"
 [ -d "$EMUDIR/$OS" ] || die "$EMUDIR/$OS: no emulators there"
+[ -d "$EMUDIR/freebsd" ] || die "$EMUDIR/freebsd: no emulators there"
 # Never hide /usr/bin of the machine itself: a lab host's mount namespace is its init's
 # (PID 1 of its pid namespace, "fsmx-init"); any other must differ from PID 1's.
 init_args=$'\n'$(tr '\0' '\n' </proc/1/cmdline)$'\n'
@@ -86,6 +108,20 @@ for n in null zero full random urandom tty fuse; do
 	fi
 done
 DISKNUM=$(majmin "$DEVICE")
+# The disk's serial number for DragonFly's /dev/serno/<serial>: stable for a given disk,
+# from the inode of the loop device's backing file (else from its device number).
+SERIAL=
+if [ "$OS" = dragonfly ]; then
+	backing=$(cat "/sys/block/${DEVICE##*/}/loop/backing_file" 2>/dev/null || true)
+	ino=
+	[ -n "$backing" ] && ino=$(stat -L -c %i "$backing" 2>/dev/null || true)
+	if [ -n "$ino" ]; then
+		SERIAL=$(printf 'FSMX%08X' "$ino")
+	else
+		# shellcheck disable=SC2086 # "maj min": two numbers
+		SERIAL=$(printf 'FSMX%04X%04X' $DISKNUM)
+	fi
+fi
 
 # path under /usr/{bin,sbin} -> the same file seen through $R
 in_real() {
@@ -127,7 +163,12 @@ add_tool() {
 	done
 	return 0
 }
-for t in "${POSIX_TOOLS[@]}"; do add_tool "$t" 1; done
+for t in "${POSIX_TOOLS[@]}"; do
+	if [ "$OS" = dragonfly ] && [[ " ${NOT_ON_DRAGONFLY[*]} " == *" $t "* ]]; then
+		continue
+	fi
+	add_tool "$t" 1
+done
 for t in "${EMU_DEPS[@]}"; do add_tool "$t" 0; done
 [ -x /usr/sbin/sshd ] && LINKS[/usr/sbin/sshd]=$R/sbin/sshd
 # sudo is a FreeBSD package (security/sudo): /usr/local/bin/sudo, for become = "sudo"
@@ -155,15 +196,34 @@ mount --bind /usr/bin "$R/bin"
 mount -o remount,bind,ro "$R/bin"
 mount --bind /usr/sbin "$R/sbin"
 mount -o remount,bind,ro "$R/sbin"
-EMUS=()
-for f in "$EMUDIR/$OS"/*; do
-	[ -f "$f" ] || continue
-	cp "$f" "$ST/emu/"
-	if [ -x "$f" ]; then
-		chmod 0755 "$ST/emu/${f##*/}"
-		EMUS+=("${f##*/}")
-	fi
-done
+# $ST/emu/<os>/<name>: the emulators (a DragonFly view also needs freebsd/: the shared
+# commands, and dragonfly/du and stat hand their work to ../freebsd/).  Only executable
+# files whose names have no dot are emulators (not FACTS.md).
+declare -A EMUS  # command name -> emulator file
+copy_emus() { # copy_emus OS
+	local f
+	mkdir -p "$ST/emu/$1"
+	for f in "$EMUDIR/$1"/*; do
+		if [ ! -f "$f" ] || [ ! -x "$f" ]; then continue; fi
+		case ${f##*/} in *.*) continue ;; esac
+		cp "$f" "$ST/emu/$1/"
+		chmod 0755 "$ST/emu/$1/${f##*/}"
+	done
+}
+copy_emus freebsd
+case $OS in
+freebsd)
+	for f in "$ST/emu/freebsd"/*; do EMUS[${f##*/}]=$f; done ;;
+dragonfly)
+	copy_emus dragonfly
+	for t in "${SHARED_dragonfly[@]}"; do
+		[ -x "$ST/emu/freebsd/$t" ] || die "$EMUDIR/freebsd/$t: missing (shared with dragonfly)"
+		EMUS[$t]=$ST/emu/freebsd/$t
+	done
+	for f in "$ST/emu/dragonfly"/*; do EMUS[${f##*/}]=$f; done
+	# DragonFly's mount execs mount_ufs, which is the same program
+	EMUS[mount_ufs]=$ST/emu/dragonfly/mount ;;
+esac
 printf '%s\n' "$OS" >"$ST/os"
 printf '%s\n' "$BSDNAME" >"$ST/disks"
 # From here on the tools come from the bind mounts.
@@ -179,14 +239,14 @@ mkdir -p /usr/local/bin /usr/local/sbin /usr/local/etc /usr/local/lib /usr/local
 for l in "${!LINKS[@]}"; do
 	ln -s "${LINKS[$l]}" "$l"
 done
-for e in "${EMUS[@]}"; do
+for e in "${!EMUS[@]}"; do
 	if d=$(emu_dir "$e"); then
 		:
 	else
-		echo "setup.sh: note: emulator '$e' has no known FreeBSD place: installed in /usr/sbin" >&2
+		echo "setup.sh: note: emulator '$e' has no known $OS place: installed in /usr/sbin" >&2
 		d=/usr/sbin
 	fi
-	ln -sfn "$ST/emu/$e" "$d/$e"
+	ln -sfn "${EMUS[$e]}" "$d/$e"
 done
 
 # --- 3. /dev -------------------------------------------------------------------------------
@@ -218,6 +278,11 @@ ln -s /proc/self/fd/2 "$ND/stderr"
 mkdir -m 1777 "$ND/shm"
 mount -t tmpfs -o mode=1777,nosuid,nodev fsmx-standin-shm "$ND/shm"
 node "$BSDNAME" b 0640 "$DISKNUM" "${DEVICE#/dev/}"
+if [ -n "$SERIAL" ]; then
+	# devfs's serial-number alias of the disk (DragonFly: /dev/serno/<serial> -> ../da1)
+	mkdir "$ND/serno"
+	ln -s "../$BSDNAME" "$ND/serno/$SERIAL"
+fi
 umount -l /dev
 mount --move "$ND" /dev
 rmdir "$ND"
@@ -234,4 +299,16 @@ for t in sh uname sysctl; do
 	command -v "$t" >/dev/null 2>&1 || die "check failed: '$t' is missing from the view"
 done
 [ -b "/dev/$BSDNAME" ] || die "check failed: /dev/$BSDNAME is not a block device"
-echo "setup.sh: $OS stand-in ready: /dev/$BSDNAME is $DEVICE"
+if [ "$OS" = dragonfly ]; then
+	for t in freebsd-version zpool zfs zdb geom gpart "${NOT_ON_DRAGONFLY[@]}"; do
+		if command -v "$t" >/dev/null 2>&1; then
+			die "check failed: '$t' is visible, DragonFly has none"
+		fi
+	done
+	if readlink -f / >/dev/null 2>&1; then
+		die "check failed: readlink -f works, DragonFly's readlink has no -f"
+	fi
+	[ "$(realpath "/dev/serno/$SERIAL")" = "/dev/$BSDNAME" ] ||
+		die "check failed: /dev/serno/$SERIAL does not lead to /dev/$BSDNAME"
+fi
+echo "setup.sh: $OS stand-in ready: /dev/$BSDNAME is $DEVICE${SERIAL:+ (serial $SERIAL)}"
