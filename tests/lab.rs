@@ -220,45 +220,53 @@ fn lab_lifecycle() {
         lab_things.push(format!("{} ", h.device));
         lab_things.push(format!("{}:", h.device));
     }
-    // The FreeBSD stand-in: a BSD userland view over its own Linux, its disk under its
-    // BSD name, root's login shell tcsh, no Linux-only command.
-    assert_eq!(inv.standins.len(), 1, "{:?}", inv.standins);
-    let bsd = &inv.standins[0];
-    assert_eq!(
-        (bsd.name.as_str(), bsd.device.as_str()),
-        ("lab4", "/dev/ada1")
-    );
-    let out = ssh_ok(
-        &inv,
-        bsd,
-        "uname -s; test -b \"$1\" && echo device-ok; readlink /proc/1/ns/pid; \
-         for c in lsblk blkid wipefs findmnt runuser losetup flock sha256sum; do \
-         command -v \"$c\" >/dev/null 2>&1 && echo \"HAS $c\"; done; \
-         sysctl -n kern.disks; sysctl -n hw.nosuch 2>&1; echo \"exit=$?\"; \
-         awk -F: '$1 == \"root\" { print $7 }' /etc/passwd; ls /usr/local/bin",
-        &[&bsd.device],
-    );
-    let got: Vec<_> = out.lines().collect();
-    assert_eq!(got[..2], ["FreeBSD", "device-ok"], "{out}");
-    pid_ns.insert(got[2].to_string());
-    assert!(
-        !out.contains("HAS "),
-        "a Linux-only command on the stand-in:\n{out}"
-    );
-    assert_eq!(got[3], "ada1", "{out}");
-    assert_eq!(
-        got[4..6],
-        ["sysctl: unknown oid 'hw.nosuch'", "exit=1"],
-        "{out}"
-    );
-    assert_eq!(got[6], "/bin/tcsh", "{out}");
-    for pg in ["initdb", "pg_ctl", "pgbench", "postgres", "psql"] {
-        assert!(got[7..].contains(&pg), "{pg} in /usr/local/bin:\n{out}");
+    // The stand-ins: a BSD userland view over their own Linux, the disk under its
+    // BSD name, root's login shell tcsh, no Linux-only command; FreeBSD's sysctl
+    // goes on past an unknown name, DragonFly's stops there.
+    let oses: Vec<(&str, &str)> = inv
+        .standins
+        .iter()
+        .map(|h| (h.name.as_str(), h.os.as_str()))
+        .collect();
+    assert_eq!(oses, [("lab4", "freebsd"), ("lab5", "dragonfly")]);
+    for (bsd, uname, disk) in [
+        (&inv.standins[0], "FreeBSD", "ada1"),
+        (&inv.standins[1], "DragonFly", "da1"),
+    ] {
+        assert_eq!(bsd.device, format!("/dev/{disk}"));
+        let out = ssh_ok(
+            &inv,
+            bsd,
+            "uname -s; test -b \"$1\" && echo device-ok; readlink /proc/1/ns/pid; \
+             for c in lsblk blkid wipefs findmnt runuser losetup flock sha256sum; do \
+             command -v \"$c\" >/dev/null 2>&1 && echo \"HAS $c\"; done; \
+             sysctl -n kern.disks; sysctl -n hw.nosuch 2>&1; echo \"exit=$?\"; \
+             awk -F: '$1 == \"root\" { print $7 }' /etc/passwd; ls /usr/local/bin",
+            &[&bsd.device],
+        );
+        let got: Vec<_> = out.lines().collect();
+        assert_eq!(got[..2], [uname, "device-ok"], "{out}");
+        pid_ns.insert(got[2].to_string());
+        assert!(
+            !out.contains("HAS "),
+            "a Linux-only command on the stand-in:\n{out}"
+        );
+        assert_eq!(got[3], disk, "{out}");
+        assert_eq!(
+            got[4..6],
+            ["sysctl: unknown oid 'hw.nosuch'", "exit=1"],
+            "{out}"
+        );
+        assert_eq!(got[6], "/bin/tcsh", "{out}");
+        for pg in ["initdb", "pg_ctl", "pgbench", "postgres", "psql"] {
+            assert!(got[7..].contains(&pg), "{pg} in /usr/local/bin:\n{out}");
+        }
+        let real = std::fs::read_to_string(dir.join(format!("hosts/{}/device", bsd.name)))
+            .expect("the stand-in's loop device");
+        lab_things.push(format!("{} ", real.trim()));
+        lab_things.push(format!("{}:", real.trim()));
     }
-    let real = std::fs::read_to_string(dir.join("hosts/lab4/device")).expect("lab4's loop device");
-    lab_things.push(format!("{} ", real.trim()));
-    lab_things.push(format!("{}:", real.trim()));
-    assert_eq!(pid_ns.len(), 4, "each host has its own pid namespace");
+    assert_eq!(pid_ns.len(), 5, "each host has its own pid namespace");
 
     // Strictness: with an empty known_hosts, OpenSSH refuses the host.
     let empty = tempfile::NamedTempFile::new().expect("temp file");

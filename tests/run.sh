@@ -14,7 +14,7 @@ dir=${FSMATRIX_LAB_DIR:-/var/lib/fsmatrix/lab}
 
 if [ ! -e "$dir/inventory.toml" ]; then
 	# The standard test lab (tests/common LAB_UP): 3 Linux hosts and a FreeBSD stand-in.
-	"$bin" lab up --install --hosts 4 --os linux,linux,linux,freebsd --dir "$dir"
+	"$bin" lab up --install --hosts 5 --os linux,linux,linux,freebsd,dragonfly --dir "$dir"
 	trap '"$bin" lab down --dir "$dir"' EXIT
 fi
 cargo test --workspace

@@ -58,13 +58,19 @@ pub struct LabHost {
     pub name: String,
     pub address: String,
     pub device: String,
-    /// `linux`, or the OS a stand-in host is dressed as (`freebsd`).
+    /// `linux`, or the OS a stand-in host is dressed as (`freebsd`, `dragonfly`).
     pub os: String,
 }
 
 /// What the tests bring the lab up with (as `tests/run.sh` and CI do):
-/// three Linux hosts and a FreeBSD stand-in.
-pub const LAB_UP: &[&str] = &["up", "--hosts", "4", "--os", "linux,linux,linux,freebsd"];
+/// three Linux hosts, a FreeBSD and a DragonFly stand-in.
+pub const LAB_UP: &[&str] = &[
+    "up",
+    "--hosts",
+    "5",
+    "--os",
+    "linux,linux,linux,freebsd,dragonfly",
+];
 
 /// What the tests read from the lab's inventory.toml.
 #[derive(Debug, Clone)]

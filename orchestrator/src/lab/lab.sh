@@ -36,6 +36,8 @@ readonly PRIVATE_DIRS="/tmp /var/tmp /mnt /run/postgresql /run/zfs /run/lock /et
 bsd_disk() {
 	case $1 in
 	freebsd) printf 'ada1' ;;
+	# DragonFly's CAM SCSI disk (ahci/virtio-scsi attach as da; vbd is virtio-blk).
+	dragonfly) printf 'da1' ;;
 	*) return 1 ;;
 	esac
 }
@@ -96,9 +98,10 @@ missing_packages() {
 			printf '%s\n' "$pkg"
 	done
 	[ -n "$(pg_bin_dir)" ] || printf '%s\n' postgresql
-	# The FreeBSD stand-in's root logs in with tcsh (csh was root's shell before 14).
+	# A BSD stand-in's root logs in with tcsh (csh was root's shell on FreeBSD before 14;
+	# DragonFly's root has /bin/csh, which is tcsh).
 	case ",${OSES:-linux}," in
-	*,freebsd,*) [ -x /usr/bin/tcsh ] || printf '%s\n' tcsh ;;
+	*,freebsd,* | *,dragonfly,*) [ -x /usr/bin/tcsh ] || printf '%s\n' tcsh ;;
 	esac
 	return 0
 }
@@ -320,9 +323,9 @@ host_etc() {
 	local host=$1 etc=$2 os=$3
 	mkdir -p "$etc/sudoers.d"
 	cp -p /etc/passwd /etc/group /etc/shadow "$etc/"
-	if [ "$os" = freebsd ]; then
-		# root's login shell: csh-family, as on FreeBSD before 14; postgres's /bin/sh, as
-		# the FreeBSD package makes it (pw usershow: /var/db/postgres:/bin/sh).
+	if [ "$os" = freebsd ] || [ "$os" = dragonfly ]; then
+		# root's login shell: csh-family, as on FreeBSD before 14 and on DragonFly;
+		# postgres's /bin/sh, as the package makes it (pw usershow: /var/db/postgres:/bin/sh).
 		awk -F: -v OFS=: '$1 == "root" { $7 = "/bin/tcsh" } $1 == "postgres" { $7 = "/bin/sh" } { print }' \
 			/etc/passwd >"$etc/passwd"
 	fi
@@ -416,12 +419,12 @@ cmd_up() {
 	for i in "${o[@]}"; do
 		case $i in
 		linux) ;;
-		freebsd)
+		freebsd | dragonfly)
 			if [ -z "${STANDIN:-}" ] || [ ! -f "$STANDIN/setup.sh" ]; then
 				die 2 "a $i stand-in needs the stand-in files (FSMATRIX_LAB_STANDIN); run lab.sh through \`fsmatrix lab up\`"
 			fi
 			;;
-		*) die 2 "--os: '$i' has no lab host; valid: linux, freebsd" ;;
+		*) die 2 "--os: '$i' has no lab host; valid: linux, freebsd, dragonfly" ;;
 		esac
 	done
 
