@@ -197,13 +197,21 @@ first_mib_zero() {
 # whole sectors of SECTOR bytes (512 by default; a BSD disk takes only I/O
 # in multiples of its sector size).  ZFS keeps two of its four labels at the
 # end of the device, GPT its backup table.
+# Byte counts go through awk: shell arithmetic is 32-bit in some shells (mksh).
 zero_ends() {
 	_ze_ss=${3:-512}
 	run dd if=/dev/zero of="$1" bs=65536 count=16 conv=notrunc
-	if [ "$2" -gt 2097152 ]; then
-		run dd if=/dev/zero of="$1" bs="$_ze_ss" seek="$((($2 - 1048576) / _ze_ss))" count="$((1048576 / _ze_ss))" conv=notrunc
+	_ze_seek=$(awk -v s="$2" -v b="$_ze_ss" 'BEGIN { if (s > 2097152) printf "%.0f", int((s - 1048576) / b) }')
+	if [ -n "$_ze_seek" ]; then
+		run dd if=/dev/zero of="$1" bs="$_ze_ss" seek="$_ze_seek" count="$((1048576 / _ze_ss))" conv=notrunc
 	fi
 	sync
+}
+
+# bytes_lt A B: true when the byte count A is less than B (awk: shell
+# arithmetic is 32-bit in some shells).
+bytes_lt() {
+	awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 < b + 0) }'
 }
 
 # run_step OUT CMD ARGS...: a long step that survives a dropped connection.

@@ -203,9 +203,13 @@ partition_table() {
 		return 0
 	fi
 	if command -v gpt >/dev/null 2>&1; then
+		# Rows "start size index contents": the index is "-" where there is
+		# none; a blank disk is one "Unused" row.
 		gpt show "$1" 2>/dev/null | awk '
-			NR > 1 && NF >= 3 && $3 !~ /^[0-9]+$/ && $3 != "Unused" { t = "GPT"; exit }
-			NR > 1 && NF >= 4 && $4 != "Unused" { t = "GPT"; exit }
+			NR > 1 && NF >= 3 {
+				c = ($3 == "-" || $3 ~ /^[0-9]+$/) ? $4 : $3
+				if (c != "Unused") { t = "GPT"; exit }
+			}
 			END { printf "%s", t }'
 	fi
 }
@@ -214,9 +218,10 @@ partition_table() {
 # partition table is foreign (fsmatrix never writes one); `fstyp -l -u`
 # prints "<type> <label>", DragonFly adding "_<device name>" to HAMMER and
 # HAMMER2 labels [DF usr.sbin/fstyp/fstyp.c, hammer.c, hammer2.c]: ufs and
-# hammer labelled fsmx are ours; HAMMER2 gives the PFS its partition letter
-# names (DATA here) or else the first PFS of the super-root: fsmatrix's is
-# made with only LOCAL and fsmx, so either label is ours.
+# hammer labelled fsmx are ours; HAMMER2's label is the PFS the device's
+# partition letter names (DATA on a whole disk) or else the super-root's own
+# name, SUPROOT [DF sbin/newfs_hammer2/mkfs_hammer2.c]: fsmatrix's has only
+# LOCAL and fsmx, so `hammer2 SUPROOT_da1` is ours.
 signature() {
 	SIG=none
 	SIG_DETAIL=
@@ -234,7 +239,7 @@ signature() {
 		SIG_DETAIL="$_sg_type label=$_sg_label"
 		SIG=foreign
 		case $_sg_type:$_sg_label in
-		ufs:"$FSMX_LABEL" | hammer:"$FSMX_LABEL" | hammer2:"$FSMX_LABEL" | hammer2:LOCAL) SIG=fsmx ;;
+		ufs:"$FSMX_LABEL" | hammer:"$FSMX_LABEL" | hammer2:"$FSMX_LABEL" | hammer2:SUPROOT) SIG=fsmx ;;
 		esac
 		return 0
 	fi
@@ -468,7 +473,7 @@ verb_make_fs() {
 	hammer)
 		# HAMMER refuses a volume under 10 GB without -f [DF
 		# sbin/newfs_hammer/newfs_hammer.c]; -f is not given otherwise.
-		if [ "$_mf_size" -lt 10737418240 ]; then
+		if bytes_lt "$_mf_size" 10737418240; then
 			log "$_mf_dev is under 10 GB: newfs_hammer needs -f"
 			set -- newfs_hammer -f -L "$FSMX_LABEL" ${1+"$@"} "$_mf_dev"
 		else

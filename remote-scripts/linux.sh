@@ -60,7 +60,7 @@ disks_under() {
 dev_size_bytes() {
 	_ds_name=$(blk_name "$1")
 	if [ -r "/sys/class/block/$_ds_name/size" ]; then
-		printf '%s' "$(($(cat "/sys/class/block/$_ds_name/size") * 512))"
+		awk '{ printf "%.0f", $1 * 512 }' "/sys/class/block/$_ds_name/size"
 	else
 		blockdev --getsize64 "$1"
 	fi
@@ -160,6 +160,9 @@ zpool_vdev_of() {
 	fi
 	printf '%s\n' "$_zv_status" | awk '$1 == "pool:" { pool = $2; next } pool != "" && NF > 0 { print pool, $1 }' |
 		while read -r _zv_pool _zv_tok; do
+			# drop-caches imports through a folder of links to /dev (gone since):
+			# such a vdev path names the /dev node by its last part.
+			case $_zv_tok in */fsmx-import.*/*) _zv_tok=/dev/${_zv_tok##*/} ;; esac
 			for _zv_p in "$_zv_tok" "/dev/$_zv_tok" "/dev/disk/by-id/$_zv_tok" "/dev/disk/by-partuuid/$_zv_tok" \
 				"/dev/disk/by-uuid/$_zv_tok" "/dev/disk/by-path/$_zv_tok" "/dev/disk/by-partlabel/$_zv_tok"; do
 				case $_zv_p in /*) ;; *) continue ;; esac
@@ -354,7 +357,7 @@ verb_facts() {
 	kv user "$(id -un)"
 	kv cpu_model "$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
 	kv cpu_count "$(getconf _NPROCESSORS_ONLN)"
-	kv mem_bytes "$(($(awk '$1 == "MemTotal:" { print $2 }' /proc/meminfo) * 1024))"
+	kv mem_bytes "$(awk '$1 == "MemTotal:" { printf "%.0f", $2 * 1024 }' /proc/meminfo)"
 	kv page_size "$(getconf PAGESIZE)"
 	_f_i=0
 	for _f_a in ${1+"$@"}; do

@@ -1,9 +1,9 @@
-//! The FreeBSD script on the lab's FreeBSD stand-in host (docs/standin-hosts.md): a
-//! Linux lab host whose SSH session looks like FreeBSD (its BSD commands emulated from
-//! the man pages and sources, Linux-only commands absent, root's shell tcsh, the disk
-//! at /dev/ada1).  Every verb under every POSIX shell fsmatrix supports, a sweep on a
-//! mixed lab, and the device guard.  Needs the standard lab (tests/run.sh brings it up
-//! with `--os linux,linux,linux,freebsd`).
+//! The BSD scripts on the lab's stand-in hosts (docs/standin-hosts.md): Linux lab hosts
+//! whose SSH session looks like FreeBSD or DragonFly (their BSD commands emulated from
+//! the man pages and sources, Linux-only commands absent, root's shell tcsh, the disk at
+//! /dev/ada1 or /dev/da1).  Every verb under every POSIX shell fsmatrix supports, a sweep
+//! on a mixed lab, and the device guard.  Needs the standard lab (tests/run.sh brings it
+//! up with `--os linux,linux,linux,freebsd,dragonfly`).
 mod common;
 
 use std::path::Path;
@@ -15,21 +15,26 @@ use serde_json::Value;
 /// The folder the verb tests put the scripts in (not fsmatrix's work_dir).
 const DIR: &str = "/var/tmp/fsmx-standin-test";
 
-fn standin(lab: &Lab) -> LabHost {
+fn standin(lab: &Lab, os: &str) -> LabHost {
     lab.inv
         .standins
         .iter()
-        .find(|h| h.os == "freebsd")
+        .find(|h| h.os == os)
         .cloned()
-        .expect("the standard lab has a FreeBSD stand-in (tests/run.sh: --os linux,linux,linux,freebsd)")
+        .unwrap_or_else(|| {
+            panic!(
+                "the standard lab has a {os} stand-in (tests/run.sh: --os {})",
+                common::LAB_UP[4]
+            )
+        })
 }
 
-/// Puts common.sh and freebsd.sh into [`DIR`] on the stand-in.
+/// Puts common.sh and the host's OS script into [`DIR`] on the stand-in.
 fn upload_scripts(inv: &LabInventory, h: &LabHost) {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../remote-scripts");
     let mut script = format!("set -e; rm -rf {DIR}; mkdir -p {DIR}\n");
-    for name in ["common.sh", "freebsd.sh"] {
-        let body = std::fs::read_to_string(repo.join(name)).expect("read a remote script");
+    for name in ["common.sh".to_string(), format!("{}.sh", h.os)] {
+        let body = std::fs::read_to_string(repo.join(&name)).expect("read a remote script");
         assert!(!body.contains("FSMX_TEST_EOF"));
         script.push_str(&format!(
             "cat > {DIR}/{name} <<'FSMX_TEST_EOF'\n{body}FSMX_TEST_EOF\n"
@@ -38,21 +43,32 @@ fn upload_scripts(inv: &LabInventory, h: &LabHost) {
     ssh_ok(inv, h, &script, &[]);
 }
 
-/// What the stand-in's own BSD commands say is left of a sweep.
+/// What the stand-in's own BSD commands say is left of a sweep: nothing mounted
+/// from its disk or under fsmatrix's folders, no PostgreSQL, no pool (FreeBSD), no
+/// partition table (gpart on FreeBSD, fdisk and gpt on DragonFly), no foreign
+/// signature.
 fn assert_clean_bsd(inv: &LabInventory, h: &LabHost) {
     let out = ssh_ok(
         inv,
         h,
-        r#"dev=$1
-echo "mounted=$(mount -p | awk -v d="$dev" '$1 == d || $2 ~ /^\/var\/tmp\/fsm/' | wc -l | tr -d ' ')"
+        r#"os=$1; dev=$2
+echo "mounted=$(mount -p | awk -v d="$dev" '$1 == d || $1 ~ "^" d "@" || $2 ~ /^\/var\/tmp\/fsm/' | wc -l | tr -d ' ')"
 echo "postgres=$(pgrep -x postgres | wc -l | tr -d ' ')"
-echo "pools=$(zpool list -H -o name 2>/dev/null | grep -c '^fsmx' || true)"
+if [ "$os" = freebsd ]; then
+  echo "pools=$(zpool list -H -o name 2>/dev/null | grep -c '^fsmx' || true)"
+  echo "table=$(gpart show "$dev" >/dev/null 2>&1 && echo gpart || echo none)"
+else
+  echo "pools=0"
+  t=none
+  fdisk -s "$dev" >/dev/null 2>&1 && t=mbr
+  gpt show "$dev" 2>/dev/null | awk 'NR > 1 && $NF != "Unused" { f = 1 } END { exit !f }' && t=gpt
+  echo "table=$t"
+fi
 if fstyp -u "$dev" >/dev/null 2>&1; then echo "sig=$(fstyp -l -u "$dev")"; else echo "sig=none"; fi
-echo "gpart=$(gpart show "$dev" >/dev/null 2>&1 && echo table || echo none)"
 "#,
-        &[&h.device],
+        &[&h.os, &h.device],
     );
-    for want in ["mounted=0", "postgres=0", "pools=0", "gpart=none"] {
+    for want in ["mounted=0", "postgres=0", "pools=0", "table=none"] {
         assert!(out.lines().any(|l| l == want), "{}: {want}?\n{out}", h.name);
     }
     let sig = out
@@ -67,11 +83,12 @@ echo "gpart=$(gpart show "$dev" >/dev/null 2>&1 && echo table || echo none)"
 }
 
 /// One cell's verbs in order under `shell`, as the orchestrator calls them;
-/// each verb's stdout is printed after a `== <verb> rc=<n>` line.
-const CELL: &str = r#"sh_=$1; fs=$2; shift 2
-d=/var/tmp/fsmx-standin-test; dev=/dev/ada1; pg=/usr/local/bin
+/// each verb's stdout is printed after a `== <verb> rc=<n>` line.  Arguments:
+/// shell, OS, device, filesystem, then the mkfs options.
+const CELL: &str = r#"sh_=$1; os=$2; dev=$3; fs=$4; shift 4
+d=/var/tmp/fsmx-standin-test; pg=/usr/local/bin
 mnt=$d/mnt; cell=$d/cell
-v() { name=$1; shift; echo "== $name"; $sh_ "$d/freebsd.sh" "$name" "$@" 2>"$d/$name.err"; rc=$?; echo "== rc $name $rc"; if [ "$rc" -ne 0 ]; then cat "$d/$name.err"; fi; }
+v() { name=$1; shift; echo "== $name"; $sh_ "$d/$os.sh" "$name" "$@" 2>"$d/$name.err"; rc=$?; echo "== rc $name $rc"; if [ "$rc" -ne 0 ]; then cat "$d/$name.err"; fi; }
 v facts dev=$dev pg_bin=$pg > "$d/facts.out"; cat "$d/facts.out"
 ident=$(sed -n 's/^device\.0\.ident=//p' "$d/facts.out")
 v preflight dev=$dev allowed=$dev
@@ -79,8 +96,8 @@ if [ "$fs" = zfs ]; then
   v make-fs dev=$dev allowed=$dev ident="$ident" fs=zfs pool=fsmx-t mnt=$mnt zfs_prop=compression=gzip zfs_prop=atime=off
   v mount dev=$dev fs=zfs mnt=$mnt pool=fsmx-t
 else
-  v make-fs dev=$dev allowed=$dev ident="$ident" fs=ufs "$@"
-  v mount dev=$dev fs=ufs mnt=$mnt mount_opt=noatime
+  v make-fs dev=$dev allowed=$dev ident="$ident" fs=$fs "$@"
+  v mount dev=$dev fs=$fs mnt=$mnt mount_opt=noatime
 fi
 v pg-init pg_bin=$pg mnt=$mnt cell=$cell port=5433 pg_set=shared_buffers=32MB pg_set=fsync=off
 v pg-start pg_bin=$pg mnt=$mnt cell=$cell
@@ -90,6 +107,7 @@ v cat work=$d path=$d/run/stdout
 v sizes mnt=$mnt fs=$fs pool=fsmx-t
 v pg-stop pg_bin=$pg mnt=$mnt cell=$cell
 v drop-caches fs=$fs dev=$dev pool=fsmx-t mnt=$mnt
+v mount dev=$dev fs=$fs mnt=$mnt pool=fsmx-t
 v teardown dev=$dev allowed=$dev fs=$fs mnt=$mnt pool=fsmx-t pg_bin=$pg cell=$cell
 v preflight dev=$dev allowed=$dev
 "#;
@@ -113,7 +131,7 @@ fn by_verb(out: &str) -> std::collections::BTreeMap<String, (String, Vec<String>
 }
 
 fn cell_on(inv: &LabInventory, h: &LabHost, shell: &str, fs: &str, mkfs: &[&str]) -> String {
-    let mut args = vec![shell, fs];
+    let mut args = vec![shell, h.os.as_str(), h.device.as_str(), fs];
     args.extend_from_slice(mkfs);
     let out = ssh(inv, h, CELL, &args);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -147,9 +165,16 @@ fn cell_on(inv: &LabInventory, h: &LabHost, shell: &str, fs: &str, mkfs: &[&str]
             .unwrap_or_else(|| panic!("{shell} {fs}: no {key} from {verb}:\n{text}"))
             .to_string()
     };
-    assert_eq!(kv("facts", "os"), "freebsd");
-    assert_eq!(kv("facts", "standin"), "freebsd");
+    assert_eq!(kv("facts", "os"), h.os);
+    assert_eq!(kv("facts", "standin"), h.os);
+    assert_eq!(kv("facts", "device.0.present"), "yes", "{text}");
     assert_eq!(kv("make-fs", "fs"), fs);
+    // The mount's source is the device itself, whatever the OS shows (a HAMMER
+    // label, a HAMMER2 dev@LABEL), and the mount after the cache drop is the same.
+    if fs != "zfs" {
+        assert_eq!(kv("mount", "mount_source"), h.device, "{text}");
+        assert_eq!(kv("mount", "mount_fstype"), fs, "{text}");
+    }
     assert_eq!(kv("run", "status"), "0");
     assert!(
         verbs["cat"].1.iter().any(|l| l.starts_with("tps = ")),
@@ -160,30 +185,34 @@ fn cell_on(inv: &LabInventory, h: &LabHost, shell: &str, fs: &str, mkfs: &[&str]
         "{text}"
     );
     assert!(
-        kv("drop-caches", "drop_caches_method")
-            == if fs == "zfs" {
-                "zfs-export-import"
-            } else {
-                "ufs-umount-mount"
-            },
+        kv("sizes", "du_apparent_bytes").parse::<u64>().unwrap_or(0) > 1_000_000,
         "{text}"
     );
+    let method = if fs == "zfs" {
+        "zfs-export-import".to_string()
+    } else {
+        format!("{fs}-umount-mount")
+    };
+    assert_eq!(kv("drop-caches", "drop_caches_method"), method, "{text}");
     assert_eq!(kv("teardown", "device"), "blank", "{text}");
     text
 }
 
-#[test]
-fn every_freebsd_verb_runs_under_every_posix_shell() {
+/// The shells reach a stand-in through its view of the real tools (they are test
+/// vehicles, not part of its BSD userland).
+const REAL_BIN: &str = "/run/fsmx-standin/real/bin";
+const SHELLS: [&str; 5] = ["dash", "posh", "mksh", "yash", "busybox sh"];
+
+/// Every verb of `os`'s script under every shell on `fs` (with `mkfs`), effective
+/// options read back; then each of `others` under dash.
+fn every_verb(os: &str, fs: &str, mkfs: &[&str], others: &[(&str, &[&str])]) {
     let _l = lab_lock();
     let lab = Lab::standing_or_up(3);
-    let h = standin(&lab);
+    let h = standin(&lab, os);
     upload_scripts(&lab.inv, &h);
-    // The shells reach the stand-in through its view of the real tools (they are
-    // test vehicles, not part of its BSD userland).
-    let real = "/run/fsmx-standin/real/bin";
-    for shell in ["dash", "posh", "mksh", "yash", "busybox sh"] {
-        let sh = format!("{real}/{shell}");
-        let text = cell_on(&lab.inv, &h, &sh, "ufs", &["mkfs_opt=-U", "mkfs_opt=-j"]);
+    for shell in SHELLS {
+        let sh = format!("{REAL_BIN}/{shell}");
+        let text = cell_on(&lab.inv, &h, &sh, fs, mkfs);
         let verbs = by_verb(&text);
         let eff: Vec<&String> = verbs["mount"]
             .1
@@ -196,43 +225,59 @@ fn every_freebsd_verb_runs_under_every_posix_shell() {
         );
         assert_clean_bsd(&lab.inv, &h);
     }
-    let _ = cell_on(&lab.inv, &h, &format!("{real}/dash"), "zfs", &[]);
-    assert_clean_bsd(&lab.inv, &h);
+    for (fs, mkfs) in others {
+        let _ = cell_on(&lab.inv, &h, &format!("{REAL_BIN}/dash"), fs, mkfs);
+        assert_clean_bsd(&lab.inv, &h);
+    }
     ssh_ok(&lab.inv, &h, &format!("rm -rf {DIR}"), &[]);
 }
 
-/// `fsmatrix run` of `matrix/quick-bsd.toml` (shortened) on one Linux host and the
-/// FreeBSD stand-in: every planned cell done, the effective options recorded, the
-/// bundle verifies, both hosts clean; the report marks the stand-in's rows.
 #[test]
-fn a_sweep_on_a_mixed_lab_runs_every_cell_and_marks_the_stand_in() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
-    let bsd = standin(&lab);
-    let linux = lab.inv.hosts[0].clone();
+fn every_freebsd_verb_runs_under_every_posix_shell() {
+    every_verb(
+        "freebsd",
+        "ufs",
+        &["mkfs_opt=-U", "mkfs_opt=-j"],
+        &[("zfs", &[])],
+    );
+}
+
+#[test]
+fn every_dragonfly_verb_runs_under_every_posix_shell() {
+    every_verb(
+        "dragonfly",
+        "hammer",
+        &[],
+        &[("hammer2", &[]), ("ufs", &["mkfs_opt=-U"])],
+    );
+}
+
+/// A matrix of `matrix/`, read as text (the tests shorten it).
+fn matrix_text(name: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../matrix/{name}")))
+        .unwrap_or_else(|e| panic!("matrix/{name}: {e}"))
+}
+
+/// `fsmatrix run` of `matrix` on `hosts` (with `host_extra` in each host's
+/// table): exit 0, the bundle verifies; the bundle and its results.
+fn sweep(
+    lab: &Lab,
+    hosts: &[&LabHost],
+    host_extra: &str,
+    matrix: &str,
+) -> (std::path::PathBuf, Vec<Value>, tempfile::TempDir) {
     let tmp = tempfile::tempdir().expect("tempdir");
     let inv = tmp.path().join("inventory.toml");
-    std::fs::write(
-        &inv,
-        inventory_for(&lab.inv, &[(&linux, ""), (&bsd, "")], ""),
-    )
-    .expect("write the inventory");
-    let quick = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../matrix/quick-bsd.toml"),
-    )
-    .expect("matrix/quick-bsd.toml");
-    let matrix = tmp.path().join("matrix.toml");
-    std::fs::write(
-        &matrix,
-        quick.replace("duration = \"30s\"", "duration = \"3s\""),
-    )
-    .expect("write the matrix");
+    let pairs: Vec<(&LabHost, &str)> = hosts.iter().map(|h| (*h, host_extra)).collect();
+    std::fs::write(&inv, inventory_for(&lab.inv, &pairs, "")).expect("write the inventory");
+    let mpath = tmp.path().join("matrix.toml");
+    std::fs::write(&mpath, matrix).expect("write the matrix");
     let out = tmp.path().join("results");
     let o = fsmatrix()
         .args(["run", "--inventory"])
         .arg(&inv)
         .arg("--matrix")
-        .arg(&matrix)
+        .arg(&mpath)
         .arg("--out")
         .arg(&out)
         .stdin(Stdio::null())
@@ -262,47 +307,148 @@ fn a_sweep_on_a_mixed_lab_runs_every_cell_and_marks_the_stand_in() {
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON line"))
         .collect();
-    let on =
-        |host: &str| -> Vec<&Value> { rs.iter().filter(|r| r["params"]["host"] == host).collect() };
-    let fs_of = |host: &str| -> Vec<String> {
-        let mut v: Vec<String> = on(host)
-            .iter()
-            .map(|r| r["params"]["fs_type"].as_str().unwrap_or("?").to_string())
-            .collect();
-        v.dedup();
-        v
-    };
-    // ZFS runs on both; UFS only on FreeBSD, ext4 only on Linux (dropped elsewhere).
-    assert_eq!(fs_of(&linux.name), ["zfs", "ext4"], "{rs:?}");
-    assert_eq!(fs_of(&bsd.name), ["ufs", "zfs"], "{rs:?}");
     for r in &rs {
         assert_eq!(r["status"]["state"], "done", "{r}");
     }
-    // Effective options as the stand-in's BSD tools report them: soft updates
-    // journaling on ufs2j, async kept where there are no soft updates.
-    let settings = |fs: &str| -> String {
-        rs.iter()
-            .find(|r| r["params"]["filesystem"] == fs)
-            .map(|r| r["fs_settings"].to_string())
-            .unwrap_or_default()
-    };
-    let ufs2j = settings("ufs2j");
+    (bundle, rs, tmp)
+}
+
+/// The filesystem types of `host`'s results, in run order, each once.
+fn fs_of(rs: &[Value], host: &str) -> Vec<String> {
+    let mut v: Vec<String> = rs
+        .iter()
+        .filter(|r| r["params"]["host"] == host)
+        .map(|r| r["params"]["fs_type"].as_str().unwrap_or("?").to_string())
+        .collect();
+    v.dedup();
+    v
+}
+
+/// The `fs_settings` of the first result of `filesystem` (a variant's name) on `host`.
+fn settings(rs: &[Value], host: &str, filesystem: &str) -> String {
+    rs.iter()
+        .find(|r| r["params"]["filesystem"] == filesystem && r["params"]["host"] == host)
+        .map(|r| r["fs_settings"].to_string())
+        .unwrap_or_else(|| panic!("no {filesystem} result on {host}"))
+}
+
+/// Every `drop-caches.txt` of the bundle (one per run with drop_caches), as
+/// (cell id, text).
+fn drop_cache_records(bundle: &Path) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let mut stack = vec![bundle.join("data")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d)
+            .expect("read a bundle folder")
+            .flatten()
+        {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n == "drop-caches.txt") {
+                let cell = p
+                    .parent()
+                    .and_then(|c| c.file_name())
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                found.push((cell, std::fs::read_to_string(&p).expect("read")));
+            }
+        }
+    }
+    found
+}
+
+/// `fsmatrix run` of `matrix/quick-bsd.toml` (shortened, every run from a cold
+/// start) on one Linux host and the FreeBSD and DragonFly stand-ins: every planned
+/// cell done, the effective options recorded as the BSD tools report them, the cache
+/// drop's method recorded per run, the bundle verifies, every host clean (checked
+/// with the stand-ins' own commands); the report marks the stand-ins' rows.
+#[test]
+fn a_sweep_on_a_mixed_lab_runs_every_cell_and_marks_the_stand_ins() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let fbsd = standin(&lab, "freebsd");
+    let dfly = standin(&lab, "dragonfly");
+    let linux = lab.inv.hosts[0].clone();
+    let matrix = matrix_text("quick-bsd.toml")
+        .replace("duration = \"30s\"", "duration = \"3s\"")
+        .replace("drop_caches = false", "drop_caches = true");
+    let (bundle, rs, _tmp) = sweep(&lab, &[&linux, &fbsd, &dfly], "", &matrix);
+    // Each OS runs only its own filesystems (the rest dropped with the reason):
+    // ZFS and ext4 on Linux, UFS2 and ZFS on FreeBSD, UFS1 (no -j), HAMMER and
+    // HAMMER2 on DragonFly.
+    assert_eq!(fs_of(&rs, &linux.name), ["zfs", "ext4"], "{rs:?}");
+    assert_eq!(fs_of(&rs, &fbsd.name), ["ufs", "zfs"], "{rs:?}");
+    assert_eq!(
+        fs_of(&rs, &dfly.name),
+        ["ufs", "hammer", "hammer2"],
+        "{rs:?}"
+    );
+    // Effective options as the stand-ins' BSD tools report them: soft updates
+    // journaling on ufs2j, async kept where there are no soft updates, HAMMER's
+    // nohistory from the mount list.
+    let ufs2j = settings(&rs, &fbsd.name, "ufs2j");
     assert!(ufs2j.contains("journaled soft-updates"), "{ufs2j}");
-    let ufs_async = settings("ufs-async");
+    let ufs_async = settings(&rs, &fbsd.name, "ufs-async");
     assert!(
         ufs_async.contains("\"rw,async,noatime\""),
         "mount -p's options field: {ufs_async}"
     );
-    let zfs = settings("zfs-gzip");
+    let zfs = settings(&rs, &fbsd.name, "zfs-gzip");
     assert!(zfs.contains("\"compression\":\"gzip\""), "{zfs}");
     assert!(zfs.contains("\"atime\":\"off\""), "{zfs}");
-    let facts: Value = serde_json::from_str(
-        &std::fs::read_to_string(bundle.join(format!("data/hosts/{}/facts.json", bsd.name)))
-            .expect("the stand-in's facts"),
-    )
-    .expect("JSON");
-    assert_eq!(facts["standin"], "freebsd");
-    assert_eq!(facts["os"], "freebsd");
+    let hammer = settings(&rs, &dfly.name, "hammer");
+    assert!(
+        hammer.contains("noatime") && hammer.contains("nohistory"),
+        "{hammer}"
+    );
+    // HAMMER2's compression set by hammer2 setcomp and read back by hammer2 stat.
+    let hammer2 = settings(&rs, &dfly.name, "hammer2-zlib");
+    assert!(hammer2.contains("noatime"), "{hammer2}");
+    assert!(
+        hammer2.contains("\"hammer2_properties\":{\"check\":\"xxhash64\",\"compression\":\"zlib"),
+        "{hammer2}"
+    );
+    let dfly_async = settings(&rs, &dfly.name, "ufs-async");
+    assert!(dfly_async.contains("async"), "{dfly_async}");
+    // Every run started cold, each OS by its own method, PostgreSQL restarted.
+    let drops = drop_cache_records(&bundle);
+    assert_eq!(
+        drops.len(),
+        rs.len(),
+        "one drop-caches.txt per run: {drops:?}"
+    );
+    let method_of = |r: &Value| -> String {
+        let id = r["cell_id"].as_str().expect("cell_id");
+        let text = &drops
+            .iter()
+            .find(|(c, _)| c == id)
+            .unwrap_or_else(|| panic!("no drop-caches.txt for {id}: {drops:?}"))
+            .1;
+        assert!(text.lines().any(|l| l == "postgres=restarted"), "{text}");
+        text.lines()
+            .find_map(|l| l.strip_prefix("drop_caches_method="))
+            .unwrap_or("?")
+            .to_string()
+    };
+    for r in &rs {
+        let fs = r["params"]["fs_type"].as_str().unwrap_or("?");
+        let want = match (r["params"]["host"].as_str(), fs) {
+            (Some(h), _) if h == linux.name => "linux-drop_caches".to_string(),
+            (_, "zfs") => "zfs-export-import".to_string(),
+            (_, fs) => format!("{fs}-umount-mount"),
+        };
+        assert_eq!(method_of(r), want, "{r}");
+    }
+    for h in [&fbsd, &dfly] {
+        let facts: Value = serde_json::from_str(
+            &std::fs::read_to_string(bundle.join(format!("data/hosts/{}/facts.json", h.name)))
+                .expect("the stand-in's facts"),
+        )
+        .expect("JSON");
+        assert_eq!(facts["standin"], h.os.as_str());
+        assert_eq!(facts["os"], h.os.as_str());
+    }
     let report = fsmatrix()
         .arg("report")
         .arg(&bundle)
@@ -310,115 +456,194 @@ fn a_sweep_on_a_mixed_lab_runs_every_cell_and_marks_the_stand_in() {
         .expect("report");
     let md = String::from_utf8_lossy(&report.stdout);
     assert!(md.contains("STAND-IN HOSTS"), "{md}");
-    assert!(
-        md.contains(&format!("{} [freebsd stand-in]", bsd.name)),
-        "{md}"
+    for h in [&fbsd, &dfly] {
+        assert!(
+            md.contains(&format!("{} [{} stand-in]", h.name, h.os)),
+            "{md}"
+        );
+        assert_clean_bsd(&lab.inv, h);
+    }
+    // The Linux host too: its pool was exported and imported before every run
+    // (through a folder of links), and teardown still found and destroyed it.
+    let left = ssh_ok(
+        &lab.inv,
+        &linux,
+        "zpool list -H -o name 2>/dev/null | grep -c '^fsmx' || true; \
+         grep -c ' /var/tmp/fsmatrix' /proc/mounts || true",
+        &[],
     );
-    assert_clean_bsd(&lab.inv, &bsd);
+    assert_eq!(left.split_whitespace().collect::<Vec<_>>(), ["0", "0"], "{left}");
 }
 
-/// The guard on the stand-in, through its BSD commands: a mounted device, swap, a
-/// foreign filesystem (fstyp), a foreign ZFS label (zdb), a partition table, a device
-/// the inventory does not list — refused (exit 3), the device unchanged.
+/// The studies' own matrices on the mixed lab, shortened (scale 1, 2-second runs,
+/// two client counts) and with what zfs-fuse lacks replaced (lz4 and zstd by gzip,
+/// no `sync` property): `matrix/bsd-vs-linux.toml` (DragonFly HAMMER, FreeBSD UFS2+J
+/// and ZFS, Linux ext4 with and without barriers) and `matrix/zfs-vs-ext4.toml`
+/// (ext4 and ZFS on Linux, ZFS on FreeBSD).
 #[test]
-fn the_guard_refuses_on_the_stand_in_and_leaves_the_device_as_it_was() {
+fn the_bsd_studies_run_end_to_end_on_the_mixed_lab() {
     let _l = lab_lock();
     let lab = Lab::standing_or_up(3);
-    let h = standin(&lab);
+    let fbsd = standin(&lab, "freebsd");
+    let dfly = standin(&lab, "dragonfly");
+    let linux = lab.inv.hosts[0].clone();
+    let bsd = matrix_text("bsd-vs-linux.toml")
+        .replace("scale = 100", "scale = 1")
+        .replace(
+            "clients = [1, 2, 4, 8, 16, 32, 64, 128, 256]",
+            "clients = [1, 2]",
+        )
+        .replace("clients = [128, 256]", "clients = [2]")
+        .replace("duration = \"60s\"", "duration = \"2s\"")
+        .replace("max_connections = 300", "max_connections = 20")
+        .replace("sync = \"disabled\", ", "");
+    assert!(
+        bsd.contains("scale = 1\n") && bsd.contains("duration = \"2s\"") && !bsd.contains("sync ="),
+        "the shortening no longer matches bsd-vs-linux.toml:\n{bsd}"
+    );
+    let (_b, rs, _t) = sweep(&lab, &[&linux, &fbsd, &dfly], "", &bsd);
+    assert_eq!(fs_of(&rs, &dfly.name), ["hammer"], "{rs:?}");
+    assert_eq!(fs_of(&rs, &fbsd.name), ["ufs", "zfs"], "{rs:?}");
+    assert_eq!(fs_of(&rs, &linux.name), ["zfs", "ext4"], "{rs:?}");
+    // 2 client counts: HAMMER; UFS2+J, UFS2+J async, ZFS, ZFS tuned; on Linux
+    // both ZFS and ext4 without barriers, ext4 with them at 1 client only.
+    assert_eq!(rs.len(), 2 + 2 * 4 + (2 * 3 + 1), "{rs:?}");
+    let tuned = settings(&rs, &fbsd.name, "zfs-tuned");
+    assert!(tuned.contains("\"atime\":\"off\""), "{tuned}");
+    let zfs = matrix_text("zfs-vs-ext4.toml")
+        .replace("scale = 1000", "scale = 1")
+        .replace("duration = \"15m\"", "duration = \"2s\"")
+        .replace("repeats = 3", "repeats = 2")
+        .replace("compression = \"zstd\"", "compression = \"gzip\"");
+    assert!(
+        zfs.contains("scale = 1\n") && !zfs.contains("= \"zstd\""),
+        "the shortening no longer matches zfs-vs-ext4.toml:\n{zfs}"
+    );
+    let (_b, rs, _t) = sweep(&lab, &[&linux, &fbsd], "tags = [\"pg17\"]", &zfs);
+    assert_eq!(fs_of(&rs, &linux.name), ["ext4", "zfs"], "{rs:?}");
+    assert_eq!(fs_of(&rs, &fbsd.name), ["zfs"], "{rs:?}");
+    // 2 workloads × 2 repeats per variant: 3 variants in all.
+    assert_eq!(rs.len(), 3 * 2 * 2, "{rs:?}");
+    let zstd = settings(&rs, &fbsd.name, "zfs-zstd");
+    assert!(
+        zstd.contains("\"recordsize\":\"8192\"") || zstd.contains("\"recordsize\":\"8K\""),
+        "{zstd}"
+    );
+    for h in [&fbsd, &dfly] {
+        assert_clean_bsd(&lab.inv, h);
+    }
+}
+
+/// The guard on a stand-in, through its BSD commands: a mounted device, swap, a
+/// foreign filesystem (fstyp), a foreign ZFS label (zdb; FreeBSD), a partition table,
+/// a device the inventory does not list — refused (exit 3), the device unchanged.
+fn guard_refuses_on(os: &str) {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = standin(&lab, os);
     upload_scripts(&lab.inv, &h);
     let out = ssh_ok(
         &lab.inv,
         &h,
-        r#"d=/var/tmp/fsmx-standin-test; dev=/dev/ada1; real=/run/fsmx-standin/real
-PATH=$PATH:$real/sbin:$real/bin
+        r#"os=$1; dev=$2; d=/var/tmp/fsmx-standin-test; real=/run/fsmx-standin/real
+# The set-up uses the real Linux tools (what another OS or person left on the disk).
 sum() { dd if=$dev bs=1048576 count=2 2>/dev/null | cksum; }
-pf() { c=$1; shift; /bin/sh $d/freebsd.sh preflight dev=$dev allowed=$dev "$@" >/dev/null 2>$d/pf.err; echo "$c rc=$? $(grep -m 1 '^refused: ' $d/pf.err || head -n 1 $d/pf.err)"; }
+pf() { c=$1; shift; /bin/sh $d/$os.sh preflight dev=$dev allowed=$dev "$@" >/dev/null 2>$d/pf.err; echo "$c rc=$? $(grep -m 1 '^refused: ' $d/pf.err || head -n 1 $d/pf.err)"; }
+zero() { dd if=/dev/zero of=$dev bs=1048576 count=8 2>/dev/null; }
 # A foreign ext2fs (what another OS left): fstyp knows it.
-mkfs.ext2 -q -F -L other $dev; before=$(sum); pf foreign; [ "$(sum)" = "$before" ] && echo foreign unchanged
+$real/sbin/mkfs.ext2 -q -F -L other $dev; before=$(sum); pf foreign; [ "$(sum)" = "$before" ] && echo foreign unchanged
 # Mounted.
-mkdir -p $d/m; mount -t ext2 $dev $d/m; pf mounted; umount $d/m
-# A ZFS label of someone else's pool.
-dd if=/dev/zero of=$dev bs=1048576 count=8 2>/dev/null
-zpool create -f other-pool $dev && zpool export other-pool; before=$(sum); pf zfs-label; [ "$(sum)" = "$before" ] && echo zfs-label unchanged
-zpool labelclear -f $dev 2>/dev/null || true; dd if=/dev/zero of=$dev bs=1048576 count=8 2>/dev/null
+mkdir -p $d/m; $real/bin/mount -t ext2 $dev $d/m; pf mounted; $real/bin/umount $d/m
+zero
+if [ "$os" = freebsd ]; then
+  # A ZFS label of someone else's pool.
+  zpool create -f other-pool $dev && zpool export other-pool; before=$(sum); pf zfs-label; [ "$(sum)" = "$before" ] && echo zfs-label unchanged
+  zpool labelclear -f $dev 2>/dev/null || true; zero
+fi
 # Swap on it.
-mkswap $dev >/dev/null; swapon $dev; pf swap; swapoff $dev
-dd if=/dev/zero of=$dev bs=1048576 count=8 2>/dev/null
+$real/sbin/mkswap $dev >/dev/null; $real/sbin/swapon $dev; pf swap; $real/sbin/swapoff $dev
+zero
 # A partition table.
 # (an MBR with one Linux partition at sector 2048: what fdisk would write)
 printf '\000\040\041\000\203\376\377\377\000\010\000\000\000\120\000\000' | dd of=$dev bs=1 seek=446 conv=notrunc 2>/dev/null
 printf '\125\252' | dd of=$dev bs=1 seek=510 conv=notrunc 2>/dev/null
 before=$(sum); pf table; [ "$(sum)" = "$before" ] && echo table unchanged
-dd if=/dev/zero of=$dev bs=1048576 count=8 2>/dev/null
+zero
 # Not listed in the inventory.
-/bin/sh $d/freebsd.sh preflight dev=$dev allowed=/dev/ada2 >/dev/null 2>$d/pf.err; echo "unlisted rc=$? $(grep -m 1 '^refused: ' $d/pf.err || head -n 1 $d/pf.err)"
+/bin/sh $d/$os.sh preflight dev=$dev allowed=/dev/ada2 >/dev/null 2>$d/pf.err; echo "unlisted rc=$? $(grep -m 1 '^refused: ' $d/pf.err || head -n 1 $d/pf.err)"
 # Blank: accepted.
 pf blank
 rm -rf $d
 "#,
-        &[],
+        &[&h.os, &h.device],
     );
-    for case in [
-        "foreign",
-        "mounted",
-        "zfs-label",
-        "swap",
-        "table",
-        "unlisted",
-    ] {
+    let mut cases = vec!["foreign", "mounted", "swap", "table", "unlisted"];
+    if os == "freebsd" {
+        cases.push("zfs-label");
+    }
+    for case in &cases {
         let line = out
             .lines()
             .find(|l| l.starts_with(&format!("{case} rc=")))
-            .unwrap_or_else(|| panic!("no {case} line:\n{out}"));
+            .unwrap_or_else(|| panic!("{os}: no {case} line:\n{out}"));
         assert!(
             line.starts_with(&format!("{case} rc=3 refused: ")),
-            "{case} not refused by the guard: {line}\n{out}"
+            "{os}: {case} not refused by the guard: {line}\n{out}"
         );
     }
     for case in ["foreign", "zfs-label", "table"] {
-        assert!(
-            out.lines().any(|l| l == format!("{case} unchanged")),
-            "{case}: the device changed:\n{out}"
-        );
+        if cases.contains(&case) {
+            assert!(
+                out.lines().any(|l| l == format!("{case} unchanged")),
+                "{os}: {case}: the device changed:\n{out}"
+            );
+        }
     }
-    assert!(out.lines().any(|l| l.starts_with("blank rc=0")), "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with("blank rc=0")),
+        "{os}: {out}"
+    );
     assert_clean_bsd(&lab.inv, &h);
+}
+
+#[test]
+fn the_guard_refuses_on_the_freebsd_stand_in_and_leaves_the_device_as_it_was() {
+    guard_refuses_on("freebsd");
+}
+
+#[test]
+fn the_guard_refuses_on_the_dragonfly_stand_in_and_leaves_the_device_as_it_was() {
+    guard_refuses_on("dragonfly");
 }
 
 /// The emulated BSD commands against their own checks, on the stand-in itself
 /// (orchestrator/src/lab/standin/test-emulators.sh: formats, flags, refusals and
-/// exit codes of uname, sysctl, diskinfo, geom, gpart, swapinfo, du, stat,
-/// sha256, su, pw, lockf, kenv; test-fs-emulators.sh: newfs, fstyp, tunefs,
-/// mount, umount, zdb, zpool, zfs on its disk and its zfs-fuse).  Run inside the
-/// host's namespaces from here (its /tmp is its own, so the scripts go in as a tar).
-#[test]
-fn the_emulators_pass_their_own_checks_on_the_stand_in() {
+/// exit codes of FreeBSD's uname, sysctl, diskinfo, geom, gpart, swapinfo, du, stat,
+/// sha256, su, pw, lockf, kenv; test-fs-emulators.sh: newfs, fstyp, tunefs, mount,
+/// umount, zdb, zpool, zfs on its disk and its zfs-fuse; test-emulators-dragonfly.sh:
+/// DragonFly's, HAMMER and HAMMER2 included).  Run inside the host's namespaces from
+/// here (its /tmp is its own, so the scripts go in as a tar).
+fn emulator_checks(os: &str, files: &[&str], run: &str, at_least: usize) {
     use std::io::Write;
     let _l = lab_lock();
     let lab = Lab::standing_or_up(3);
-    let h = standin(&lab);
+    let h = standin(&lab, os);
     let pid = std::fs::read_to_string(common::lab_dir().join(format!("hosts/{}/init.pid", h.name)))
         .expect("the stand-in's init.pid");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lab/standin");
     let tar = std::process::Command::new("tar")
         .arg("-C")
         .arg(&src)
-        .args([
-            "-cf",
-            "-",
-            "test-emulators.sh",
-            "test-fs-emulators.sh",
-            "freebsd",
-        ])
+        .args(["-cf", "-"])
+        .args(files)
         .output()
         .expect("tar");
     assert!(tar.status.success());
     let real = "/run/fsmx-standin/real";
     let script = format!(
         "set -u; PATH={real}/bin:{real}/sbin; export PATH FSMX_STANDIN_REAL={real}; \
-         d=$(mktemp -d /var/tmp/fsmx-emutest.XXXXXX); tar -C \"$d\" -xf -; \
-         unshare -m --propagation private bash \"$d/test-emulators.sh\" --destructive {dev}; a=$?; \
-         FSMX_STANDIN_TEST_HOST=1 bash \"$d/test-fs-emulators.sh\" {dev}; b=$?; \
+         d=$(mktemp -d /var/tmp/fsmx-emutest.XXXXXX); tar -C \"$d\" -xf -; dev={dev}; \
+         {run}; \
          dd if=/dev/zero of={dev} bs=1048576 count=8 2>/dev/null; rm -rf \"$d\"; \
          echo \"rc=$a,$b\"",
         dev = h.device
@@ -452,13 +677,37 @@ fn the_emulators_pass_their_own_checks_on_the_stand_in() {
     let text = String::from_utf8_lossy(&out.stdout);
     let failed: Vec<&str> = text.lines().filter(|l| l.starts_with("FAIL")).collect();
     let passed = text.lines().filter(|l| l.starts_with("PASS")).count();
-    eprintln!("emulator checks: {passed} passed, {} failed", failed.len());
+    eprintln!(
+        "{os} emulator checks: {passed} passed, {} failed",
+        failed.len()
+    );
     assert!(
         failed.is_empty() && text.lines().any(|l| l == "rc=0,0"),
         "{}\n{text}\n{}",
         failed.join("\n"),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(passed > 300, "{passed} checks ran:\n{text}");
+    assert!(passed >= at_least, "{passed} checks ran:\n{text}");
     assert_clean_bsd(&lab.inv, &h);
+}
+
+#[test]
+fn the_freebsd_emulators_pass_their_own_checks_on_the_stand_in() {
+    emulator_checks(
+        "freebsd",
+        &["test-emulators.sh", "test-fs-emulators.sh", "freebsd"],
+        "unshare -m --propagation private bash \"$d/test-emulators.sh\" --destructive $dev; a=$?; \
+         FSMX_STANDIN_TEST_HOST=1 bash \"$d/test-fs-emulators.sh\" $dev; b=$?",
+        300,
+    );
+}
+
+#[test]
+fn the_dragonfly_emulators_pass_their_own_checks_on_the_stand_in() {
+    emulator_checks(
+        "dragonfly",
+        &["test-emulators-dragonfly.sh", "dragonfly", "freebsd"],
+        "FSMX_STANDIN_TEST_HOST=1 bash \"$d/test-emulators-dragonfly.sh\" $dev; a=$?; b=0",
+        200,
+    );
 }

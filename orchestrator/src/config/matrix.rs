@@ -2181,9 +2181,15 @@ mod vary_tests {
             .collect();
         assert_eq!(got, ["h-6=zlib:6", "h-9=zlib:9"]);
         for (props, want) in [
-            ("properties = { compression = \"zstd\" }", "is not one of none, autozero, lz4"),
+            (
+                "properties = { compression = \"zstd\" }",
+                "is not one of none, autozero, lz4",
+            ),
             ("properties = { recordsize = \"8k\" }", "only `compression`"),
-            ("pool_properties = { ashift = \"12\" }", "are ZFS properties"),
+            (
+                "pool_properties = { ashift = \"12\" }",
+                "are ZFS properties",
+            ),
         ] {
             let e = parse(&format!(
                 "name = \"m\"\n{WL}[[filesystem]]\nname = \"h\"\ntype = \"hammer2\"\n{props}\n"
