@@ -315,6 +315,88 @@ in_words() {
 	return 1
 }
 
+# guard DEV CONSENT ALLOWED_WORDS: refuse (exit 3) unless DEV is safe to
+# format.  CONSENT=yes lets a foreign signature pass; CONSENT=teardown skips
+# the signature check (teardown checks it itself).  Writes nothing.
+# The device must be one the inventory lists (ALLOWED_WORDS); the OS's
+# hook guard_in_use says whether it is a free disk; then its signature.
+guard() {
+	_g_dev=$1
+	_g_consent=$2
+	_g_allowed=$3
+	_g_real=$(resolve "$_g_dev")
+	_g_ok=no
+	for _g_a in $_g_allowed; do
+		if [ "$_g_a" = "$_g_dev" ] || [ "$(resolve "$_g_a")" = "$_g_real" ]; then
+			_g_ok=yes
+		fi
+	done
+	[ "$_g_ok" = yes ] || refuse "$_g_dev" "not among this host's devices in the inventory (allowed:${_g_allowed:- none})"
+	guard_in_use "$_g_dev" "$_g_real"
+	[ "$_g_consent" = teardown ] && return 0
+	signature "$_g_real"
+	if [ "$SIG" = foreign ] && [ "$_g_consent" != yes ]; then
+		refuse "$_g_dev" "carries a foreign signature ($SIG_DETAIL); pass consent=yes for this host and device to overwrite it"
+	fi
+	return 0
+}
+
+# guard_same_disk IDENT ARGS...: guard_args, then refuse (exit 3) unless
+# the device is the disk the sweep's facts saw (IDENT, from the hook
+# dev_ident), not another one put at the same path since (the guard cannot
+# tell: a blank disk or one of fsmatrix's passes it).
+guard_same_disk() {
+	_gs_ident=$1
+	shift
+	guard_args ${1+"$@"}
+	_gs_now=$(dev_ident "$G_REAL")
+	if [ "$_gs_now" != "$_gs_ident" ]; then
+		refuse "$G_DEV" "it is not the disk checked at the sweep's start (was $_gs_ident, now $_gs_now)"
+	fi
+}
+
+# facts_devices ARGS...: device.N.path and .present of every dev= in ARGS,
+# the rest from the hook device_facts; and `standin=<os>` on a lab stand-in
+# host (docs/standin-hosts.md: the file /run/fsmx-standin/os).
+facts_devices() {
+	if [ -r /run/fsmx-standin/os ]; then
+		kv standin "$(head -n 1 /run/fsmx-standin/os)"
+	fi
+	_fd_i=0
+	for _fd_a in ${1+"$@"}; do
+		case $_fd_a in dev=*) ;; *) continue ;; esac
+		_fd_dev=${_fd_a#dev=}
+		kv "device.$_fd_i.path" "$_fd_dev"
+		if _fd_out=$(device_facts "device.$_fd_i" "$_fd_dev"); then
+			kv "device.$_fd_i.present" yes
+			printf '%s\n' "$_fd_out"
+		else
+			kv "device.$_fd_i.present" no
+		fi
+		_fd_i=$((_fd_i + 1))
+	done
+}
+
+# facts_pg_tools TOOLS ARGS...: the facts' PostgreSQL versions (from
+# pg_bin=) and `tools=`, the ones of TOOLS this host has.
+facts_pg_tools() {
+	_fp_tools=$1
+	shift
+	_fp_bin=$(opt pg_bin "" ${1+"$@"})
+	if [ -n "$_fp_bin" ]; then
+		for _fp_t in postgres pgbench psql; do
+			if [ -x "$_fp_bin/$_fp_t" ]; then
+				kv "${_fp_t}_version" "$("$_fp_bin/$_fp_t" --version 2>/dev/null | head -n 1)"
+			fi
+		done
+	fi
+	_fp_have=
+	for _fp_t in $_fp_tools; do
+		command -v "$_fp_t" >/dev/null 2>&1 && _fp_have="$_fp_have${_fp_have:+ }$_fp_t"
+	done
+	kv tools "$_fp_have"
+}
+
 # guard_args ARGS...: run the guard from verb arguments; sets G_DEV, G_REAL.
 guard_args() {
 	G_DEV=$(need dev ${1+"$@"})

@@ -258,23 +258,13 @@ signature() {
 	return 0
 }
 
-# guard DEV CONSENT ALLOWED_WORDS: refuse (exit 3) unless DEV is safe to
-# format.  CONSENT=yes lets a foreign signature pass; CONSENT=teardown skips
-# the signature check (teardown checks it itself).  Writes nothing.
+# guard_in_use DEV REAL (the hook of guard in common.sh): refuse (exit 3)
+# when DEV (REAL: resolved) is not a disk this host can free or is in use.
 # DragonFly has no GEOM open counts: mounts (with HAMMER's volumes), swap
 # and the root disk are checked one by one.
-guard() {
+guard_in_use() {
 	_g_dev=$1
-	_g_consent=$2
-	_g_allowed=$3
-	_g_real=$(resolve "$_g_dev")
-	_g_ok=no
-	for _g_a in $_g_allowed; do
-		if [ "$_g_a" = "$_g_dev" ] || [ "$(resolve "$_g_a")" = "$_g_real" ]; then
-			_g_ok=yes
-		fi
-	done
-	[ "$_g_ok" = yes ] || refuse "$_g_dev" "not among this host's devices in the inventory (allowed:${_g_allowed:- none})"
+	_g_real=$2
 	# DragonFly disks are character devices (devfs has no block devices).
 	{ [ -c "$_g_real" ] || [ -b "$_g_real" ]; } || refuse "$_g_dev" "not a disk device"
 	[ -n "$(diskinfo_field "$_g_real" size)" ] || refuse "$_g_dev" "not a disk (diskinfo $_g_real: $(diskinfo "$_g_real" 2>&1 | head -n 1))"
@@ -297,12 +287,6 @@ guard() {
 	if in_words "$_g_disk" "$(root_disks)"; then
 		refuse "$_g_dev" "on the disk holding / ($_g_disk)"
 	fi
-	[ "$_g_consent" = teardown ] && return 0
-	signature "$_g_real"
-	if [ "$SIG" = foreign ] && [ "$_g_consent" != yes ]; then
-		refuse "$_g_dev" "carries a foreign signature ($SIG_DETAIL); pass consent=yes for this host and device to overwrite it"
-	fi
-	return 0
 }
 
 # wipe DEV: zero both ends in whole sectors (a HAMMER2 volume header sits
@@ -382,6 +366,19 @@ after_mount() {
 
 # ---------------------------------------------------------------- verbs
 
+# device_facts PREFIX DEV (the hook of facts_devices in common.sh): the
+# facts of the disk DEV as PREFIX.size_bytes, .model, .rotational,
+# .logical_block_size, .ident; fails (printing nothing) when DEV is no disk.
+device_facts() {
+	{ [ -c "$2" ] || [ -b "$2" ]; } && [ -n "$(diskinfo_field "$2" size)" ] || return 1
+	kv "$1.size_bytes" "$(dev_size_bytes "$2")"
+	# diskinfo tells neither the model nor the rotation rate.
+	kv "$1.model" ""
+	kv "$1.rotational" unknown
+	kv "$1.logical_block_size" "$(sector_size "$2")"
+	kv "$1.ident" "$(dev_ident "$2")"
+}
+
 verb_facts() {
 	kv os dragonfly
 	kv kernel "$(uname -r)"
@@ -398,40 +395,8 @@ verb_facts() {
 	# none qemu ... kvm vmware ... vkernel unknown [DF sys/kern/subr_param.c].
 	_f_vm=$(sysctl_one kern.vmm_guest)
 	kv vm_guest "${_f_vm:-unknown}"
-	if [ -r /run/fsmx-standin/os ]; then
-		kv standin "$(head -n 1 /run/fsmx-standin/os)"
-	fi
-	_f_i=0
-	for _f_a in ${1+"$@"}; do
-		case $_f_a in dev=*) ;; *) continue ;; esac
-		_f_dev=${_f_a#dev=}
-		kv "device.$_f_i.path" "$_f_dev"
-		if { [ -c "$_f_dev" ] || [ -b "$_f_dev" ]; } && [ -n "$(diskinfo_field "$_f_dev" size)" ]; then
-			kv "device.$_f_i.present" yes
-			kv "device.$_f_i.size_bytes" "$(dev_size_bytes "$_f_dev")"
-			# diskinfo tells neither the model nor the rotation rate.
-			kv "device.$_f_i.model" ""
-			kv "device.$_f_i.rotational" unknown
-			kv "device.$_f_i.logical_block_size" "$(sector_size "$_f_dev")"
-			kv "device.$_f_i.ident" "$(dev_ident "$_f_dev")"
-		else
-			kv "device.$_f_i.present" no
-		fi
-		_f_i=$((_f_i + 1))
-	done
-	_f_bin=$(opt pg_bin "" ${1+"$@"})
-	if [ -n "$_f_bin" ]; then
-		for _f_t in postgres pgbench psql; do
-			if [ -x "$_f_bin/$_f_t" ]; then
-				kv "${_f_t}_version" "$("$_f_bin/$_f_t" --version 2>/dev/null | head -n 1)"
-			fi
-		done
-	fi
-	_f_tools=
-	for _f_t in newfs newfs_hammer newfs_hammer2 hammer hammer2; do
-		command -v "$_f_t" >/dev/null 2>&1 && _f_tools="$_f_tools${_f_tools:+ }$_f_t"
-	done
-	kv tools "$_f_tools"
+	facts_devices ${1+"$@"}
+	facts_pg_tools "newfs newfs_hammer newfs_hammer2 hammer hammer2" ${1+"$@"}
 	# The newfs tools have no version of their own: they are the base system's.
 	kv newfs_version "$(uname -r)"
 	kv zfs_impl none
@@ -448,13 +413,8 @@ verb_make_fs() {
 	esac
 	command -v "$_mf_tool" >/dev/null 2>&1 || die "$_mf_tool not found"
 	# The guard comes before ANY write to the device.
-	guard_args ${1+"$@"}
+	guard_same_disk "$_mf_ident" ${1+"$@"}
 	_mf_dev=$G_REAL
-	# The disk the sweep checked, not another one put at the same path since.
-	_mf_now=$(dev_ident "$_mf_dev")
-	if [ "$_mf_now" != "$_mf_ident" ]; then
-		refuse "$G_DEV" "it is not the disk checked at the sweep's start (was $_mf_ident, now $_mf_now)"
-	fi
 	_mf_size=$(dev_size_bytes "$_mf_dev")
 	wipe "$_mf_dev"
 	for _mf_a in ${1+"$@"}; do

@@ -308,21 +308,11 @@ signature() {
 	return 0
 }
 
-# guard DEV CONSENT ALLOWED_WORDS: refuse (exit 3) unless DEV is safe to
-# format.  CONSENT=yes lets a foreign signature pass; CONSENT=teardown skips
-# the signature check (teardown checks it itself).  Writes nothing.
-guard() {
+# guard_in_use DEV REAL (the hook of guard in common.sh): refuse (exit 3)
+# when DEV (REAL: resolved) is not a disk this host can free or is in use.
+guard_in_use() {
 	_g_dev=$1
-	_g_consent=$2
-	_g_allowed=$3
-	_g_real=$(resolve "$_g_dev")
-	_g_ok=no
-	for _g_a in $_g_allowed; do
-		if [ "$_g_a" = "$_g_dev" ] || [ "$(resolve "$_g_a")" = "$_g_real" ]; then
-			_g_ok=yes
-		fi
-	done
-	[ "$_g_ok" = yes ] || refuse "$_g_dev" "not among this host's devices in the inventory (allowed:${_g_allowed:- none})"
+	_g_real=$2
 	# FreeBSD disks are character devices (GEOM has no block devices).
 	{ [ -c "$_g_real" ] || [ -b "$_g_real" ]; } || refuse "$_g_dev" "not a disk device"
 	diskinfo "$_g_real" >/dev/null 2>&1 || refuse "$_g_dev" "not a disk (diskinfo $_g_real failed)"
@@ -365,12 +355,6 @@ guard() {
 	if [ "$_g_w" != 0 ] || [ "$_g_e" != 0 ]; then
 		refuse "$_g_dev" "in use: $_g_disk is open for writing (geom Mode $_g_mode: mounted, swap, a zpool vdev or another GEOM class)"
 	fi
-	[ "$_g_consent" = teardown ] && return 0
-	signature "$_g_real"
-	if [ "$SIG" = foreign ] && [ "$_g_consent" != yes ]; then
-		refuse "$_g_dev" "carries a foreign signature ($SIG_DETAIL); pass consent=yes for this host and device to overwrite it"
-	fi
-	return 0
 }
 
 # wipe DEV: remove every signature and zero both ends: ZFS labels
@@ -425,6 +409,25 @@ mount_line() {
 
 # ---------------------------------------------------------------- verbs
 
+# device_facts PREFIX DEV (the hook of facts_devices in common.sh): the
+# facts of the disk DEV as PREFIX.size_bytes, .model, .rotational,
+# .logical_block_size, .ident; fails (printing nothing) when DEV is no disk.
+device_facts() {
+	{ [ -c "$2" ] || [ -b "$2" ]; } && diskinfo "$2" >/dev/null 2>&1 || return 1
+	kv "$1.size_bytes" "$(dev_size_bytes "$2")"
+	kv "$1.model" "$(clean_value "$(diskinfo_field "$2" "Disk descr.")")"
+	# "Unknown", 0 (non-rotating) or the RPM [FB diskinfo.c rotationrate].
+	_df_rot=$(diskinfo_field "$2" "Rotation rate in RPM")
+	case $_df_rot in
+	0) _df_rot=0 ;;
+	'' | *[!0-9]*) _df_rot=unknown ;;
+	*) _df_rot=1 ;;
+	esac
+	kv "$1.rotational" "$_df_rot"
+	kv "$1.logical_block_size" "$(diskinfo_field "$2" sectorsize)"
+	kv "$1.ident" "$(dev_ident "$2")"
+}
+
 verb_facts() {
 	kv os freebsd
 	kv kernel "$(uname -r)"
@@ -439,46 +442,8 @@ verb_facts() {
 	kv mem_bytes "$(sysctl -n hw.physmem)"
 	kv page_size "$(sysctl -n hw.pagesize)"
 	kv vm_guest "$(sysctl -n kern.vm_guest 2>/dev/null || printf unknown)"
-	if [ -r /run/fsmx-standin/os ]; then
-		kv standin "$(head -n 1 /run/fsmx-standin/os)"
-	fi
-	_f_i=0
-	for _f_a in ${1+"$@"}; do
-		case $_f_a in dev=*) ;; *) continue ;; esac
-		_f_dev=${_f_a#dev=}
-		kv "device.$_f_i.path" "$_f_dev"
-		if { [ -c "$_f_dev" ] || [ -b "$_f_dev" ]; } && diskinfo "$_f_dev" >/dev/null 2>&1; then
-			kv "device.$_f_i.present" yes
-			kv "device.$_f_i.size_bytes" "$(dev_size_bytes "$_f_dev")"
-			kv "device.$_f_i.model" "$(clean_value "$(diskinfo_field "$_f_dev" "Disk descr.")")"
-			# "Unknown", 0 (non-rotating) or the RPM [FB diskinfo.c rotationrate].
-			_f_rot=$(diskinfo_field "$_f_dev" "Rotation rate in RPM")
-			case $_f_rot in
-			0) _f_rot=0 ;;
-			'' | *[!0-9]*) _f_rot=unknown ;;
-			*) _f_rot=1 ;;
-			esac
-			kv "device.$_f_i.rotational" "$_f_rot"
-			kv "device.$_f_i.logical_block_size" "$(diskinfo_field "$_f_dev" sectorsize)"
-			kv "device.$_f_i.ident" "$(dev_ident "$_f_dev")"
-		else
-			kv "device.$_f_i.present" no
-		fi
-		_f_i=$((_f_i + 1))
-	done
-	_f_bin=$(opt pg_bin "" ${1+"$@"})
-	if [ -n "$_f_bin" ]; then
-		for _f_t in postgres pgbench psql; do
-			if [ -x "$_f_bin/$_f_t" ]; then
-				kv "${_f_t}_version" "$("$_f_bin/$_f_t" --version 2>/dev/null | head -n 1)"
-			fi
-		done
-	fi
-	_f_tools=
-	for _f_t in newfs zpool; do
-		command -v "$_f_t" >/dev/null 2>&1 && _f_tools="$_f_tools${_f_tools:+ }$_f_t"
-	done
-	kv tools "$_f_tools"
+	facts_devices ${1+"$@"}
+	facts_pg_tools "newfs zpool" ${1+"$@"}
 	# newfs has no version of its own: it is the base system's.
 	if command -v newfs >/dev/null 2>&1; then
 		kv newfs_version "$(freebsd-version -u 2>/dev/null || uname -r)"
@@ -507,13 +472,8 @@ verb_make_fs() {
 		command -v newfs >/dev/null 2>&1 || die "newfs not found"
 	fi
 	# The guard comes before ANY write to the device.
-	guard_args ${1+"$@"}
+	guard_same_disk "$_mf_ident" ${1+"$@"}
 	_mf_dev=$G_REAL
-	# The disk the sweep checked, not another one put at the same path since.
-	_mf_now=$(dev_ident "$_mf_dev")
-	if [ "$_mf_now" != "$_mf_ident" ]; then
-		refuse "$G_DEV" "it is not the disk checked at the sweep's start (was $_mf_ident, now $_mf_now)"
-	fi
 	wipe "$_mf_dev"
 	for _mf_a in ${1+"$@"}; do
 		shift

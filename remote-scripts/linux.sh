@@ -224,21 +224,11 @@ signature() {
 	return 0
 }
 
-# guard DEV CONSENT ALLOWED_WORDS: refuse (exit 3) unless DEV is safe to
-# format.  CONSENT=yes lets a foreign signature pass; CONSENT=teardown skips
-# the signature check (teardown checks it itself).  Writes nothing.
-guard() {
+# guard_in_use DEV REAL (the hook of guard in common.sh): refuse (exit 3)
+# when DEV (REAL: resolved) is not a disk this host can free or is in use.
+guard_in_use() {
 	_g_dev=$1
-	_g_consent=$2
-	_g_allowed=$3
-	_g_real=$(resolve "$_g_dev")
-	_g_ok=no
-	for _g_a in $_g_allowed; do
-		if [ "$_g_a" = "$_g_dev" ] || [ "$(resolve "$_g_a")" = "$_g_real" ]; then
-			_g_ok=yes
-		fi
-	done
-	[ "$_g_ok" = yes ] || refuse "$_g_dev" "not among this host's devices in the inventory (allowed:${_g_allowed:- none})"
+	_g_real=$2
 	[ -b "$_g_real" ] || refuse "$_g_dev" "not a block device"
 	_g_name=$(basename "$_g_real")
 	_g_names="$_g_name $(partitions "$_g_name" | tr '\n' ' ')"
@@ -279,12 +269,6 @@ guard() {
 		done
 		;;
 	esac
-	[ "$_g_consent" = teardown ] && return 0
-	signature "$_g_real"
-	if [ "$SIG" = foreign ] && [ "$_g_consent" != yes ]; then
-		refuse "$_g_dev" "carries a foreign signature ($SIG_DETAIL); pass consent=yes for this host and device to overwrite it"
-	fi
-	return 0
 }
 
 # wipe DEV: remove every signature and zero both ends.
@@ -343,6 +327,20 @@ vm_guest() {
 	esac
 }
 
+# device_facts PREFIX DEV (the hook of facts_devices in common.sh): the
+# facts of the disk DEV as PREFIX.size_bytes, .model, .rotational,
+# .logical_block_size, .ident; fails (printing nothing) when DEV is no disk.
+device_facts() {
+	[ -b "$2" ] || return 1
+	_df_n=$(blk_name "$2")
+	_df_disk=$(disks_under "$_df_n" | head -n 1)
+	kv "$1.size_bytes" "$(dev_size_bytes "$2")"
+	kv "$1.model" "$(sed 's/[[:space:]]*$//' "/sys/class/block/$_df_disk/device/model" 2>/dev/null || true)"
+	kv "$1.rotational" "$(cat "/sys/class/block/$_df_disk/queue/rotational" 2>/dev/null || printf unknown)"
+	kv "$1.logical_block_size" "$(cat "/sys/class/block/$_df_disk/queue/logical_block_size" 2>/dev/null || printf unknown)"
+	kv "$1.ident" "$(dev_ident "$2")"
+}
+
 verb_facts() {
 	kv os linux
 	kv kernel "$(uname -r)"
@@ -359,38 +357,8 @@ verb_facts() {
 	kv cpu_count "$(getconf _NPROCESSORS_ONLN)"
 	kv mem_bytes "$(awk '$1 == "MemTotal:" { printf "%.0f", $2 * 1024 }' /proc/meminfo)"
 	kv page_size "$(getconf PAGESIZE)"
-	_f_i=0
-	for _f_a in ${1+"$@"}; do
-		case $_f_a in dev=*) ;; *) continue ;; esac
-		_f_dev=${_f_a#dev=}
-		kv "device.$_f_i.path" "$_f_dev"
-		if [ -b "$_f_dev" ]; then
-			_f_n=$(blk_name "$_f_dev")
-			_f_disk=$(disks_under "$_f_n" | head -n 1)
-			kv "device.$_f_i.present" yes
-			kv "device.$_f_i.size_bytes" "$(dev_size_bytes "$_f_dev")"
-			kv "device.$_f_i.model" "$(sed 's/[[:space:]]*$//' "/sys/class/block/$_f_disk/device/model" 2>/dev/null || true)"
-			kv "device.$_f_i.rotational" "$(cat "/sys/class/block/$_f_disk/queue/rotational" 2>/dev/null || printf unknown)"
-			kv "device.$_f_i.logical_block_size" "$(cat "/sys/class/block/$_f_disk/queue/logical_block_size" 2>/dev/null || printf unknown)"
-			kv "device.$_f_i.ident" "$(dev_ident "$_f_dev")"
-		else
-			kv "device.$_f_i.present" no
-		fi
-		_f_i=$((_f_i + 1))
-	done
-	_f_bin=$(opt pg_bin "" ${1+"$@"})
-	if [ -n "$_f_bin" ]; then
-		for _f_t in postgres pgbench psql; do
-			if [ -x "$_f_bin/$_f_t" ]; then
-				kv "${_f_t}_version" "$("$_f_bin/$_f_t" --version 2>/dev/null | head -n 1)"
-			fi
-		done
-	fi
-	_f_tools=
-	for _f_t in mkfs.ext3 mkfs.ext4 mkfs.xfs mkfs.btrfs zpool; do
-		command -v "$_f_t" >/dev/null 2>&1 && _f_tools="$_f_tools${_f_tools:+ }$_f_t"
-	done
-	kv tools "$_f_tools"
+	facts_devices ${1+"$@"}
+	facts_pg_tools "mkfs.ext3 mkfs.ext4 mkfs.xfs mkfs.btrfs zpool" ${1+"$@"}
 	if command -v mke2fs >/dev/null 2>&1; then
 		kv mkfs_ext4_version "$(mke2fs -V 2>&1 | awk 'NR == 1 { print $2 }')"
 	fi
@@ -430,14 +398,8 @@ verb_make_fs() {
 		command -v "$_mf_mkfs" >/dev/null 2>&1 || die "$_mf_mkfs not found"
 	fi
 	# The guard comes before ANY write to the device.
-	guard_args ${1+"$@"}
+	guard_same_disk "$_mf_ident" ${1+"$@"}
 	_mf_dev=$G_REAL
-	# The disk the sweep checked, not another one put at the same path since
-	# (the guard cannot tell: a blank disk or one of fsmatrix's passes it).
-	_mf_now=$(dev_ident "$_mf_dev")
-	if [ "$_mf_now" != "$_mf_ident" ]; then
-		refuse "$G_DEV" "it is not the disk checked at the sweep's start (was $_mf_ident, now $_mf_now)"
-	fi
 	wipe "$_mf_dev"
 	_mf_zprops=
 	for _mf_a in ${1+"$@"}; do
