@@ -1,4 +1,6 @@
 //! The remote layer against a real OpenSSH server on loopback (no lab needed).
+#[path = "common/pg.rs"]
+mod pg;
 mod support;
 
 use std::process::Command;
@@ -9,6 +11,7 @@ use fsmatrix::remote::known_hosts::HostKeyError;
 use fsmatrix::remote::{
     ExecOptions, ExitStatus, OutputStream, Remote, RemoteCommand, RemoteError, SshRemote,
 };
+use pg::Postgres;
 use support::sshd::{run, Sshd};
 
 async fn connect(sshd: &Sshd) -> SshRemote {
@@ -487,85 +490,6 @@ async fn a_dropped_connection_is_reestablished_once() {
     let out = sh(&r, RemoteCommand::raw("echo back")).await;
     assert_eq!(out.stdout, b"back\n");
     assert_eq!(r.reconnects(), 1);
-}
-
-/// A throwaway PostgreSQL on 127.0.0.1, stopped on drop.
-struct Postgres {
-    dir: tempfile::TempDir,
-    port: u16,
-}
-
-const PG_BIN: &str = "/usr/lib/postgresql/15/bin";
-
-impl Postgres {
-    fn start() -> Postgres {
-        let dir = tempfile::Builder::new()
-            .prefix("fsmatrix-pg-")
-            .tempdir()
-            .expect("temp dir");
-        run(Command::new("chown")
-            .arg("postgres:postgres")
-            .arg(dir.path()));
-        let data = dir.path().join("data");
-        run(Command::new("runuser")
-            .args([
-                "-u",
-                "postgres",
-                "--",
-                &format!("{PG_BIN}/initdb"),
-                "-A",
-                "trust",
-                "-U",
-                "postgres",
-                "-D",
-            ])
-            .arg(&data)
-            .env("LC_ALL", "C"));
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let opts = format!(
-            "-p {port} -c listen_addresses=127.0.0.1 -k {}",
-            dir.path().display()
-        );
-        run(Command::new("runuser")
-            .args([
-                "-u",
-                "postgres",
-                "--",
-                &format!("{PG_BIN}/pg_ctl"),
-                "-w",
-                "-t",
-                "30",
-                "-D",
-            ])
-            .arg(&data)
-            .args(["-l"])
-            .arg(dir.path().join("log"))
-            .args(["-o", &opts, "start"]));
-        Postgres { dir, port }
-    }
-}
-
-impl Drop for Postgres {
-    fn drop(&mut self) {
-        let _ = Command::new("runuser")
-            .args([
-                "-u",
-                "postgres",
-                "--",
-                &format!("{PG_BIN}/pg_ctl"),
-                "-m",
-                "immediate",
-                "-w",
-                "-D",
-            ])
-            .arg(self.dir.path().join("data"))
-            .arg("stop")
-            .output();
-    }
 }
 
 #[tokio::test]

@@ -8,6 +8,7 @@
 
 pub mod commands;
 pub mod config;
+pub mod db;
 pub mod files;
 pub mod lab;
 pub mod load;

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 
+pub mod pg;
+
 /// The lab's state folder.
 pub fn lab_dir() -> PathBuf {
     std::env::var_os("FSMATRIX_LAB_DIR")

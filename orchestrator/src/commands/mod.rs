@@ -11,6 +11,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod bundle;
 mod check;
+mod db;
 mod lab;
 mod plan;
 mod run;
@@ -47,6 +48,78 @@ pub enum Command {
     Report(ReportArgs),
     /// Pack a bundle into one .tar.zst.
     Archive(BundleArgs),
+    /// The results database that holds the lab's queue and every result.
+    Db {
+        #[command(subcommand)]
+        action: DbCommand,
+    },
+    /// Validate and plan a sweep exactly as `plan` does, and queue it in the
+    /// database; prints its id.
+    Submit(SubmitArgs),
+    /// The database's sweeps: state, progress, hosts leased and by whom, ETA.
+    Queue(QueueArgs),
+    /// Cancel a queued or running sweep.
+    Cancel(CancelArgs),
+    /// Verify a bundle made by `run` and import it into the database
+    /// (publishing it twice changes nothing).
+    Publish(PublishArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DbCommand {
+    /// Create the schema, or migrate it to this fsmatrix's version.
+    Init(DbArgs),
+}
+
+/// Where the results database is.
+#[derive(Debug, Args)]
+pub struct DbArgs {
+    /// A postgres:// URL or a libpq key=value string; what it leaves out
+    /// comes from PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD and
+    /// ~/.pgpass (PGPASSFILE).  Put a password in FSMATRIX_DB or the
+    /// password file, not on the command line (`ps` shows it).
+    #[arg(long, env = "FSMATRIX_DB", hide_env_values = true)]
+    pub db: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    #[arg(long, short)]
+    pub inventory: PathBuf,
+    #[arg(long, short)]
+    pub matrix: PathBuf,
+    /// Higher runs first; equal priorities run oldest first.
+    #[arg(long, default_value_t = 0)]
+    pub priority: i32,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct QueueArgs {
+    /// Also show this many of the last finished sweeps.
+    #[arg(long, default_value_t = 5)]
+    pub recent: i64,
+    /// One JSON object per sweep and line.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CancelArgs {
+    /// The sweep's id (from `submit` or `queue`).
+    pub id: i64,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PublishArgs {
+    pub bundle: PathBuf,
+    #[command(flatten)]
+    pub db: DbArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -275,6 +348,13 @@ fn dispatch(command: Command) -> CmdResult {
         Command::Verify(args) => bundle::verify(&args),
         Command::Report(args) => bundle::report(&args),
         Command::Archive(args) => bundle::archive(&args),
+        Command::Db {
+            action: DbCommand::Init(args),
+        } => db::init(&args),
+        Command::Submit(args) => db::submit(&args),
+        Command::Queue(args) => db::list(&args),
+        Command::Cancel(args) => db::cancel(&args),
+        Command::Publish(args) => db::publish(&args),
     }
 }
 

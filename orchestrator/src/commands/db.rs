@@ -1,0 +1,162 @@
+//! The results database's commands: `db init`, `submit`, `queue`,
+//! `cancel`, `publish`.  A database that cannot be reached is exit 2 with
+//! where it was looked for (never its password); nothing is queued or
+//! leased then.
+use super::{CancelArgs, CliError, CmdResult, DbArgs, Exit, PublishArgs, QueueArgs, SubmitArgs};
+use crate::db::{self, queue, DbError};
+
+fn db_error(e: DbError) -> CliError {
+    match e {
+        DbError::Refused(_) | DbError::Config(_) | DbError::Connect { .. } | DbError::Schema(_) => {
+            CliError::nothing_ran(e.to_string())
+        }
+        DbError::Query { .. } => CliError::problems(e.to_string()),
+    }
+}
+
+/// Connect to `args.db` (or the environment's database).
+async fn client(args: &DbArgs) -> Result<tokio_postgres::Client, CliError> {
+    let target = db::resolve(args.db.as_deref(), &db::ProcessEnv).map_err(db_error)?;
+    db::connect(&target).await.map_err(db_error)
+}
+
+/// Connect and check the schema is this fsmatrix's.
+async fn ready(args: &DbArgs) -> Result<tokio_postgres::Client, CliError> {
+    let c = client(args).await?;
+    db::schema::require_current(&c).await.map_err(db_error)?;
+    Ok(c)
+}
+
+pub fn init(args: &DbArgs) -> CmdResult {
+    super::runtime()?.block_on(async {
+        let mut c = client(args).await?;
+        let (before, after) = db::schema::init(&mut c).await.map_err(db_error)?;
+        if before == after {
+            println!("schema version {after}: up to date");
+        } else {
+            println!("schema version {before} -> {after}");
+        }
+        Ok(Exit::Success)
+    })
+}
+
+/// Who submits: `$USER@hostname`.
+fn who() -> String {
+    let user = std::env::var("USER").unwrap_or_else(|_| "unknown".into());
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    format!("{user}@{host}")
+}
+
+pub fn submit(args: &SubmitArgs) -> CmdResult {
+    // Validated and planned exactly as `plan` and `run` do: refused input
+    // never reaches the queue.
+    let (inv, m) = crate::config::load(&args.inventory, &args.matrix)?;
+    let p = crate::plan::plan(&inv, &m);
+    let inputs = crate::run::snapshot::Inputs::read(&inv, &m).map_err(CliError::failed_to)?;
+    let by = who();
+    super::runtime()?.block_on(async {
+        let mut c = ready(&args.db).await?;
+        let id = queue::submit(
+            &mut c,
+            &queue::Submission {
+                inventory_text: &inputs.inventory_text,
+                matrix_text: &inputs.matrix_text,
+                inventory: &inv,
+                plan: &p,
+                by: &by,
+                priority: args.priority,
+            },
+        )
+        .await
+        .map_err(db_error)?;
+        eprintln!(
+            "fsmatrix: sweep {id} queued: matrix {}, {} cells on {} hosts, ETA {}",
+            p.matrix.as_str(),
+            p.cells.len(),
+            p.hosts.len(),
+            crate::text::hms(p.eta)
+        );
+        println!("{id}");
+        Ok(Exit::Success)
+    })
+}
+
+pub fn list(args: &QueueArgs) -> CmdResult {
+    super::runtime()?.block_on(async {
+        let c = ready(&args.db).await?;
+        let rows = queue::list(&c, args.recent).await.map_err(db_error)?;
+        if args.json {
+            for r in &rows {
+                println!(
+                    "{}",
+                    serde_json::to_string(r).expect("a queue row serializes")
+                );
+            }
+            return Ok(Exit::Success);
+        }
+        println!(
+            "{:>6}  {:<20} {:<9} {:>4}  {:>11}  {:>8}  {:<24} LEASES",
+            "ID", "MATRIX", "STATE", "PRIO", "DONE/CELLS", "ETA", "BY"
+        );
+        for r in &rows {
+            println!(
+                "{:>6}  {:<20} {:<9} {:>4}  {:>11}  {:>8}  {:<24} {}",
+                r.id,
+                r.matrix,
+                r.state,
+                r.priority,
+                format!(
+                    "{}/{}{}",
+                    r.done,
+                    r.cells,
+                    if r.failed > 0 {
+                        format!(" ({} failed)", r.failed)
+                    } else {
+                        String::new()
+                    }
+                ),
+                crate::text::hms(std::time::Duration::from_secs(r.eta_seconds.max(0) as u64)),
+                r.submitted_by,
+                if r.leases.is_empty() {
+                    "-".to_string()
+                } else {
+                    r.leases.join(", ")
+                }
+            );
+        }
+        Ok(Exit::Success)
+    })
+}
+
+pub fn cancel(args: &CancelArgs) -> CmdResult {
+    super::runtime()?.block_on(async {
+        let mut c = ready(&args.db).await?;
+        let was = queue::cancel(&mut c, args.id).await.map_err(db_error)?;
+        println!("sweep {} cancelled (was {was})", args.id);
+        Ok(Exit::Success)
+    })
+}
+
+pub fn publish(args: &PublishArgs) -> CmdResult {
+    super::runtime()?.block_on(async {
+        let mut c = ready(&args.db).await?;
+        let p = db::publish::publish(&mut c, &args.bundle)
+            .await
+            .map_err(db_error)?;
+        println!(
+            "{} {}: matrix {}, {} runs added, {} already there",
+            if p.new_bundle {
+                "published"
+            } else {
+                "already published"
+            },
+            p.sha256,
+            p.matrix,
+            p.runs_added,
+            p.runs_known
+        );
+        Ok(Exit::Success)
+    })
+}

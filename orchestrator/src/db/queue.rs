@@ -1,0 +1,415 @@
+//! The sweep queue in the database: `submit` stores a planned sweep with its
+//! cells, `queue` lists sweeps with their progress and leases, `cancel`
+//! stops one, and the primitives an agent works with: take every host of a
+//! sweep under one lease ([`lease_sweep`]), keep it alive ([`heartbeat`]),
+//! claim the next cell on a leased host with `FOR UPDATE SKIP LOCKED`
+//! ([`claim_cell`]), record its end ([`finish_cell`]), let go ([`release`]).
+use std::collections::BTreeMap;
+
+use tokio_postgres::Client;
+
+use super::DbError;
+use crate::config::Inventory;
+use crate::plan::Plan;
+
+/// A validated, planned sweep on its way into the queue.
+pub struct Submission<'a> {
+    pub inventory_text: &'a str,
+    pub matrix_text: &'a str,
+    pub inventory: &'a Inventory,
+    pub plan: &'a Plan,
+    /// Who submits: `user@machine`.
+    pub by: &'a str,
+    pub priority: i32,
+}
+
+/// Store a sweep and its cells (one transaction); its id.
+pub async fn submit(client: &mut Client, s: &Submission<'_>) -> Result<i64, DbError> {
+    if s.plan.cells.is_empty() {
+        return Err(DbError::Refused(
+            "the plan has no cell to run (every combination dropped or excluded): nothing queued"
+                .into(),
+        ));
+    }
+    let plan = serde_json::to_value(s.plan)
+        .map_err(|e| DbError::Refused(format!("cannot serialize the plan: {e}")))?;
+    let tx = client
+        .transaction()
+        .await
+        .map_err(DbError::query("begin the submission"))?;
+    let id: i64 = tx
+        .query_one(
+            "INSERT INTO fsmatrix_sweeps
+                 (matrix_name, inventory, matrix, plan, submitted_by, priority, eta_seconds)
+             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+            &[
+                &s.plan.matrix.as_str(),
+                &s.inventory_text,
+                &s.matrix_text,
+                &plan,
+                &s.by,
+                &s.priority,
+                &(s.plan.eta.as_secs() as i64),
+            ],
+        )
+        .await
+        .map_err(DbError::query("store the sweep"))?
+        .get(0);
+    let mut hosts: BTreeMap<&str, (String, i32)> = BTreeMap::new();
+    for h in &s.plan.hosts {
+        let host = s
+            .inventory
+            .hosts
+            .iter()
+            .find(|i| i.name == h.host)
+            .ok_or_else(|| {
+                DbError::Refused(format!(
+                    "plan host {} is not in the inventory",
+                    h.host.as_str()
+                ))
+            })?;
+        let address = host.address.to_string();
+        let port = i32::from(host.port);
+        tx.execute(
+            "INSERT INTO fsmatrix_hosts (address, port, os) VALUES ($1, $2, $3)
+             ON CONFLICT (address, port) DO UPDATE SET os = EXCLUDED.os",
+            &[&address, &port, &host.os.as_str()],
+        )
+        .await
+        .map_err(DbError::query("store a host"))?;
+        hosts.insert(h.host.as_str(), (address, port));
+    }
+    let mut ids = Vec::with_capacity(s.plan.cells.len());
+    let mut ords = Vec::with_capacity(s.plan.cells.len());
+    let mut names = Vec::with_capacity(s.plan.cells.len());
+    let mut addrs = Vec::with_capacity(s.plan.cells.len());
+    let mut ports = Vec::with_capacity(s.plan.cells.len());
+    let mut params = Vec::with_capacity(s.plan.cells.len());
+    for (i, c) in s.plan.cells.iter().enumerate() {
+        let (address, port) = hosts
+            .get(c.host.as_str())
+            .cloned()
+            .ok_or_else(|| DbError::Refused(format!("cell {} names an unplanned host", c.id)))?;
+        ids.push(c.id.clone());
+        ords.push(i as i32);
+        names.push(c.host.as_str().to_string());
+        addrs.push(address);
+        ports.push(port);
+        params.push(
+            serde_json::to_value(crate::run::sink::params(c))
+                .map_err(|e| DbError::Refused(format!("cannot serialize a cell: {e}")))?,
+        );
+    }
+    tx.execute(
+        "INSERT INTO fsmatrix_cells (sweep_id, cell_id, ord, host, address, port, params)
+         SELECT $1, * FROM unnest($2::text[], $3::int[], $4::text[], $5::text[], $6::int[], $7::jsonb[])",
+        &[&id, &ids, &ords, &names, &addrs, &ports, &params],
+    )
+    .await
+    .map_err(DbError::query("store the cells"))?;
+    tx.commit()
+        .await
+        .map_err(DbError::query("commit the submission"))?;
+    Ok(id)
+}
+
+/// One sweep as `queue` shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct QueueRow {
+    pub id: i64,
+    pub matrix: String,
+    pub state: String,
+    pub priority: i32,
+    pub submitted_by: String,
+    pub submitted_at: String,
+    pub cells: i64,
+    pub done: i64,
+    pub failed: i64,
+    pub running: i64,
+    /// `host address:port held by HOLDER for Ns`.
+    pub leases: Vec<String>,
+    /// The plan's ETA scaled to the cells left.
+    pub eta_seconds: i64,
+}
+
+/// Sweeps not yet finished, then the `recent` last finished ones.
+pub async fn list(client: &Client, recent: i64) -> Result<Vec<QueueRow>, DbError> {
+    let rows = client
+        .query(
+            "SELECT s.id, s.matrix_name, s.state, s.priority, s.submitted_by,
+                    to_char(s.submitted_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),
+                    s.eta_seconds,
+                    count(c.*), count(c.*) FILTER (WHERE c.state = 'done'),
+                    count(c.*) FILTER (WHERE c.state IN ('failed', 'not_run')),
+                    count(c.*) FILTER (WHERE c.state = 'running')
+             FROM fsmatrix_sweeps s LEFT JOIN fsmatrix_cells c ON c.sweep_id = s.id
+             WHERE s.state IN ('queued', 'running')
+                OR s.id IN (SELECT id FROM fsmatrix_sweeps WHERE state NOT IN ('queued', 'running')
+                            ORDER BY id DESC LIMIT $1)
+             GROUP BY s.id ORDER BY s.state IN ('queued', 'running') DESC, s.priority DESC, s.id",
+            &[&recent],
+        )
+        .await
+        .map_err(DbError::query("read the queue"))?;
+    let leases = client
+        .query(
+            "SELECT sweep_id, address || ':' || port, holder,
+                    greatest(0, extract(epoch FROM expires - now()))::bigint
+             FROM fsmatrix_host_leases WHERE expires > now() ORDER BY address, port",
+            &[],
+        )
+        .await
+        .map_err(DbError::query("read the host leases"))?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let id: i64 = r.get(0);
+            let cells: i64 = r.get(7);
+            let done: i64 = r.get(8);
+            let failed: i64 = r.get(9);
+            let eta: i64 = r.get(6);
+            let left = cells - done - failed;
+            QueueRow {
+                id,
+                matrix: r.get(1),
+                state: r.get(2),
+                priority: r.get(3),
+                submitted_by: r.get(4),
+                submitted_at: r.get(5),
+                cells,
+                done,
+                failed,
+                running: r.get(10),
+                leases: leases
+                    .iter()
+                    .filter(|l| l.get::<_, i64>(0) == id)
+                    .map(|l| {
+                        format!(
+                            "{} held by {} for {} s",
+                            l.get::<_, String>(1),
+                            l.get::<_, String>(2),
+                            l.get::<_, i64>(3)
+                        )
+                    })
+                    .collect(),
+                eta_seconds: if cells > 0 { eta * left / cells } else { 0 },
+            }
+        })
+        .collect())
+}
+
+/// Cancel a queued or running sweep: its pending cells are cancelled (an
+/// agent running it stops at its next cell); its leases stay until the agent
+/// lets go after teardown.  The sweep's state before.
+pub async fn cancel(client: &mut Client, id: i64) -> Result<String, DbError> {
+    let tx = client
+        .transaction()
+        .await
+        .map_err(DbError::query("begin the cancel"))?;
+    let row = tx
+        .query_opt(
+            "SELECT state FROM fsmatrix_sweeps WHERE id = $1 FOR UPDATE",
+            &[&id],
+        )
+        .await
+        .map_err(DbError::query("read the sweep"))?
+        .ok_or_else(|| DbError::Refused(format!("there is no sweep {id}")))?;
+    let state: String = row.get(0);
+    if state != "queued" && state != "running" {
+        return Err(DbError::Refused(format!(
+            "sweep {id} is {state}: only a queued or running sweep can be cancelled"
+        )));
+    }
+    tx.execute(
+        "UPDATE fsmatrix_sweeps SET state = 'cancelled', ended_at = now() WHERE id = $1",
+        &[&id],
+    )
+    .await
+    .map_err(DbError::query("cancel the sweep"))?;
+    tx.execute(
+        "UPDATE fsmatrix_cells SET state = 'cancelled' WHERE sweep_id = $1 AND state = 'pending'",
+        &[&id],
+    )
+    .await
+    .map_err(DbError::query("cancel the sweep's cells"))?;
+    tx.commit()
+        .await
+        .map_err(DbError::query("commit the cancel"))?;
+    Ok(state)
+}
+
+/// Lease every host of sweep `id` for `holder`, or none: false when another
+/// holder has a live lease on one of them.  The hosts' rows are locked in
+/// one order, so two agents never deadlock and never split a sweep.
+pub async fn lease_sweep(
+    client: &mut Client,
+    id: i64,
+    holder: &str,
+    ttl_s: i64,
+) -> Result<bool, DbError> {
+    let tx = client
+        .transaction()
+        .await
+        .map_err(DbError::query("begin a lease"))?;
+    let hosts = tx
+        .query(
+            "SELECT h.address, h.port FROM fsmatrix_hosts h
+             WHERE (h.address, h.port) IN (SELECT DISTINCT address, port FROM fsmatrix_cells WHERE sweep_id = $1)
+             ORDER BY h.address, h.port FOR UPDATE",
+            &[&id],
+        )
+        .await
+        .map_err(DbError::query("lock the sweep's hosts"))?;
+    let busy: i64 = tx
+        .query_one(
+            "SELECT count(*) FROM fsmatrix_host_leases l
+             WHERE (l.address, l.port) IN (SELECT DISTINCT address, port FROM fsmatrix_cells WHERE sweep_id = $1)
+               AND l.expires > now() AND NOT (l.holder = $2 AND l.sweep_id = $1)",
+            &[&id, &holder],
+        )
+        .await
+        .map_err(DbError::query("read the hosts' leases"))?
+        .get(0);
+    if busy > 0 || hosts.is_empty() {
+        return Ok(false);
+    }
+    for h in &hosts {
+        let address: String = h.get(0);
+        let port: i32 = h.get(1);
+        tx.execute(
+            "INSERT INTO fsmatrix_host_leases (address, port, sweep_id, holder, expires)
+             VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
+             ON CONFLICT (address, port) DO UPDATE
+               SET sweep_id = EXCLUDED.sweep_id, holder = EXCLUDED.holder, taken_at = now(),
+                   heartbeat = now(), expires = EXCLUDED.expires",
+            &[&address, &port, &id, &holder, &(ttl_s as f64)],
+        )
+        .await
+        .map_err(DbError::query("take a host lease"))?;
+    }
+    tx.execute(
+        "UPDATE fsmatrix_sweeps SET state = 'running', started_at = coalesce(started_at, now())
+         WHERE id = $1 AND state = 'queued'",
+        &[&id],
+    )
+    .await
+    .map_err(DbError::query("mark the sweep running"))?;
+    tx.commit()
+        .await
+        .map_err(DbError::query("commit the lease"))?;
+    Ok(true)
+}
+
+/// The first sweep (priority, then age) whose hosts `holder` can lease,
+/// leased; None when every open sweep's hosts are held by others.
+pub async fn lease_next_sweep(
+    client: &mut Client,
+    holder: &str,
+    ttl_s: i64,
+) -> Result<Option<i64>, DbError> {
+    let ids: Vec<i64> = client
+        .query(
+            "SELECT id FROM fsmatrix_sweeps WHERE state IN ('queued', 'running')
+             ORDER BY priority DESC, id",
+            &[],
+        )
+        .await
+        .map_err(DbError::query("read the queue"))?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    for id in ids {
+        if lease_sweep(client, id, holder, ttl_s).await? {
+            return Ok(Some(id));
+        }
+    }
+    Ok(None)
+}
+
+/// Renew every lease `holder` has; how many.
+pub async fn heartbeat(client: &Client, holder: &str, ttl_s: i64) -> Result<u64, DbError> {
+    client
+        .execute(
+            "UPDATE fsmatrix_host_leases SET heartbeat = now(), expires = now() + make_interval(secs => $2)
+             WHERE holder = $1",
+            &[&holder, &(ttl_s as f64)],
+        )
+        .await
+        .map_err(DbError::query("renew the leases"))
+}
+
+/// Let go of `holder`'s leases on sweep `id`.
+pub async fn release(client: &Client, id: i64, holder: &str) -> Result<u64, DbError> {
+    client
+        .execute(
+            "DELETE FROM fsmatrix_host_leases WHERE sweep_id = $1 AND holder = $2",
+            &[&id, &holder],
+        )
+        .await
+        .map_err(DbError::query("release the leases"))
+}
+
+/// A cell an agent claimed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claimed {
+    pub sweep_id: i64,
+    pub cell_id: String,
+    pub host: String,
+}
+
+/// Claim the next pending cell of sweep `id` on a host `holder` has a live
+/// lease on (plan order), or None.  Concurrent claimers skip each other's
+/// locked rows instead of waiting.
+pub async fn claim_cell(
+    client: &Client,
+    id: i64,
+    holder: &str,
+) -> Result<Option<Claimed>, DbError> {
+    let row = client
+        .query_opt(
+            "WITH next AS (
+                 SELECT c.sweep_id, c.cell_id FROM fsmatrix_cells c
+                 JOIN fsmatrix_host_leases l
+                   ON l.address = c.address AND l.port = c.port AND l.sweep_id = c.sweep_id
+                 WHERE c.sweep_id = $1 AND c.state = 'pending'
+                   AND l.holder = $2 AND l.expires > now()
+                 ORDER BY c.ord
+                 LIMIT 1
+                 FOR UPDATE OF c SKIP LOCKED)
+             UPDATE fsmatrix_cells c SET state = 'running', holder = $2, started_at = now()
+             FROM next WHERE c.sweep_id = next.sweep_id AND c.cell_id = next.cell_id
+             RETURNING c.sweep_id, c.cell_id, c.host",
+            &[&id, &holder],
+        )
+        .await
+        .map_err(DbError::query("claim a cell"))?;
+    Ok(row.map(|r| Claimed {
+        sweep_id: r.get(0),
+        cell_id: r.get(1),
+        host: r.get(2),
+    }))
+}
+
+/// Record the end of a claimed cell (`done`, `failed` or `not_run`); false
+/// when `holder` no longer holds it.
+pub async fn finish_cell(
+    client: &Client,
+    c: &Claimed,
+    holder: &str,
+    state: &str,
+) -> Result<bool, DbError> {
+    if !matches!(state, "done" | "failed" | "not_run") {
+        return Err(DbError::Refused(format!(
+            "{state} is not a cell's end state"
+        )));
+    }
+    let n = client
+        .execute(
+            "UPDATE fsmatrix_cells SET state = $4, ended_at = now()
+             WHERE sweep_id = $1 AND cell_id = $2 AND holder = $3 AND state = 'running'",
+            &[&c.sweep_id, &c.cell_id, &holder, &state],
+        )
+        .await
+        .map_err(DbError::query("record a cell's end"))?;
+    Ok(n == 1)
+}

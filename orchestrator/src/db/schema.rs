@@ -1,0 +1,197 @@
+//! The results database's schema, versioned: `fsmatrix db init` creates it
+//! and later migrates it, one transaction per step, under an advisory lock
+//! (two `db init` at once wait for each other).  A database newer than this
+//! fsmatrix is refused, never downgraded.
+use super::DbError;
+
+/// Each step takes the schema from version `i` to `i + 1` (index `i`).
+pub const MIGRATIONS: &[&str] = &[
+    // 1: sweeps, hosts and their leases, cells, runs, bundles.
+    r#"
+CREATE TABLE fsmatrix_sweeps (
+    id            bigserial PRIMARY KEY,
+    matrix_name   text        NOT NULL,
+    inventory     text        NOT NULL,   -- the inventory's text as submitted
+    matrix        text        NOT NULL,   -- the matrix's text as submitted
+    plan          jsonb       NOT NULL,   -- what `plan --json` prints
+    submitted_by  text        NOT NULL,
+    submitted_at  timestamptz NOT NULL DEFAULT now(),
+    priority      integer     NOT NULL DEFAULT 0,
+    state         text        NOT NULL DEFAULT 'queued'
+                  CHECK (state IN ('queued', 'running', 'done', 'failed', 'cancelled')),
+    eta_seconds   bigint      NOT NULL,
+    started_at    timestamptz,
+    ended_at      timestamptz
+);
+CREATE INDEX fsmatrix_sweeps_next ON fsmatrix_sweeps (priority DESC, id)
+    WHERE state IN ('queued', 'running');
+
+-- A host is the machine an inventory names (address and port); sweeps that
+-- name it in different inventories share its row and its lease.
+CREATE TABLE fsmatrix_hosts (
+    address  text    NOT NULL,
+    port     integer NOT NULL,
+    os       text    NOT NULL,
+    PRIMARY KEY (address, port)
+);
+
+-- One row per leased host: who holds it, for which sweep, until when.  A
+-- lease is taken with INSERT .. ON CONFLICT, renewed by heartbeat, and free
+-- again once `expires` has passed.
+CREATE TABLE fsmatrix_host_leases (
+    address    text        NOT NULL,
+    port       integer     NOT NULL,
+    sweep_id   bigint      NOT NULL REFERENCES fsmatrix_sweeps ON DELETE CASCADE,
+    holder     text        NOT NULL,
+    taken_at   timestamptz NOT NULL DEFAULT now(),
+    heartbeat  timestamptz NOT NULL DEFAULT now(),
+    expires    timestamptz NOT NULL,
+    PRIMARY KEY (address, port),
+    FOREIGN KEY (address, port) REFERENCES fsmatrix_hosts
+);
+
+CREATE TABLE fsmatrix_cells (
+    sweep_id   bigint  NOT NULL REFERENCES fsmatrix_sweeps ON DELETE CASCADE,
+    cell_id    text    NOT NULL,
+    ord        integer NOT NULL,          -- plan order
+    host       text    NOT NULL,          -- the inventory's host name
+    address    text    NOT NULL,
+    port       integer NOT NULL,
+    params     jsonb   NOT NULL,
+    state      text    NOT NULL DEFAULT 'pending'
+               CHECK (state IN ('pending', 'running', 'done', 'failed', 'not_run', 'cancelled')),
+    holder     text,
+    started_at timestamptz,
+    ended_at   timestamptz,
+    PRIMARY KEY (sweep_id, cell_id),
+    FOREIGN KEY (address, port) REFERENCES fsmatrix_hosts
+);
+CREATE INDEX fsmatrix_cells_pending ON fsmatrix_cells (sweep_id, ord) WHERE state = 'pending';
+
+-- Bundles, published or made by an agent: a bundle is its tag manifest's sha256.
+CREATE TABLE fsmatrix_bundles (
+    sha256        text PRIMARY KEY CHECK (sha256 ~ '^[0-9a-f]{64}$'),
+    path          text        NOT NULL,
+    matrix_name   text        NOT NULL,
+    sweep_id      bigint      REFERENCES fsmatrix_sweeps ON DELETE SET NULL,
+    bag_info      jsonb       NOT NULL,
+    published_at  timestamptz NOT NULL DEFAULT now()
+);
+
+-- One row per cell result of a bundle: the result as the bundle holds it
+-- (results.jsonl), its main measures as columns for SQL, the host's facts.
+CREATE TABLE fsmatrix_runs (
+    bundle_sha256  text NOT NULL REFERENCES fsmatrix_bundles ON DELETE CASCADE,
+    cell_id        text NOT NULL,
+    host           text NOT NULL,
+    filesystem     text NOT NULL,
+    fs_type        text NOT NULL,
+    workload       text NOT NULL,
+    clients        integer NOT NULL,
+    repeat         integer NOT NULL,
+    warmup         boolean NOT NULL,
+    state          text NOT NULL,
+    tps            double precision,
+    latency_ms     double precision,
+    started_at     timestamptz,
+    ended_at       timestamptz,
+    result         jsonb NOT NULL,
+    facts          jsonb,
+    PRIMARY KEY (bundle_sha256, cell_id)
+);
+CREATE INDEX fsmatrix_runs_by_cell ON fsmatrix_runs (cell_id);
+"#,
+];
+
+/// The schema version this fsmatrix writes.
+pub fn current() -> i32 {
+    MIGRATIONS.len() as i32
+}
+
+/// The version a database is at (0: no fsmatrix schema).
+pub async fn version(client: &tokio_postgres::Client) -> Result<i32, DbError> {
+    let exists: bool = client
+        .query_one("SELECT to_regclass('fsmatrix_schema') IS NOT NULL", &[])
+        .await
+        .map_err(DbError::query("read the schema version"))?
+        .get(0);
+    if !exists {
+        return Ok(0);
+    }
+    let v: Option<i32> = client
+        .query_one("SELECT max(version) FROM fsmatrix_schema", &[])
+        .await
+        .map_err(DbError::query("read the schema version"))?
+        .get(0);
+    Ok(v.unwrap_or(0))
+}
+
+/// Create or migrate the schema; returns (version before, version after).
+pub async fn init(client: &mut tokio_postgres::Client) -> Result<(i32, i32), DbError> {
+    let tx = client
+        .transaction()
+        .await
+        .map_err(DbError::query("begin the migration"))?;
+    // One migrator at a time (the key: "fsmatrix" as bytes).
+    tx.execute("SELECT pg_advisory_xact_lock(7380468452413747832)", &[])
+        .await
+        .map_err(DbError::query("take the migration lock"))?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS fsmatrix_schema (
+             version    integer PRIMARY KEY,
+             applied_at timestamptz NOT NULL DEFAULT now(),
+             by_version text NOT NULL
+         )",
+    )
+    .await
+    .map_err(DbError::query("create fsmatrix_schema"))?;
+    let before: i32 = tx
+        .query_one("SELECT coalesce(max(version), 0) FROM fsmatrix_schema", &[])
+        .await
+        .map_err(DbError::query("read the schema version"))?
+        .get(0);
+    if before > current() {
+        return Err(DbError::Schema(format!(
+            "the database's schema is version {before}, newer than this fsmatrix's {}: \
+             use a newer fsmatrix",
+            current()
+        )));
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(before as usize) {
+        let to = i as i32 + 1;
+        tx.batch_execute(sql)
+            .await
+            .map_err(DbError::query(&format!(
+                "migrate the schema to version {to}"
+            )))?;
+        tx.execute(
+            "INSERT INTO fsmatrix_schema (version, by_version) VALUES ($1, $2)",
+            &[&to, &env!("CARGO_PKG_VERSION")],
+        )
+        .await
+        .map_err(DbError::query("record the schema version"))?;
+    }
+    tx.commit()
+        .await
+        .map_err(DbError::query("commit the migration"))?;
+    Ok((before, current()))
+}
+
+/// Refuse to work on a database whose schema is not this fsmatrix's.
+pub async fn require_current(client: &tokio_postgres::Client) -> Result<(), DbError> {
+    let v = version(client).await?;
+    if v == current() {
+        return Ok(());
+    }
+    Err(DbError::Schema(if v < current() {
+        format!(
+            "the database's schema is version {v}, this fsmatrix needs {}: run `fsmatrix db init`",
+            current()
+        )
+    } else {
+        format!(
+            "the database's schema is version {v}, newer than this fsmatrix's {}: use a newer fsmatrix",
+            current()
+        )
+    }))
+}

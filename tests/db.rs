@@ -1,0 +1,596 @@
+//! The results database against a real PostgreSQL (a throwaway cluster from
+//! Debian's packages, tests/common/pg.rs): schema creation and migration,
+//! connection settings the way libpq users give them, submit/queue/cancel,
+//! publish (idempotent, refusing a bundle that does not verify), the host
+//! leases and cell claims an agent works with, and the queue's throughput.
+#[path = "pure/bundle_common.rs"]
+mod bundle_common;
+mod common;
+
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use common::fsmatrix;
+use common::pg::Postgres;
+use fsmatrix::db::{self, queue};
+
+fn out(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The repository's top folder: the examples' relative paths start there.
+fn repo() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn run(args: &[&str], db: &str) -> Output {
+    fsmatrix()
+        .current_dir(repo())
+        .args(args)
+        .env("FSMATRIX_DB", db)
+        .env_remove("PGPASSWORD")
+        .env_remove("PGHOST")
+        .output()
+        .expect("run fsmatrix")
+}
+
+async fn client(url: &str) -> tokio_postgres::Client {
+    let t = db::resolve(Some(url), &db::ProcessEnv).expect("resolve");
+    db::connect(&t).await.expect("connect")
+}
+
+async fn count(c: &tokio_postgres::Client, sql: &str) -> i64 {
+    c.query_one(sql, &[]).await.expect(sql).get(0)
+}
+
+#[test]
+fn db_init_creates_the_schema_and_a_second_init_changes_nothing() {
+    let pg = Postgres::start();
+    let url = pg.url("postgres");
+    let o = run(&["db", "init"], &url);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("schema version 0 -> 1"),
+        "{}",
+        out(&o)
+    );
+    let o = run(&["db", "init"], &url);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("schema version 1: up to date"),
+        "{}",
+        out(&o)
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = client(&url).await;
+        for t in [
+            "fsmatrix_sweeps",
+            "fsmatrix_hosts",
+            "fsmatrix_host_leases",
+            "fsmatrix_cells",
+            "fsmatrix_bundles",
+            "fsmatrix_runs",
+        ] {
+            let n = count(&c, &format!("SELECT count(*) FROM {t}")).await;
+            assert_eq!(n, 0, "{t}");
+        }
+        // A database newer than this fsmatrix is refused, not downgraded.
+        c.execute(
+            "INSERT INTO fsmatrix_schema (version, by_version) VALUES (99, 'future')",
+            &[],
+        )
+        .await
+        .unwrap();
+    });
+    let o = run(&["queue"], &url);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("newer than this fsmatrix"),
+        "{}",
+        out(&o)
+    );
+    // Before `db init`, the other commands say to run it.
+    let pg2 = Postgres::start();
+    let o = run(&["queue"], &pg2.url("postgres"));
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("fsmatrix db init"),
+        "{}",
+        out(&o)
+    );
+}
+
+#[test]
+fn a_database_that_is_down_is_a_clear_error_with_exit_2_and_no_password_shown() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("postgres://ann:hunter2@127.0.0.1:{closed}/results");
+    let t0 = Instant::now();
+    for args in [&["queue"][..], &["db", "init"], &["cancel", "1"]] {
+        let o = run(args, &url);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", out(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!(
+                "cannot reach the results database ann@127.0.0.1:{closed}/results"
+            )),
+            "{args:?}: {err}"
+        );
+        assert!(
+            !err.contains("hunter2"),
+            "{args:?}: the password shows: {err}"
+        );
+    }
+    let o = run(
+        &[
+            "submit",
+            "-i",
+            "inventory/example-lab.toml",
+            "-m",
+            "matrix/quick.toml",
+        ],
+        &url,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("cannot reach the results database"),
+        "{}",
+        out(&o)
+    );
+    assert!(t0.elapsed() < Duration::from_secs(60));
+}
+
+#[test]
+fn passwords_from_pgpassword_and_the_password_file_reach_a_scram_server() {
+    let pg = Postgres::start_with(Some("s3cret:pw"));
+    let home = tempfile::tempdir().unwrap();
+    let url = format!("postgres://postgres@127.0.0.1:{}/postgres", pg.port);
+    // No password: refused by the server, said plainly.
+    let o = fsmatrix()
+        .args(["db", "init", "--db", &url])
+        .env("HOME", home.path())
+        .env_remove("PGPASSWORD")
+        .env_remove("FSMATRIX_DB")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("cannot reach the results database"),
+        "{}",
+        out(&o)
+    );
+    let o = fsmatrix()
+        .args(["db", "init", "--db", &url])
+        .env("HOME", home.path())
+        .env("PGPASSWORD", "s3cret:pw")
+        .env_remove("FSMATRIX_DB")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    // ~/.pgpass, with `:` escaped; only the host, port and user given.
+    let pass = home.path().join(".pgpass");
+    std::fs::write(
+        &pass,
+        format!("127.0.0.1:{}:*:postgres:s3cret\\:pw\n", pg.port),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&pass, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let o = fsmatrix()
+        .args(["queue"])
+        .env("HOME", home.path())
+        .env("PGHOST", "127.0.0.1")
+        .env("PGPORT", pg.port.to_string())
+        .env("PGUSER", "postgres")
+        .env("PGDATABASE", "postgres")
+        .env_remove("PGPASSWORD")
+        .env_remove("FSMATRIX_DB")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("s3cret"),
+        "{}",
+        out(&o)
+    );
+}
+
+#[test]
+fn submit_queue_and_cancel() {
+    let pg = Postgres::start();
+    let url = pg.url("postgres");
+    assert_eq!(run(&["db", "init"], &url).status.code(), Some(0));
+    let o = run(
+        &[
+            "submit",
+            "-i",
+            "inventory/example-lab.toml",
+            "-m",
+            "matrix/quick.toml",
+            "--priority",
+            "5",
+        ],
+        &url,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let id: i64 = String::from_utf8_lossy(&o.stdout)
+        .trim()
+        .parse()
+        .expect("the sweep's id");
+    // Refused input never reaches the queue: a matrix with an error.
+    let bad = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        bad.path(),
+        "name = \"x\"\n[[filesystem]]\nname = \"e\"\ntype = \"ext9\"\n",
+    )
+    .unwrap();
+    let o = run(
+        &[
+            "submit",
+            "-i",
+            "inventory/example-lab.toml",
+            "-m",
+            bad.path().to_str().unwrap(),
+        ],
+        &url,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let planned = fsmatrix()
+        .current_dir(repo())
+        .args([
+            "plan",
+            "-i",
+            "inventory/example-lab.toml",
+            "-m",
+            "matrix/quick.toml",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let plan: serde_json::Value = serde_json::from_slice(&planned.stdout).unwrap();
+    let cells = plan["cells"].as_array().unwrap().len() as i64;
+    rt.block_on(async {
+        let c = client(&url).await;
+        assert_eq!(count(&c, "SELECT count(*) FROM fsmatrix_sweeps").await, 1);
+        assert_eq!(
+            count(&c, "SELECT count(*) FROM fsmatrix_cells").await,
+            cells
+        );
+        // The stored plan is what `plan --json` prints.
+        let stored: serde_json::Value = c
+            .query_one("SELECT plan FROM fsmatrix_sweeps WHERE id = $1", &[&id])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(stored, plan);
+    });
+    let o = run(&["queue", "--json"], &url);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let row: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON line");
+    assert_eq!(row["id"], id);
+    assert_eq!(row["state"], "queued");
+    assert_eq!(row["priority"], 5);
+    assert_eq!(row["cells"], cells);
+    assert_eq!(row["done"], 0);
+    let o = run(&["queue"], &url);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(&format!("0/{cells}")),
+        "{}",
+        out(&o)
+    );
+    let o = run(&["cancel", &id.to_string()], &url);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let o = run(&["cancel", &id.to_string()], &url);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("is cancelled"),
+        "{}",
+        out(&o)
+    );
+    let o = run(&["cancel", "999"], &url);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    rt.block_on(async {
+        let c = client(&url).await;
+        assert_eq!(
+            count(
+                &c,
+                "SELECT count(*) FROM fsmatrix_cells WHERE state = 'cancelled'"
+            )
+            .await,
+            cells
+        );
+    });
+}
+
+#[test]
+fn publish_imports_a_bundle_once_and_refuses_one_that_does_not_verify() {
+    let pg = Postgres::start();
+    let url = pg.url("postgres");
+    assert_eq!(run(&["db", "init"], &url).status.code(), Some(0));
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = bundle_common::make_bundle(tmp.path(), fsmatrix::results::SweepStatus::Complete);
+    let b = bundle.to_str().unwrap();
+    let o = run(&["publish", b], &url);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.starts_with("published ") && text.contains("5 runs added, 0 already there"),
+        "{text}"
+    );
+    let o = run(&["publish", b], &url);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("already published")
+            && String::from_utf8_lossy(&o.stdout).contains("0 runs added, 5 already there"),
+        "{}",
+        out(&o)
+    );
+    // Every result in the database is the one in the bundle.
+    let lines = std::fs::read_to_string(bundle.join("data/results.jsonl")).unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = client(&url).await;
+        assert_eq!(count(&c, "SELECT count(*) FROM fsmatrix_bundles").await, 1);
+        assert_eq!(count(&c, "SELECT count(*) FROM fsmatrix_runs").await, 5);
+        for l in lines.lines() {
+            let want: serde_json::Value = serde_json::from_str(l).unwrap();
+            let got: serde_json::Value = c
+                .query_one(
+                    "SELECT result FROM fsmatrix_runs WHERE cell_id = $1",
+                    &[&want["cell_id"].as_str().unwrap()],
+                )
+                .await
+                .unwrap()
+                .get(0);
+            assert_eq!(got, want);
+        }
+        let tps: f64 = c
+            .query_one("SELECT tps FROM fsmatrix_runs WHERE cell_id = 'c01'", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(tps, 410.0);
+        // README's three queries run on it: the winners (ext4 over zfs-lz4 at
+        // 1 client), ext4 by PostgreSQL version, and the host's sweeps.
+        let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+        let queries: Vec<&str> = readme
+            .split("```sql\n")
+            .skip(1)
+            .map(|b| b.split("```").next().unwrap())
+            .collect();
+        assert_eq!(queries.len(), 3, "README's SQL blocks");
+        let winners = c.query(queries[0], &[]).await.expect("README query 1");
+        let w: Vec<(String, String)> = winners
+            .iter()
+            .map(|r| (r.get::<_, String>("host"), r.get::<_, String>("filesystem")))
+            .collect();
+        assert_eq!(w, [("lab1".to_string(), "ext4".to_string())]);
+        let by_version = c.query(queries[1], &[]).await.expect("README query 2");
+        assert_eq!(by_version.len(), 1);
+        assert_eq!(by_version[0].get::<_, i64>("runs"), 2);
+        c.query(queries[2], &[]).await.expect("README query 3");
+    });
+    // A changed result: the bundle no longer verifies and nothing is written.
+    let tmp2 = tempfile::tempdir().unwrap();
+    let other = bundle_common::make_bundle(tmp2.path(), fsmatrix::results::SweepStatus::Complete);
+    let jsonl = other.join("data/results.jsonl");
+    let t = std::fs::read_to_string(&jsonl)
+        .unwrap()
+        .replace("410", "999");
+    std::fs::write(&jsonl, t).unwrap();
+    let o = run(&["publish", other.to_str().unwrap()], &url);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("does not verify"),
+        "{}",
+        out(&o)
+    );
+    rt.block_on(async {
+        let c = client(&url).await;
+        assert_eq!(count(&c, "SELECT count(*) FROM fsmatrix_bundles").await, 1);
+        assert_eq!(count(&c, "SELECT count(*) FROM fsmatrix_runs").await, 5);
+    });
+}
+
+/// An inventory of `n` hosts nobody contacts and a matrix of `per_host` cells
+/// on each, written into `dir`.
+fn fake_sweep(
+    dir: &std::path::Path,
+    n: usize,
+    first: usize,
+    per_host: u32,
+) -> (std::path::PathBuf, std::path::PathBuf) {
+    let mut inv = String::from(
+        "[defaults]\nuser = \"root\"\nidentity_file = \"/nonexistent/id\"\nknown_hosts = \"/nonexistent/kh\"\nos = \"linux\"\nplatform = \"kvm\"\ndevices = [\"/dev/vdb\"]\n",
+    );
+    for i in first..first + n {
+        inv.push_str(&format!(
+            "[[host]]\nname = \"h{i}\"\naddress = \"10.203.0.{}\"\n",
+            100 + i
+        ));
+    }
+    let clients: Vec<String> = (1..=25).map(|c| c.to_string()).collect();
+    assert_eq!(per_host % 25, 0);
+    let m = format!(
+        "name = \"bench\"\nrepeats = {}\nwarmup = false\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n[[workload]]\nname = \"w\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [{}]\nduration = \"1s\"\n",
+        per_host / 25,
+        clients.join(", ")
+    );
+    let (ip, mp) = (
+        dir.join(format!("inv{first}.toml")),
+        dir.join(format!("m{first}.toml")),
+    );
+    std::fs::write(&ip, inv).unwrap();
+    std::fs::write(&mp, m).unwrap();
+    (ip, mp)
+}
+
+async fn submit_fake(
+    c: &mut tokio_postgres::Client,
+    dir: &std::path::Path,
+    n: usize,
+    first: usize,
+    per_host: u32,
+) -> i64 {
+    let (ip, mp) = fake_sweep(dir, n, first, per_host);
+    let (inv, m) = fsmatrix::config::load(&ip, &mp).unwrap_or_else(|e| panic!("{e}"));
+    let p = fsmatrix::plan::plan(&inv, &m);
+    queue::submit(
+        c,
+        &queue::Submission {
+            inventory_text: "",
+            matrix_text: "",
+            inventory: &inv,
+            plan: &p,
+            by: "test@here",
+            priority: 0,
+        },
+    )
+    .await
+    .expect("submit")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn host_leases_are_exclusive_and_expire_and_every_cell_is_claimed_once() {
+    let pg = Postgres::start();
+    let url = pg.url("postgres");
+    let mut c = client(&url).await;
+    db::schema::init(&mut c).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    // Two sweeps sharing host h1; a third on h3 alone.
+    let a = submit_fake(&mut c, tmp.path(), 2, 1, 50).await;
+    let b = submit_fake(&mut c, tmp.path(), 1, 1, 25).await;
+    let other = submit_fake(&mut c, tmp.path(), 1, 3, 25).await;
+    assert!(queue::lease_sweep(&mut c, a, "agent-1", 2).await.unwrap());
+    // b needs h1: agent-2 cannot have it while agent-1's lease lives.
+    assert!(!queue::lease_sweep(&mut c, b, "agent-2", 30).await.unwrap());
+    assert_eq!(
+        queue::lease_next_sweep(&mut c, "agent-2", 30)
+            .await
+            .unwrap(),
+        Some(other)
+    );
+    // agent-2 cannot claim cells of a sweep it does not lease.
+    assert_eq!(queue::claim_cell(&c, a, "agent-2").await.unwrap(), None);
+    // After expiry (2 s, no heartbeat) agent-2 takes the hosts over.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert!(queue::lease_sweep(&mut c, b, "agent-2", 30).await.unwrap());
+    assert!(!queue::lease_sweep(&mut c, a, "agent-1", 30).await.unwrap());
+    queue::release(&c, b, "agent-2").await.unwrap();
+    assert!(queue::lease_sweep(&mut c, a, "agent-1", 30).await.unwrap());
+    assert_eq!(queue::heartbeat(&c, "agent-1", 30).await.unwrap(), 2);
+    // 8 tasks of one agent claim sweep a's 100 cells: each exactly once.
+    let mut tasks = Vec::new();
+    for _ in 0..8 {
+        let url = url.clone();
+        tasks.push(tokio::spawn(async move {
+            let c = client(&url).await;
+            let mut got = Vec::new();
+            while let Some(cell) = queue::claim_cell(&c, a, "agent-1").await.unwrap() {
+                assert!(queue::finish_cell(&c, &cell, "agent-1", "done")
+                    .await
+                    .unwrap());
+                got.push(cell.cell_id);
+            }
+            got
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    let n = all.len();
+    all.sort();
+    all.dedup();
+    assert_eq!(
+        (n, all.len()),
+        (100, 100),
+        "claimed {n}, distinct {}",
+        all.len()
+    );
+    assert_eq!(
+        count(
+            &c,
+            &format!("SELECT count(*) FROM fsmatrix_cells WHERE sweep_id = {a} AND state = 'done'")
+        )
+        .await,
+        100
+    );
+}
+
+/// The queue on the database alone: 8 agents (tasks), each with its own
+/// sweep and host, claim and finish 10 000 cells; prints claims per second
+/// and the time a claim waits (its round trip, locks included).  The figure
+/// goes in the README; the test asserts only that every cell ran once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn queue_throughput_benchmark() {
+    let pg = Postgres::start();
+    let url = pg.url("postgres");
+    let mut c = client(&url).await;
+    db::schema::init(&mut c).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let t_submit = Instant::now();
+    let mut sweeps = Vec::new();
+    for i in 0..8 {
+        sweeps.push(submit_fake(&mut c, tmp.path(), 1, 10 + i, 1250).await);
+    }
+    let submit_s = t_submit.elapsed().as_secs_f64();
+    let t0 = Instant::now();
+    let mut tasks = Vec::new();
+    for (i, id) in sweeps.into_iter().enumerate() {
+        let url = url.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut c = client(&url).await;
+            let holder = format!("agent-{i}");
+            assert!(queue::lease_sweep(&mut c, id, &holder, 60).await.unwrap());
+            let mut waits = Vec::new();
+            loop {
+                let t = Instant::now();
+                let Some(cell) = queue::claim_cell(&c, id, &holder).await.unwrap() else {
+                    break;
+                };
+                waits.push(t.elapsed());
+                assert!(queue::finish_cell(&c, &cell, &holder, "done")
+                    .await
+                    .unwrap());
+            }
+            waits
+        }));
+    }
+    let mut waits = Vec::new();
+    for t in tasks {
+        waits.extend(t.await.unwrap());
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    waits.sort();
+    let p = |q: f64| {
+        waits[((waits.len() as f64 * q) as usize).min(waits.len() - 1)].as_secs_f64() * 1000.0
+    };
+    eprintln!(
+        "queue benchmark: 10000 cells submitted in {submit_s:.2} s; claimed and finished by 8 agents in {secs:.2} s: \
+         {:.0} claims/s; claim wait p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        waits.len() as f64 / secs,
+        p(0.5),
+        p(0.99),
+        p(1.0)
+    );
+    assert_eq!(waits.len(), 10_000);
+    assert_eq!(
+        count(
+            &c,
+            "SELECT count(*) FROM fsmatrix_cells WHERE state = 'done'"
+        )
+        .await,
+        10_000
+    );
+}
