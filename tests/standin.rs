@@ -472,7 +472,11 @@ fn a_sweep_on_a_mixed_lab_runs_every_cell_and_marks_the_stand_ins() {
          grep -c ' /var/tmp/fsmatrix' /proc/mounts || true",
         &[],
     );
-    assert_eq!(left.split_whitespace().collect::<Vec<_>>(), ["0", "0"], "{left}");
+    assert_eq!(
+        left.split_whitespace().collect::<Vec<_>>(),
+        ["0", "0"],
+        "{left}"
+    );
 }
 
 /// The studies' own matrices on the mixed lab, shortened (scale 1, 2-second runs,
