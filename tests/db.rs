@@ -380,6 +380,40 @@ fn publish_imports_a_bundle_once_and_refuses_one_that_does_not_verify() {
         assert_eq!(by_version[0].get::<_, i64>("runs"), 2);
         c.query(queries[2], &[]).await.expect("README query 3");
     });
+    // The report from the database is the bundle's report (the source named
+    // by folder and sha256 prefix instead of folder).
+    let from_bundle = fsmatrix()
+        .args(["report", b, "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(from_bundle.status.code(), Some(0), "{}", out(&from_bundle));
+    let from_db = fsmatrix()
+        .args([
+            "report", "--db", &url, "--matrix", "quick", "--format", "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(from_db.status.code(), Some(0), "{}", out(&from_db));
+    let mut a: serde_json::Value = serde_json::from_slice(&from_bundle.stdout).unwrap();
+    let mut d: serde_json::Value = serde_json::from_slice(&from_db.stdout).unwrap();
+    let named = d["notes"][0].as_str().unwrap_or_default().to_string();
+    assert!(named.contains(" (") && named.contains("matches"), "{named}");
+    for v in [&mut a, &mut d] {
+        v["bundles"] = serde_json::Value::Null;
+        v["checksums"] = serde_json::Value::Null;
+        v["notes"][0] = serde_json::Value::Null;
+    }
+    assert_eq!(a, d);
+    let none = fsmatrix()
+        .args(["report", "--db", &url, "--matrix", "nosuch"])
+        .output()
+        .unwrap();
+    assert_eq!(none.status.code(), Some(2), "{}", out(&none));
+    assert!(
+        String::from_utf8_lossy(&none.stderr).contains("no bundle of matrix \"nosuch\""),
+        "{}",
+        out(&none)
+    );
     // A changed result: the bundle no longer verifies and nothing is written.
     let tmp2 = tempfile::tempdir().unwrap();
     let other = bundle_common::make_bundle(tmp2.path(), fsmatrix::results::SweepStatus::Complete);

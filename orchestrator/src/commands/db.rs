@@ -2,7 +2,9 @@
 //! `cancel`, `publish`.  A database that cannot be reached is exit 2 with
 //! where it was looked for (never its password); nothing is queued or
 //! leased then.
-use super::{CancelArgs, CliError, CmdResult, DbArgs, Exit, PublishArgs, QueueArgs, SubmitArgs};
+use super::{
+    CancelArgs, CliError, CmdResult, DbArgs, Exit, PublishArgs, QueueArgs, ReportArgs, SubmitArgs,
+};
 use crate::db::{self, queue, DbError};
 
 fn db_error(e: DbError) -> CliError {
@@ -158,5 +160,24 @@ pub fn publish(args: &PublishArgs) -> CmdResult {
             p.runs_known
         );
         Ok(Exit::Success)
+    })
+}
+
+/// `report --db`: the published bundles the arguments select, as sources.
+pub fn report_sources(args: &ReportArgs) -> Result<Vec<db::report::DbSource>, CliError> {
+    let sel = match &args.matrix {
+        Some(m) => db::report::Selection::Matrix(m.clone()),
+        None => db::report::Selection::Sweeps(args.sweep.clone()),
+    };
+    let dbargs = DbArgs {
+        db: match args.db.as_deref() {
+            // `--db` alone: the environment's database.
+            Some("") => std::env::var("FSMATRIX_DB").ok(),
+            other => other.map(str::to_string),
+        },
+    };
+    super::runtime()?.block_on(async {
+        let c = ready(&dbargs).await?;
+        db::report::load(&c, &sel).await.map_err(db_error)
     })
 }

@@ -217,8 +217,20 @@ pub enum ReportFormat {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    #[arg(required = true)]
+    /// Bundle folders (or, with --db, nothing: the database's published results).
+    #[arg(required_unless_present = "db")]
     pub bundles: Vec<PathBuf>,
+    /// Report from the results database instead of bundles (every bundle
+    /// published for --matrix NAME, or the bundles of --sweep ID): a URL, or
+    /// `--db` alone for FSMATRIX_DB and the PG* variables.
+    #[arg(long, num_args = 0..=1, default_missing_value = "", conflicts_with = "bundles")]
+    pub db: Option<String>,
+    /// With --db: the matrix whose published bundles are reported on.
+    #[arg(long, requires = "db", required_unless_present_any = ["sweep", "bundles"])]
+    pub matrix: Option<String>,
+    /// With --db: the sweeps (ids from `submit`) whose bundles are reported on.
+    #[arg(long, requires = "db", conflicts_with = "matrix")]
+    pub sweep: Vec<i64>,
     #[arg(long, value_enum, default_value_t = ReportFormat::Md)]
     pub format: ReportFormat,
     #[arg(long)]

@@ -7,6 +7,7 @@
 pub mod conn;
 pub mod publish;
 pub mod queue;
+pub mod report;
 pub mod schema;
 
 pub use conn::{connect, resolve, DbTarget, ProcessEnv};
