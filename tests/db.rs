@@ -204,6 +204,78 @@ fn passwords_from_pgpassword_and_the_password_file_reach_a_scram_server() {
     );
 }
 
+/// A server that takes only TLS: `sslmode=disable` is refused by it; the
+/// default (prefer) connects encrypted; `require` with PGSSLROOTCERT naming
+/// its CA verifies it, and with another CA is refused before any query.
+#[test]
+fn tls_when_the_server_asks_for_it() {
+    let (pg, ca) = Postgres::start_tls();
+    let base = format!("postgres://postgres@127.0.0.1:{}/postgres", pg.port);
+    let home = tempfile::tempdir().unwrap();
+    let go = |url: &str, root: Option<&std::path::Path>| {
+        let mut c = fsmatrix();
+        c.current_dir(repo())
+            .args(["db", "init", "--db", url])
+            .env("HOME", home.path())
+            .env_remove("FSMATRIX_DB")
+            .env_remove("PGSSLROOTCERT");
+        if let Some(r) = root {
+            c.env("PGSSLROOTCERT", r);
+        }
+        c.output().unwrap()
+    };
+    let o = go(&format!("{base}?sslmode=disable"), None);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no encryption"),
+        "{}",
+        out(&o)
+    );
+    let o = go(&base, None);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let o = go(&format!("{base}?sslmode=require"), Some(&ca));
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("not authenticated"),
+        "{}",
+        out(&o)
+    );
+    let o = go(&format!("{base}?sslmode=require"), None);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("not authenticated"),
+        "{}",
+        out(&o)
+    );
+    let o = go(
+        &format!("{base}?sslmode=require"),
+        Some(&pg.dir().join("other-ca.crt")),
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .to_lowercase()
+            .contains("certificate"),
+        "{}",
+        out(&o)
+    );
+    // The connection really is encrypted.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let t = db::resolve(Some(&format!("{base}?sslmode=require")), &db::ProcessEnv).unwrap();
+        let c = db::connect(&t).await.expect("TLS connect");
+        let ssl: bool = c
+            .query_one(
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert!(ssl);
+    });
+}
+
 #[test]
 fn submit_queue_and_cancel() {
     let pg = Postgres::start();

@@ -58,6 +58,36 @@ impl Postgres {
     /// `password`: TCP connections authenticate with scram-sha-256 as
     /// superuser `postgres` with it.
     pub fn start_with(password: Option<&str>) -> Postgres {
+        let pg = Postgres::init(password);
+        pg.ctl("start");
+        pg
+    }
+
+    /// TCP only over TLS (`hostssl` trusted, `hostnossl` rejected), with a
+    /// server certificate for 127.0.0.1 from a throwaway CA; the CA's file.
+    pub fn start_tls() -> (Postgres, PathBuf) {
+        let pg = Postgres::init(None);
+        let d = pg.dir.path();
+        let sh = format!(
+            "set -e; cd {d}; \
+             openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout ca.key -out ca.crt -days 2 -subj /CN=fsmatrix-test-ca 2>/dev/null; \
+             openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1 2>/dev/null; \
+             printf 'subjectAltName=IP:127.0.0.1\\n' > san; \
+             openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 -extfile san 2>/dev/null; \
+             openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout other.key -out other-ca.crt -days 2 -subj /CN=someone-else 2>/dev/null; \
+             chown postgres server.key server.crt; chmod 0600 server.key; \
+             printf \"ssl = on\\nssl_cert_file = '{d}/server.crt'\\nssl_key_file = '{d}/server.key'\\n\" >> data/postgresql.conf; \
+             printf 'local all all trust\\nhostssl all all 127.0.0.1/32 trust\\nhostnossl all all 127.0.0.1/32 reject\\n' > data/pg_hba.conf",
+            d = d.display()
+        );
+        ok("TLS set-up", Command::new("sh").arg("-c").arg(&sh).output());
+        pg.ctl("start");
+        let ca = d.join("ca.crt");
+        (pg, ca)
+    }
+
+    /// initdb only.
+    fn init(password: Option<&str>) -> Postgres {
         let dir = tempfile::Builder::new()
             .prefix("fsmatrix-pg-")
             .tempdir()
@@ -95,13 +125,16 @@ impl Postgres {
             }
         }
         ok("initdb", initdb.output());
-        let pg = Postgres {
+        Postgres {
             dir,
             port: free_port(),
             bin,
-        };
-        pg.ctl("start");
-        pg
+        }
+    }
+
+    /// The folder holding the cluster (and, with TLS, the certificates).
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
     }
 
     /// `pg_ctl ACTION` (start, stop, restart) with this cluster's options.

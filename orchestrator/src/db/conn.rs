@@ -24,6 +24,9 @@ pub struct DbTarget {
     pub config: Config,
     /// Where the password came from: "url", "PGPASSWORD", a password file, or none.
     pub password_from: &'static str,
+    /// The CA certificates a server's certificate must chain to
+    /// (`PGSSLROOTCERT`, else `~/.postgresql/root.crt`, when it exists).
+    pub root_cert: Option<PathBuf>,
 }
 
 impl fmt::Display for DbTarget {
@@ -143,9 +146,15 @@ pub fn resolve(spec: Option<&str>, env: &dyn Env) -> Result<DbTarget, DbError> {
         config.connect_timeout(Duration::from_secs(10));
     }
     config.application_name("fsmatrix");
+    let root_cert = env
+        .var("PGSSLROOTCERT")
+        .map(PathBuf::from)
+        .or_else(|| env.home().map(|h| h.join(".postgresql/root.crt")))
+        .filter(|p| p.is_file());
     Ok(DbTarget {
         config,
         password_from,
+        root_cert,
     })
 }
 
@@ -232,30 +241,147 @@ fn split_pgpass(line: &str) -> Vec<String> {
     out
 }
 
-/// Connect, with the connection driven on the runtime; TLS is not offered
-/// yet (`sslmode=require` is refused with that reason).
+/// Connect, with the connection driven on the runtime.  TLS as libpq's
+/// `sslmode` says: `disable` never, `prefer` (the default) when the server
+/// offers it, `require` always.  The server's certificate is verified
+/// (chain and host name) when a root certificate file is there
+/// (`PGSSLROOTCERT`, `~/.postgresql/root.crt`); without one, as libpq does,
+/// the connection is encrypted but the server is not authenticated, and
+/// `require` says so in a warning.
 pub async fn connect(target: &DbTarget) -> Result<tokio_postgres::Client, DbError> {
-    if target.config.get_ssl_mode() == tokio_postgres::config::SslMode::Require {
-        return Err(DbError::Config(
-            "sslmode=require: this fsmatrix does not speak TLS to the database yet; \
-             use sslmode=disable or prefer on a trusted network"
-                .into(),
-        ));
-    }
-    let (client, connection) = target
-        .config
-        .connect(tokio_postgres::NoTls)
-        .await
-        .map_err(|e| DbError::Connect {
-            target: target.to_string(),
-            reason: super::pg_reason(&e),
-        })?;
+    use tokio_postgres::config::SslMode;
+    let fail = |e: tokio_postgres::Error| DbError::Connect {
+        target: target.to_string(),
+        reason: super::pg_reason(&e),
+    };
+    let client = match target.config.get_ssl_mode() {
+        SslMode::Disable => {
+            let (client, connection) = target
+                .config
+                .connect(tokio_postgres::NoTls)
+                .await
+                .map_err(fail)?;
+            drive(connection);
+            client
+        }
+        mode => {
+            let tls = tls_config(target.root_cert.as_deref())?;
+            if tls.1.is_none() && mode == SslMode::Require {
+                tracing::warn!(
+                    "sslmode=require without a root certificate (PGSSLROOTCERT, ~/.postgresql/root.crt): \
+                     the connection to {target} is encrypted but the server is not authenticated"
+                );
+            }
+            let make = tokio_postgres_rustls::MakeRustlsConnect::new(tls.0);
+            let (client, connection) = target.config.connect(make).await.map_err(fail)?;
+            drive(connection);
+            client
+        }
+    };
+    Ok(client)
+}
+
+fn drive<F>(connection: F)
+where
+    F: std::future::Future<Output = Result<(), tokio_postgres::Error>> + Send + 'static,
+{
     tokio::spawn(async move {
         if let Err(e) = connection.await {
             tracing::warn!("the results database connection ended: {e}");
         }
     });
-    Ok(client)
+}
+
+/// The TLS client configuration, and the root file it verifies against.
+fn tls_config(root: Option<&Path>) -> Result<(rustls::ClientConfig, Option<PathBuf>), DbError> {
+    use std::sync::Arc;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| DbError::Config(format!("TLS set-up: {e}")))?;
+    let Some(root) = root else {
+        let config = builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(EncryptOnly(provider)))
+            .with_no_client_auth();
+        return Ok((config, None));
+    };
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    let certs = rustls::pki_types::CertificateDer::pem_file_iter(root).map_err(|e| {
+        DbError::Config(format!(
+            "cannot read the root certificate file {}: {e}",
+            root.display()
+        ))
+    })?;
+    for c in certs {
+        let c = c.map_err(|e| {
+            DbError::Config(format!("{}: not a PEM certificate: {e}", root.display()))
+        })?;
+        roots
+            .add(c)
+            .map_err(|e| DbError::Config(format!("{}: {e}", root.display())))?;
+    }
+    if roots.is_empty() {
+        return Err(DbError::Config(format!(
+            "{} holds no certificate",
+            root.display()
+        )));
+    }
+    Ok((
+        builder.with_root_certificates(roots).with_no_client_auth(),
+        Some(root.to_path_buf()),
+    ))
+}
+
+/// libpq's `sslmode=prefer|require` without a root certificate: the
+/// handshake's signatures are checked, the certificate's issuer is not.
+#[derive(Debug)]
+struct EncryptOnly(std::sync::Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for EncryptOnly {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
 }
 
 #[cfg(test)]
