@@ -345,6 +345,24 @@ fn submit_queue_and_cancel() {
             .unwrap()
             .get(0);
         assert_eq!(stored, plan);
+        let (ip, mp): (String, String) = {
+            let r = c
+                .query_one(
+                    "SELECT inventory_path, matrix_path FROM fsmatrix_sweeps WHERE id = $1",
+                    &[&id],
+                )
+                .await
+                .unwrap();
+            (r.get(0), r.get(1))
+        };
+        assert!(
+            ip.starts_with('/') && ip.ends_with("inventory/example-lab.toml"),
+            "{ip}"
+        );
+        assert!(
+            mp.starts_with('/') && mp.ends_with("matrix/quick.toml"),
+            "{mp}"
+        );
     });
     let o = run(&["queue", "--json"], &url);
     assert_eq!(o.status.code(), Some(0), "{}", out(&o));
@@ -556,6 +574,8 @@ async fn submit_fake(
         &queue::Submission {
             inventory_text: "",
             matrix_text: "",
+            inventory_path: &ip,
+            matrix_path: &mp,
             inventory: &inv,
             plan: &p,
             by: "test@here",

@@ -65,6 +65,8 @@ pub fn submit(args: &SubmitArgs) -> CmdResult {
             &queue::Submission {
                 inventory_text: &inputs.inventory_text,
                 matrix_text: &inputs.matrix_text,
+                inventory_path: &inputs.inventory_path,
+                matrix_path: &inputs.matrix_path,
                 inventory: &inv,
                 plan: &p,
                 by: &by,

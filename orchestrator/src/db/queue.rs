@@ -16,6 +16,9 @@ use crate::plan::Plan;
 pub struct Submission<'a> {
     pub inventory_text: &'a str,
     pub matrix_text: &'a str,
+    /// Where they were read (absolute).
+    pub inventory_path: &'a std::path::Path,
+    pub matrix_path: &'a std::path::Path,
     pub inventory: &'a Inventory,
     pub plan: &'a Plan,
     /// Who submits: `user@machine`.
@@ -40,12 +43,15 @@ pub async fn submit(client: &mut Client, s: &Submission<'_>) -> Result<i64, DbEr
     let id: i64 = tx
         .query_one(
             "INSERT INTO fsmatrix_sweeps
-                 (matrix_name, inventory, matrix, plan, submitted_by, priority, eta_seconds)
-             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+                 (matrix_name, inventory, matrix, inventory_path, matrix_path, plan,
+                  submitted_by, priority, eta_seconds)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
             &[
                 &s.plan.matrix.as_str(),
                 &s.inventory_text,
                 &s.matrix_text,
+                &s.inventory_path.display().to_string(),
+                &s.matrix_path.display().to_string(),
                 &plan,
                 &s.by,
                 &s.priority,

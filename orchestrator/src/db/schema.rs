@@ -13,6 +13,8 @@ CREATE TABLE fsmatrix_sweeps (
     matrix_name   text        NOT NULL,
     inventory     text        NOT NULL,   -- the inventory's text as submitted
     matrix        text        NOT NULL,   -- the matrix's text as submitted
+    inventory_path text       NOT NULL,   -- where they were (relative paths in them
+    matrix_path   text        NOT NULL,   -- keep their meaning when parsed again)
     plan          jsonb       NOT NULL,   -- what `plan --json` prints
     submitted_by  text        NOT NULL,
     submitted_at  timestamptz NOT NULL DEFAULT now(),
@@ -81,7 +83,7 @@ CREATE TABLE fsmatrix_bundles (
 -- One row per cell result of a bundle: the result as the bundle holds it
 -- (results.jsonl), its main measures as columns for SQL, the host's facts.
 CREATE TABLE fsmatrix_runs (
-    bundle_sha256  text NOT NULL REFERENCES fsmatrix_bundles ON DELETE CASCADE,
+    bundle_sha256  text NOT NULL REFERENCES fsmatrix_bundles ON DELETE CASCADE ON UPDATE CASCADE,
     cell_id        text NOT NULL,
     host           text NOT NULL,
     filesystem     text NOT NULL,
