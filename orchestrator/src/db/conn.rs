@@ -1,7 +1,8 @@
 //! Where the results database is, the way libpq users already say it: a
 //! `postgres://` URL or a `key=value` conninfo string (`--db`, or the
 //! `FSMATRIX_DB` environment variable so that nothing shows in `ps`), then
-//! what the URL leaves out from `PGHOST`, `PGPORT`, `PGUSER`, `PGDATABASE`,
+//! what the URL leaves out from `PGHOST`, `PGPORT` (only where no host is
+//! named: a URL's host without a port is 5432), `PGUSER`, `PGDATABASE`,
 //! `PGPASSWORD`, and the password file (`PGPASSFILE`, else `~/.pgpass`),
 //! as libpq reads them (https://www.postgresql.org/docs/current/libpq-envars.html,
 //! https://www.postgresql.org/docs/current/libpq-pgpass.html).
@@ -412,8 +413,12 @@ mod tests {
             &[("PGHOST", "db.lab"), ("PGPORT", "6543"), ("PGUSER", "ann")],
             None,
         );
+        // A URL's host without a port is 5432 (the URL rule of
+        // tokio-postgres); PGPORT fills in only where the value names no host.
         let t = resolve(Some("postgres://bob@10.0.0.1/results"), &e).unwrap();
-        assert_eq!(t.to_string(), "bob@10.0.0.1:6543/results");
+        assert_eq!(t.to_string(), "bob@10.0.0.1:5432/results");
+        let t = resolve(Some("dbname=results"), &e).unwrap();
+        assert_eq!(t.to_string(), "ann@db.lab:6543/results");
         let t = resolve(None, &e).unwrap();
         assert_eq!(t.to_string(), "ann@db.lab:6543/ann");
         assert_eq!(t.password_from, "none");
