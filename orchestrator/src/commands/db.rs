@@ -3,7 +3,8 @@
 //! where it was looked for (never its password); nothing is queued or
 //! leased then.
 use super::{
-    CancelArgs, CliError, CmdResult, DbArgs, Exit, PublishArgs, QueueArgs, ReportArgs, SubmitArgs,
+    AgentArgs, CancelArgs, CliError, CmdResult, DbArgs, Exit, PublishArgs, QueueArgs, ReportArgs,
+    SubmitArgs,
 };
 use crate::db::{self, queue, DbError};
 
@@ -181,5 +182,41 @@ pub fn report_sources(args: &ReportArgs) -> Result<Vec<db::report::DbSource>, Cl
     super::runtime()?.block_on(async {
         let c = ready(&dbargs).await?;
         db::report::load(&c, &sel).await.map_err(db_error)
+    })
+}
+
+pub fn agent(args: &AgentArgs) -> CmdResult {
+    let opts = db::agent::AgentOptions {
+        out: args.out.clone(),
+        idle_exit: args.idle_exit.map(std::time::Duration::from_secs),
+        lease_ttl: std::time::Duration::from_secs(args.lease_ttl.max(3)),
+        poll: std::time::Duration::from_secs(2),
+    };
+    super::runtime()?.block_on(async {
+        let target = db::resolve(args.db.db.as_deref(), &db::ProcessEnv).map_err(db_error)?;
+        let turns = db::agent::run(&target, &opts).await.map_err(db_error)?;
+        let mut stopped = false;
+        for t in &turns {
+            println!(
+                "sweep {}: {} cells published{}{}",
+                t.sweep,
+                t.published,
+                t.bundle
+                    .as_ref()
+                    .map(|b| format!(", bundle {}", b.display()))
+                    .unwrap_or_default(),
+                match (&t.stopped, t.finished) {
+                    (Some(why), _) => format!(", stopped: {why}"),
+                    (None, true) => ", sweep finished".to_string(),
+                    (None, false) => String::new(),
+                }
+            );
+            stopped |= t.stopped.is_some();
+        }
+        Ok(if stopped {
+            Exit::Problems
+        } else {
+            Exit::Success
+        })
     })
 }

@@ -63,6 +63,24 @@ pub enum Command {
     /// Verify a bundle made by `run` and import it into the database
     /// (publishing it twice changes nothing).
     Publish(PublishArgs),
+    /// Take queued sweeps whose hosts can be leased and run them as `run`
+    /// does, publishing every cell as it ends.
+    Agent(AgentArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AgentArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Folder under which each sweep's bundle is created.
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+    /// Exit after this many seconds with nothing to lease (default: never).
+    #[arg(long)]
+    pub idle_exit: Option<u64>,
+    /// Seconds a host lease lives without a heartbeat (renewed every third).
+    #[arg(long, default_value_t = 60)]
+    pub lease_ttl: u64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -367,6 +385,7 @@ fn dispatch(command: Command) -> CmdResult {
         Command::Queue(args) => db::list(&args),
         Command::Cancel(args) => db::cancel(&args),
         Command::Publish(args) => db::publish(&args),
+        Command::Agent(args) => db::agent(&args),
     }
 }
 

@@ -4,6 +4,7 @@
 //! `cancel`, `publish`).  The database is the coordinator: row locks,
 //! `FOR UPDATE SKIP LOCKED`, leases with an expiry; no server of fsmatrix's
 //! own.  The schema is in [`schema`] and README's "Lab-wide sweeps".
+pub mod agent;
 pub mod conn;
 pub mod publish;
 pub mod queue;

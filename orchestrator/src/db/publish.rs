@@ -23,7 +23,7 @@ pub struct Published {
 }
 
 /// `Key: value` lines of bag-info.txt.
-fn bag_info(dir: &Path) -> Result<BTreeMap<String, String>, DbError> {
+pub(crate) fn bag_info(dir: &Path) -> Result<BTreeMap<String, String>, DbError> {
     let text =
         std::fs::read_to_string(dir.join(crate::results::bundle::BAG_INFO_FILE)).map_err(|e| {
             DbError::Refused(format!("cannot read {}/bag-info.txt: {e}", dir.display()))
@@ -111,7 +111,7 @@ pub async fn publish(client: &mut Client, dir: &Path) -> Result<Published, DbErr
 }
 
 /// One result row (nothing when the bundle already has it); rows added.
-async fn insert_run(
+pub(crate) async fn insert_run(
     tx: &tokio_postgres::Transaction<'_>,
     sha: &str,
     r: &CellResult,

@@ -23,7 +23,8 @@ CREATE TABLE fsmatrix_sweeps (
                   CHECK (state IN ('queued', 'running', 'done', 'failed', 'cancelled')),
     eta_seconds   bigint      NOT NULL,
     started_at    timestamptz,
-    ended_at      timestamptz
+    ended_at      timestamptz,
+    note          text                    -- why a sweep failed as a whole
 );
 CREATE INDEX fsmatrix_sweeps_next ON fsmatrix_sweeps (priority DESC, id)
     WHERE state IN ('queued', 'running');

@@ -52,6 +52,39 @@ pub async fn sweep(inv: &Inventory, m: &Matrix, out: &Path) -> Result<SweepSumma
     execute(bundle, inv, &p, Some((m, &inputs)), &Kept::new(), claims).await
 }
 
+/// What an embedding of the engine (the database agent) gets besides the
+/// bundle: the bundle's folder as soon as it exists, every event as the
+/// workers emit it, and a way to stop the sweep as an interrupt would.
+#[derive(Default)]
+pub struct Hooks {
+    pub opened: Option<tokio::sync::oneshot::Sender<std::path::PathBuf>>,
+    pub tap: Option<mpsc::UnboundedSender<RunEvent>>,
+    pub cancel: Option<watch::Receiver<bool>>,
+}
+
+/// `run` of an already loaded sweep with `hooks`, keeping the cells of
+/// `keep` (id → counted tps) as `resume` keeps verified cells: the agent
+/// runs a queued sweep this way, its finished cells in the database kept.
+pub async fn sweep_hooked(
+    inv: &Inventory,
+    m: &Matrix,
+    p: &Plan,
+    inputs: &Inputs,
+    out: &Path,
+    keep: &Kept,
+    hooks: Hooks,
+) -> Result<SweepSummary, RunError> {
+    let claims = claim(inv, p, m.name.as_str(), &Kept::new(), false).await?;
+    let bundle = match Bundle::create(out, m.name.as_str()) {
+        Ok(b) => b,
+        Err(e) => {
+            claims.release().await;
+            return Err(e.into());
+        }
+    };
+    execute_hooked(bundle, inv, p, Some((m, inputs)), keep, claims, hooks).await
+}
+
 /// `run --from BUNDLE`: the very same sweep again, from the bundle's
 /// snapshots, into a new bundle whose bag-info names the old one.
 pub async fn rerun(from: &Path, out: &Path) -> Result<SweepSummary, RunError> {
@@ -337,6 +370,26 @@ async fn execute(
     keep: &Kept,
     claims: Claims,
 ) -> Result<SweepSummary, RunError> {
+    execute_hooked(bundle, inv, p, snapshot_of, keep, claims, Hooks::default()).await
+}
+
+async fn execute_hooked(
+    bundle: Bundle,
+    inv: &Inventory,
+    p: &Plan,
+    snapshot_of: Option<(&Matrix, &Inputs)>,
+    keep: &Kept,
+    claims: Claims,
+    hooks: Hooks,
+) -> Result<SweepSummary, RunError> {
+    let Hooks {
+        opened,
+        tap,
+        cancel: external,
+    } = hooks;
+    if let Some(o) = opened {
+        let _ = o.send(bundle.path().to_path_buf());
+    }
     let resuming = claims.all_hosts;
     let mut claimed = claims.hosts;
     let root = bundle.path().to_path_buf();
@@ -367,13 +420,34 @@ async fn execute(
         let mut r = progress::reporter(total);
         while let Some(e) = rx.recv().await {
             r.report(&e);
+            if let Some(t) = &tap {
+                let _ = t.send(e);
+            }
         }
         r.finish();
     });
     let (cancel_tx, cancel_rx) = watch::channel(false);
     let signals = tokio::spawn(async move {
-        wait_for_interrupt().await;
-        tracing::warn!("interrupted: stopping, tearing every host down, closing the bundle");
+        let stopped = async {
+            match external {
+                Some(mut rx) => {
+                    while !*rx.borrow() {
+                        if rx.changed().await.is_err() {
+                            futures::future::pending::<()>().await;
+                        }
+                    }
+                }
+                None => futures::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = wait_for_interrupt() => {
+                tracing::warn!("interrupted: stopping, tearing every host down, closing the bundle");
+            }
+            _ = stopped => {
+                tracing::warn!("stopped: tearing every host down, closing the bundle");
+            }
+        }
         let _ = cancel_tx.send(true);
     });
 

@@ -1,0 +1,304 @@
+//! `fsmatrix agent` on the lab with a throwaway PostgreSQL as the queue:
+//! three sweeps, two agents, three hosts — every cell runs exactly once,
+//! never two sweeps on one host at the same moment, every published result
+//! is the one in its bundle; and an agent killed mid-sweep whose sweep the
+//! other finishes after the lease expires.
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::pg::Postgres;
+use common::{fsmatrix, inventory_for, lab_lock, Lab, LabHost};
+
+const MATRIX: &str = r#"name = "agent-NAME"
+repeats = 2
+warmup = false
+drop_caches = false
+[postgres]
+shared_buffers = "32MB"
+max_connections = 20
+[[filesystem]]
+name = "ext4"
+type = "ext4"
+mount_options = ["noatime"]
+[[workload]]
+name = "ro"
+builtin = "select-only"
+scale = 1
+clients = [1]
+duration = "2s"
+"#;
+
+/// Submit a sweep of `hosts` named `name`; its id.
+fn submit(lab: &Lab, dir: &Path, url: &str, name: &str, hosts: &[&LabHost]) -> i64 {
+    let pairs: Vec<(&LabHost, &str)> = hosts.iter().map(|h| (*h, "")).collect();
+    let inv = dir.join(format!("{name}.inventory.toml"));
+    std::fs::write(&inv, inventory_for(&lab.inv, &pairs, "")).unwrap();
+    let m = dir.join(format!("{name}.matrix.toml"));
+    std::fs::write(&m, MATRIX.replace("NAME", name)).unwrap();
+    let o = fsmatrix()
+        .args(["submit", "-i"])
+        .arg(&inv)
+        .arg("-m")
+        .arg(&m)
+        .env("FSMATRIX_DB", url)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+}
+
+fn agent(url: &str, out: &Path, idle: u64, ttl: u64) -> Child {
+    fsmatrix()
+        .args(["agent", "--out"])
+        .arg(out)
+        .args([
+            "--idle-exit",
+            &idle.to_string(),
+            "--lease-ttl",
+            &ttl.to_string(),
+        ])
+        .env("FSMATRIX_DB", url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start an agent")
+}
+
+/// Wait for `child` (at most `limit`), killing it past that.
+fn wait(mut child: Child, limit: Duration) -> std::process::Output {
+    let t0 = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn query<T>(url: &str, f: impl FnOnce(&mut postgres_client::Client) -> T) -> T {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let t = fsmatrix::db::resolve(Some(url), &fsmatrix::db::ProcessEnv).unwrap();
+        let c = fsmatrix::db::connect(&t).await.unwrap();
+        let mut pc = postgres_client::Client(c);
+        f(&mut pc)
+    })
+}
+
+/// A tiny blocking face over the async client for the checks.
+mod postgres_client {
+    pub struct Client(pub tokio_postgres::Client);
+    impl Client {
+        pub fn rows(&mut self, sql: &str) -> Vec<tokio_postgres::Row> {
+            futures::executor::block_on(self.0.query(sql, &[])).expect(sql)
+        }
+    }
+}
+
+/// Per host, the (start, end, sweep) of every cell; no two sweeps overlap.
+fn assert_no_overlap(url: &str) {
+    let rows = query(url, |c| {
+        c.rows(
+            "SELECT host, sweep_id, extract(epoch FROM started_at)::float8, extract(epoch FROM ended_at)::float8
+             FROM fsmatrix_cells ORDER BY host, started_at",
+        )
+    });
+    let mut by_host: BTreeMap<String, Vec<(f64, f64, i64)>> = BTreeMap::new();
+    for r in &rows {
+        by_host
+            .entry(r.get(0))
+            .or_default()
+            .push((r.get(2), r.get(3), r.get(1)));
+    }
+    for (host, cells) in by_host {
+        for w in cells.windows(2) {
+            let (a, b) = (w[0], w[1]);
+            if a.2 != b.2 {
+                assert!(
+                    b.0 >= a.1,
+                    "{host}: sweep {} started at {} before sweep {} ended at {}",
+                    b.2,
+                    b.0,
+                    a.2,
+                    a.1
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn three_sweeps_two_agents_three_hosts_every_cell_once() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let pg = Postgres::start();
+    let url = pg.url("postgres");
+    let o = fsmatrix()
+        .args(["db", "init", "--db", &url])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let tmp = tempfile::tempdir().unwrap();
+    let h = &lab.inv.hosts;
+    let ids = [
+        submit(&lab, tmp.path(), &url, "a", &[&h[0], &h[1]]),
+        submit(&lab, tmp.path(), &url, "b", &[&h[1], &h[2]]),
+        submit(&lab, tmp.path(), &url, "c", &[&h[0], &h[2]]),
+    ];
+    let outs: Vec<PathBuf> = (1..=2)
+        .map(|i| tmp.path().join(format!("agent{i}")))
+        .collect();
+    let agents: Vec<Child> = outs.iter().map(|o| agent(&url, o, 10, 30)).collect();
+    for (i, a) in agents.into_iter().enumerate() {
+        let o = wait(a, Duration::from_secs(600));
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "agent {}: {}{}",
+            i + 1,
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let (cells, states, runs, dup): (i64, Vec<String>, i64, i64) = query(&url, |c| {
+        (
+            c.rows("SELECT count(*) FROM fsmatrix_cells")[0].get(0),
+            c.rows("SELECT DISTINCT state FROM fsmatrix_sweeps")
+                .iter()
+                .map(|r| r.get(0))
+                .collect(),
+            c.rows("SELECT count(*) FROM fsmatrix_runs")[0].get(0),
+            c.rows("SELECT count(*) FROM (SELECT b.sweep_id, r.cell_id FROM fsmatrix_runs r JOIN fsmatrix_bundles b ON b.sha256 = r.bundle_sha256 GROUP BY b.sweep_id, r.cell_id HAVING count(*) > 1) d")[0].get(0),
+        )
+    });
+    assert_eq!(cells, 3 * 2 * 2, "{ids:?}");
+    assert_eq!(states, ["done"]);
+    // A cell id names its parameters (host, variant, workload, clients,
+    // repeat): two sweeps of one host share ids, so "once" is per sweep.
+    assert_eq!(runs, cells, "every cell published once");
+    assert_eq!(dup, 0);
+    let not_done: i64 = query(&url, |c| {
+        c.rows("SELECT count(*) FROM fsmatrix_cells WHERE state <> 'done'")[0].get(0)
+    });
+    assert_eq!(not_done, 0);
+    assert_no_overlap(&url);
+    // Every published result is the one in its (verified) bundle.
+    let bundles: Vec<(String, String)> = query(&url, |c| {
+        c.rows("SELECT sha256, path FROM fsmatrix_bundles")
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect()
+    });
+    assert_eq!(bundles.len(), 3);
+    for (sha, path) in bundles {
+        let v = fsmatrix().args(["verify", &path]).output().unwrap();
+        assert_eq!(
+            v.status.code(),
+            Some(0),
+            "{path}: {}",
+            String::from_utf8_lossy(&v.stdout)
+        );
+        let (real, _) = fsmatrix::results::manifest::sha256_file(
+            &Path::new(&path).join("tagmanifest-sha256.txt"),
+        )
+        .unwrap();
+        assert_eq!(
+            real, sha,
+            "{path}: the database holds the bundle's own checksum"
+        );
+        let lines = std::fs::read_to_string(Path::new(&path).join("data/results.jsonl")).unwrap();
+        for l in lines.lines() {
+            let want: serde_json::Value = serde_json::from_str(l).unwrap();
+            let got: Vec<tokio_postgres::Row> = query(&url, |c| {
+                c.rows(&format!(
+                    "SELECT result FROM fsmatrix_runs WHERE bundle_sha256 = '{sha}' AND cell_id = '{}'",
+                    want["cell_id"].as_str().unwrap()
+                ))
+            });
+            assert_eq!(got.len(), 1);
+            assert_eq!(got[0].get::<_, serde_json::Value>(0), want);
+        }
+    }
+}
+
+#[test]
+fn an_agent_killed_mid_sweep_is_finished_by_another_after_its_lease_expires() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let pg = Postgres::start();
+    let url = pg.url("postgres");
+    assert_eq!(
+        fsmatrix()
+            .args(["db", "init", "--db", &url])
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(0)
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let h = &lab.inv.hosts;
+    let id = submit(&lab, tmp.path(), &url, "k", &[&h[0], &h[1]]);
+    let mut first = agent(&url, &tmp.path().join("first"), 60, 9);
+    // Kill it once one cell is published (the sweep is mid-way).
+    let t0 = Instant::now();
+    loop {
+        let n: i64 = query(&url, |c| {
+            c.rows("SELECT count(*) FROM fsmatrix_runs")[0].get(0)
+        });
+        if n >= 1 {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(300), "no cell published");
+        assert!(
+            first.try_wait().unwrap().is_none(),
+            "the first agent ended early"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    Command::new("kill")
+        .args(["-KILL", &first.id().to_string()])
+        .status()
+        .unwrap();
+    let _ = first.wait();
+    let kept: i64 = query(&url, |c| {
+        c.rows("SELECT count(*) FROM fsmatrix_runs")[0].get(0)
+    });
+    let second = agent(&url, &tmp.path().join("second"), 25, 9);
+    let o = wait(second, Duration::from_secs(600));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let (state, done, runs, dup): (String, i64, i64, i64) = query(&url, |c| {
+        (
+            c.rows(&format!("SELECT state FROM fsmatrix_sweeps WHERE id = {id}"))[0].get(0),
+            c.rows("SELECT count(*) FROM fsmatrix_cells WHERE state = 'done'")[0].get(0),
+            c.rows("SELECT count(*) FROM fsmatrix_runs")[0].get(0),
+            c.rows("SELECT count(*) FROM (SELECT b.sweep_id, r.cell_id FROM fsmatrix_runs r JOIN fsmatrix_bundles b ON b.sha256 = r.bundle_sha256 GROUP BY b.sweep_id, r.cell_id HAVING count(*) > 1) d")[0].get(0),
+        )
+    });
+    assert_eq!(state, "done");
+    assert_eq!(done, 4);
+    assert_eq!(
+        runs, 4,
+        "no cell lost or published twice (kept {kept} of the first agent's)"
+    );
+    assert_eq!(dup, 0);
+    assert!(kept >= 1);
+}
