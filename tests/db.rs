@@ -55,20 +55,45 @@ fn db_init_creates_the_schema_and_a_second_init_changes_nothing() {
     let o = run(&["db", "init"], &url);
     assert_eq!(o.status.code(), Some(0), "{}", out(&o));
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("schema version 0 -> 1"),
+        String::from_utf8_lossy(&o.stdout).contains("schema version 0 -> 2"),
         "{}",
         out(&o)
     );
     let o = run(&["db", "init"], &url);
     assert_eq!(o.status.code(), Some(0), "{}", out(&o));
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("schema version 1: up to date"),
+        String::from_utf8_lossy(&o.stdout).contains("schema version 2: up to date"),
         "{}",
         out(&o)
     );
     let rt = tokio::runtime::Runtime::new().unwrap();
+    // A database at version 1 (before split sweeps) is migrated, keeping
+    // its sweeps.
     rt.block_on(async {
         let c = client(&url).await;
+        c.batch_execute(
+            "ALTER TABLE fsmatrix_sweeps DROP COLUMN split_hosts;
+             DELETE FROM fsmatrix_schema WHERE version = 2;",
+        )
+        .await
+        .unwrap();
+    });
+    let o = run(&["db", "init"], &url);
+    assert!(
+        o.status.success() && String::from_utf8_lossy(&o.stdout).contains("schema version 1 -> 2"),
+        "{}",
+        out(&o)
+    );
+    rt.block_on(async {
+        let c = client(&url).await;
+        assert_eq!(
+            count(
+                &c,
+                "SELECT count(*) FROM information_schema.columns WHERE column_name = 'split_hosts'"
+            )
+            .await,
+            1
+        );
         for t in [
             "fsmatrix_sweeps",
             "fsmatrix_hosts",
@@ -565,6 +590,7 @@ async fn submit_fake(
     n: usize,
     first: usize,
     per_host: u32,
+    split: bool,
 ) -> i64 {
     let (ip, mp) = fake_sweep(dir, n, first, per_host);
     let (inv, m) = fsmatrix::config::load(&ip, &mp).unwrap_or_else(|e| panic!("{e}"));
@@ -580,6 +606,7 @@ async fn submit_fake(
             plan: &p,
             by: "test@here",
             priority: 0,
+            split_hosts: split,
         },
     )
     .await
@@ -594,26 +621,48 @@ async fn host_leases_are_exclusive_and_expire_and_every_cell_is_claimed_once() {
     db::schema::init(&mut c).await.unwrap();
     let tmp = tempfile::tempdir().unwrap();
     // Two sweeps sharing host h1; a third on h3 alone.
-    let a = submit_fake(&mut c, tmp.path(), 2, 1, 50).await;
-    let b = submit_fake(&mut c, tmp.path(), 1, 1, 25).await;
-    let other = submit_fake(&mut c, tmp.path(), 1, 3, 25).await;
-    assert!(queue::lease_sweep(&mut c, a, "agent-1", 2).await.unwrap());
+    let a = submit_fake(&mut c, tmp.path(), 2, 1, 50, false).await;
+    let b = submit_fake(&mut c, tmp.path(), 1, 1, 25, false).await;
+    let other = submit_fake(&mut c, tmp.path(), 1, 3, 25, false).await;
+    assert!(!queue::lease_sweep(&mut c, a, "agent-1", 2)
+        .await
+        .unwrap()
+        .is_empty());
     // b needs h1: agent-2 cannot have it while agent-1's lease lives.
-    assert!(!queue::lease_sweep(&mut c, b, "agent-2", 30).await.unwrap());
+    assert_eq!(
+        queue::lease_sweep(&mut c, b, "agent-2", 30)
+            .await
+            .unwrap()
+            .len(),
+        0
+    );
     assert_eq!(
         queue::lease_next_sweep(&mut c, "agent-2", 30)
             .await
-            .unwrap(),
+            .unwrap()
+            .map(|(id, _)| id),
         Some(other)
     );
     // agent-2 cannot claim cells of a sweep it does not lease.
     assert_eq!(queue::claim_cell(&c, a, "agent-2").await.unwrap(), None);
     // After expiry (2 s, no heartbeat) agent-2 takes the hosts over.
     tokio::time::sleep(Duration::from_millis(2500)).await;
-    assert!(queue::lease_sweep(&mut c, b, "agent-2", 30).await.unwrap());
-    assert!(!queue::lease_sweep(&mut c, a, "agent-1", 30).await.unwrap());
+    assert!(!queue::lease_sweep(&mut c, b, "agent-2", 30)
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        queue::lease_sweep(&mut c, a, "agent-1", 30)
+            .await
+            .unwrap()
+            .len(),
+        0
+    );
     queue::release(&c, b, "agent-2").await.unwrap();
-    assert!(queue::lease_sweep(&mut c, a, "agent-1", 30).await.unwrap());
+    assert!(!queue::lease_sweep(&mut c, a, "agent-1", 30)
+        .await
+        .unwrap()
+        .is_empty());
     assert_eq!(queue::heartbeat(&c, "agent-1", 30).await.unwrap(), 2);
     // 8 tasks of one agent claim sweep a's 100 cells: each exactly once.
     let mut tasks = Vec::new();
@@ -654,6 +703,78 @@ async fn host_leases_are_exclusive_and_expire_and_every_cell_is_claimed_once() {
     );
 }
 
+/// A sweep whose matrix says `split_hosts = true` is leased host by host:
+/// an agent takes the free hosts with cells left, another the rest once they
+/// are free; a sweep that may not be split waits for all of its hosts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_split_sweep_is_leased_host_by_host_and_a_whole_one_never_is() {
+    let pg = Postgres::start();
+    let mut c = client(&pg.url("postgres")).await;
+    db::schema::init(&mut c).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let on_h1 = submit_fake(&mut c, tmp.path(), 1, 1, 25, false).await;
+    let split = submit_fake(&mut c, tmp.path(), 3, 1, 25, true).await;
+    let whole = submit_fake(&mut c, tmp.path(), 3, 1, 25, false).await;
+    let addr = |i: u8| (format!("10.203.0.{}", 100 + i), 22);
+    assert_eq!(
+        queue::lease_sweep(&mut c, on_h1, "agent-1", 30)
+            .await
+            .unwrap(),
+        vec![addr(1)]
+    );
+    // h1 is busy: the split sweep's other hosts go to agent-2 ...
+    assert_eq!(
+        queue::lease_next_sweep(&mut c, "agent-2", 30)
+            .await
+            .unwrap(),
+        Some((split, vec![addr(2), addr(3)]))
+    );
+    // ... the whole sweep waits for all three, and agent-3 gets nothing.
+    assert_eq!(
+        queue::lease_next_sweep(&mut c, "agent-3", 30)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        queue::lease_sweep(&mut c, whole, "agent-3", 30)
+            .await
+            .unwrap(),
+        Vec::<(String, i32)>::new()
+    );
+    // agent-2's leases let it claim only the cells of h2 and h3.
+    let mut hosts = std::collections::BTreeSet::new();
+    while let Some(cell) = queue::claim_cell(&c, split, "agent-2").await.unwrap() {
+        hosts.insert(cell.host.clone());
+        assert!(queue::finish_cell(&c, &cell, "agent-2", "done")
+            .await
+            .unwrap());
+    }
+    assert_eq!(hosts.into_iter().collect::<Vec<_>>(), ["h2", "h3"]);
+    // h1 freed: agent-3 takes the split sweep's last host; h2 and h3 have
+    // no cell left, so they are not leased again.
+    queue::release(&c, on_h1, "agent-1").await.unwrap();
+    c.execute(
+        "UPDATE fsmatrix_sweeps SET state = 'done' WHERE id = $1",
+        &[&on_h1],
+    )
+    .await
+    .unwrap();
+    queue::release(&c, split, "agent-2").await.unwrap();
+    assert_eq!(
+        queue::lease_next_sweep(&mut c, "agent-3", 30)
+            .await
+            .unwrap(),
+        Some((split, vec![addr(1)]))
+    );
+    let left = count(
+        &c,
+        &format!("SELECT count(*) FROM fsmatrix_cells WHERE sweep_id = {split} AND state = 'pending' AND host = 'h1'"),
+    )
+    .await;
+    assert_eq!(left, 25);
+}
+
 /// The queue on the database alone: 8 agents (tasks), each with its own
 /// sweep and host, claim and finish 10 000 cells; prints claims per second
 /// and the time a claim waits (its round trip, locks included).  The figure
@@ -668,7 +789,7 @@ async fn queue_throughput_benchmark() {
     let t_submit = Instant::now();
     let mut sweeps = Vec::new();
     for i in 0..8 {
-        sweeps.push(submit_fake(&mut c, tmp.path(), 1, 10 + i, 1250).await);
+        sweeps.push(submit_fake(&mut c, tmp.path(), 1, 10 + i, 1250, false).await);
     }
     let submit_s = t_submit.elapsed().as_secs_f64();
     let t0 = Instant::now();
@@ -678,7 +799,10 @@ async fn queue_throughput_benchmark() {
         tasks.push(tokio::spawn(async move {
             let mut c = client(&url).await;
             let holder = format!("agent-{i}");
-            assert!(queue::lease_sweep(&mut c, id, &holder, 60).await.unwrap());
+            assert!(!queue::lease_sweep(&mut c, id, &holder, 60)
+                .await
+                .unwrap()
+                .is_empty());
             let mut waits = Vec::new();
             loop {
                 let t = Instant::now();

@@ -72,6 +72,7 @@ pub fn submit(args: &SubmitArgs) -> CmdResult {
                 plan: &p,
                 by: &by,
                 priority: args.priority,
+                split_hosts: m.split_hosts,
             },
         )
         .await

@@ -362,6 +362,10 @@ pub struct Matrix {
     /// The most cells the matrix may plan (`max_cells`).
     #[serde(default = "default_max_cells")]
     pub max_cells: u64,
+    /// A sweep of this matrix may be split between `fsmatrix agent`s, host
+    /// by host (`split_hosts = true`); by default one agent runs all of it.
+    #[serde(default)]
+    pub split_hosts: bool,
     /// Where a plan over `max_cells` is reported.
     #[serde(skip)]
     max_cells_at: Option<ConfigError>,
@@ -402,6 +406,7 @@ const TOP_KEYS: &[&str] = &[
     "run_timeout",
     "hosts",
     "max_cells",
+    "split_hosts",
     "postgres",
     "filesystem",
     "workload",
@@ -685,6 +690,7 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Matrix> {
     let max_cells = max_cells_v
         .as_ref()
         .map_or(DEFAULT_MAX_CELLS, |n| *n.get_ref() as u64);
+    let split_hosts = root.bool(errs, "split_hosts").unwrap_or(false);
     let max_cells_at = Some(src.error(
         &max_cells_v.as_ref().map_or(0..0, |n| n.span()),
         String::new(),
@@ -805,6 +811,7 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Matrix> {
         exclude,
         hosts,
         max_cells,
+        split_hosts,
         max_cells_at,
         refs,
         guarded,

@@ -2,8 +2,9 @@
 //! leased, run it exactly as `run` does (bundle on this machine's disk),
 //! publish every cell as it ends, let go; again until the queue is idle.
 //!
-//! A sweep is leased host by host in one transaction ([`queue::lease_sweep`])
-//! and kept by a heartbeat (a third of the lease's life); a lost lease or a
+//! A sweep is leased host by host in one transaction ([`queue::lease_sweep`]):
+//! all its hosts, or, when its matrix says `split_hosts = true`, the free
+//! hosts that still have cells (other agents take the rest), and kept by a heartbeat (a third of the lease's life); a lost lease or a
 //! cancelled sweep stops the run as an interrupt would (teardown first).  On
 //! the hosts themselves the run takes the per-host lock as `run` does, so a
 //! lease that expired under a live agent still never lets two sweeps share a
@@ -103,7 +104,7 @@ pub async fn run(target: &DbTarget, opts: &AgentOptions) -> Result<Vec<SweepTurn
                 continue;
             }
         };
-        let Some(id) = leased else {
+        let Some((id, leased)) = leased else {
             // Idle means nothing left to do, not only nothing leasable now:
             // an open sweep whose hosts others hold is waited for.
             let open: i64 = match client
@@ -128,8 +129,8 @@ pub async fn run(target: &DbTarget, opts: &AgentOptions) -> Result<Vec<SweepTurn
             }
             continue;
         };
-        tracing::info!("agent {holder}: sweep {id} leased");
-        let turn = one_sweep(&mut client, target, id, &holder, ttl, opts).await;
+        tracing::info!("agent {holder}: sweep {id} leased ({} hosts)", leased.len());
+        let turn = one_sweep(&mut client, target, id, &leased, &holder, ttl, opts).await;
         let _ = queue::release(&client, id, &holder).await;
         match turn {
             Ok(t) => {
@@ -176,6 +177,7 @@ async fn one_sweep(
     client: &mut Client,
     target: &DbTarget,
     id: i64,
+    leased: &[(String, i32)],
     holder: &str,
     ttl: i64,
     opts: &AgentOptions,
@@ -211,7 +213,7 @@ async fn one_sweep(
     let p = crate::plan::plan(&inv, &m);
     let cells = client
         .query(
-            "SELECT c.cell_id, c.state,
+            "SELECT c.cell_id, c.state, c.host, c.address, c.port,
                     (SELECT r.tps FROM fsmatrix_runs r JOIN fsmatrix_bundles b ON b.sha256 = r.bundle_sha256
                      WHERE b.sweep_id = c.sweep_id AND r.cell_id = c.cell_id LIMIT 1)
              FROM fsmatrix_cells c WHERE c.sweep_id = $1",
@@ -221,21 +223,44 @@ async fn one_sweep(
         .map_err(DbError::query("read the sweep's cells"))?;
     let stored: BTreeMap<String, (String, Option<f64>)> = cells
         .iter()
-        .map(|r| (r.get(0), (r.get(1), r.get(2))))
+        .map(|r| (r.get(0), (r.get(1), r.get(5))))
         .collect();
+    // The hosts this turn runs: all of the sweep's, or, when it is split
+    // between agents, those leased here.
+    let mine: Vec<String> = {
+        let mut v: Vec<String> = cells
+            .iter()
+            .filter(|r| {
+                leased
+                    .iter()
+                    .any(|(a, p)| *a == r.get::<_, String>(3) && *p == r.get::<_, i32>(4))
+            })
+            .map(|r| r.get(2))
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
     let planned: Vec<&str> = p.cells.iter().map(|c| c.id.as_str()).collect();
     if planned.len() != stored.len() || planned.iter().any(|c| !stored.contains_key(*c)) {
         let why = "the sweep's inputs plan other cells here than were queued (a script or fsmatrix changed)".to_string();
         refuse_sweep(client, id, &why).await?;
         return Err(DbError::Refused(why));
     }
-    // Cells another agent finished and published are kept.
-    let keep: HashMap<String, Option<f64>> = stored
+    // Cells another agent finished and published are kept; so are, in a
+    // split sweep, the cells of hosts other agents lease.
+    let ended: HashMap<String, Option<f64>> = stored
         .iter()
         .filter(|(_, (state, _))| matches!(state.as_str(), "done" | "failed" | "not_run"))
         .map(|(c, (_, tps))| (c.clone(), *tps))
         .collect();
-    if keep.len() == planned.len() {
+    let mut keep = ended.clone();
+    for c in &p.cells {
+        if !mine.iter().any(|h| h == c.host.as_str()) {
+            keep.entry(c.id.clone()).or_insert(None);
+        }
+    }
+    if ended.len() == planned.len() {
         finish_sweep(client, id).await?;
         return Ok(SweepTurn {
             sweep: id,
@@ -324,18 +349,27 @@ async fn one_sweep(
         client
             .execute(
                 "UPDATE fsmatrix_cells SET state = 'not_run', ended_at = now()
-                 WHERE sweep_id = $1 AND state = 'pending' AND NOT (cell_id = ANY($2))",
-                &[&id, &keep.keys().cloned().collect::<Vec<String>>()],
+                 WHERE sweep_id = $1 AND state = 'pending' AND host = ANY($2)",
+                &[&id, &mine],
             )
             .await
             .map_err(DbError::query("record the cells not run"))?;
         finish_sweep(client, id).await?;
     }
+    let finished = !interrupted
+        && client
+            .query_one(
+                "SELECT state = 'done' FROM fsmatrix_sweeps WHERE id = $1",
+                &[&id],
+            )
+            .await
+            .map(|r| r.get::<_, bool>(0))
+            .unwrap_or(false);
     Ok(SweepTurn {
         sweep: id,
         bundle: Some(summary.bundle),
         published: published.len(),
-        finished: !interrupted,
+        finished,
         stopped: if summary.interrupted && stopped.is_none() {
             Some("interrupted".into())
         } else {

@@ -1,7 +1,7 @@
 //! The sweep queue in the database: `submit` stores a planned sweep with its
 //! cells, `queue` lists sweeps with their progress and leases, `cancel`
 //! stops one, and the primitives an agent works with: take every host of a
-//! sweep under one lease ([`lease_sweep`]), keep it alive ([`heartbeat`]),
+//! sweep under one lease, or its free hosts when it may be split ([`lease_sweep`]), keep it alive ([`heartbeat`]),
 //! claim the next cell on a leased host with `FOR UPDATE SKIP LOCKED`
 //! ([`claim_cell`]), record its end ([`finish_cell`]), let go ([`release`]).
 use std::collections::BTreeMap;
@@ -24,6 +24,8 @@ pub struct Submission<'a> {
     /// Who submits: `user@machine`.
     pub by: &'a str,
     pub priority: i32,
+    /// The matrix lets agents split the sweep host by host.
+    pub split_hosts: bool,
 }
 
 /// Store a sweep and its cells (one transaction); its id.
@@ -44,8 +46,8 @@ pub async fn submit(client: &mut Client, s: &Submission<'_>) -> Result<i64, DbEr
         .query_one(
             "INSERT INTO fsmatrix_sweeps
                  (matrix_name, inventory, matrix, inventory_path, matrix_path, plan,
-                  submitted_by, priority, eta_seconds)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+                  submitted_by, priority, eta_seconds, split_hosts)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
             &[
                 &s.plan.matrix.as_str(),
                 &s.inventory_text,
@@ -56,6 +58,7 @@ pub async fn submit(client: &mut Client, s: &Submission<'_>) -> Result<i64, DbEr
                 &s.by,
                 &s.priority,
                 &(s.plan.eta.as_secs() as i64),
+                &s.split_hosts,
             ],
         )
         .await
@@ -244,51 +247,63 @@ pub async fn cancel(client: &mut Client, id: i64) -> Result<String, DbError> {
     Ok(state)
 }
 
-/// Lease every host of sweep `id` for `holder`, or none: false when another
-/// holder has a live lease on one of them.  The hosts' rows are locked in
-/// one order, so two agents never deadlock and never split a sweep.
+/// Lease the hosts of sweep `id` for `holder`: every host of the sweep or
+/// none, or, when the sweep may be split (`split_hosts`), every free host
+/// that still has a pending cell of it.  The hosts leased (empty: none).
+/// The hosts' rows are locked in one order, so two agents never deadlock,
+/// and a sweep that may not be split is never split.
 pub async fn lease_sweep(
     client: &mut Client,
     id: i64,
     holder: &str,
     ttl_s: i64,
-) -> Result<bool, DbError> {
+) -> Result<Vec<(String, i32)>, DbError> {
     let tx = client
         .transaction()
         .await
         .map_err(DbError::query("begin a lease"))?;
-    let hosts = tx
-        .query(
-            "SELECT h.address, h.port FROM fsmatrix_hosts h
-             WHERE (h.address, h.port) IN (SELECT DISTINCT address, port FROM fsmatrix_cells WHERE sweep_id = $1)
-             ORDER BY h.address, h.port FOR UPDATE",
+    let split: bool = match tx
+        .query_opt(
+            "SELECT split_hosts FROM fsmatrix_sweeps WHERE id = $1 AND state IN ('queued', 'running')",
             &[&id],
         )
         .await
-        .map_err(DbError::query("lock the sweep's hosts"))?;
-    let busy: i64 = tx
-        .query_one(
-            "SELECT count(*) FROM fsmatrix_host_leases l
-             WHERE (l.address, l.port) IN (SELECT DISTINCT address, port FROM fsmatrix_cells WHERE sweep_id = $1)
-               AND l.expires > now() AND NOT (l.holder = $2 AND l.sweep_id = $1)",
-            &[&id, &holder],
+        .map_err(DbError::query("read the sweep"))?
+    {
+        Some(r) => r.get(0),
+        None => return Ok(Vec::new()),
+    };
+    // Every host of the sweep; split: the hosts with a cell left to run.
+    let hosts = tx
+        .query(
+            "SELECT h.address, h.port,
+                    EXISTS (SELECT 1 FROM fsmatrix_host_leases l
+                            WHERE l.address = h.address AND l.port = h.port AND l.expires > now()
+                              AND NOT (l.holder = $2 AND l.sweep_id = $1)) AS busy
+             FROM fsmatrix_hosts h
+             WHERE (h.address, h.port) IN (SELECT address, port FROM fsmatrix_cells
+                                           WHERE sweep_id = $1 AND (NOT $3 OR state = 'pending'))
+             ORDER BY h.address, h.port FOR UPDATE OF h",
+            &[&id, &holder, &split],
         )
         .await
-        .map_err(DbError::query("read the hosts' leases"))?
-        .get(0);
-    if busy > 0 || hosts.is_empty() {
-        return Ok(false);
+        .map_err(DbError::query("lock the sweep's hosts"))?;
+    let free: Vec<(String, i32)> = hosts
+        .iter()
+        .filter(|h| !h.get::<_, bool>(2))
+        .map(|h| (h.get(0), h.get(1)))
+        .collect();
+    if free.is_empty() || (!split && free.len() < hosts.len()) {
+        return Ok(Vec::new());
     }
-    for h in &hosts {
-        let address: String = h.get(0);
-        let port: i32 = h.get(1);
+    for (address, port) in &free {
         tx.execute(
             "INSERT INTO fsmatrix_host_leases (address, port, sweep_id, holder, expires)
              VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
              ON CONFLICT (address, port) DO UPDATE
                SET sweep_id = EXCLUDED.sweep_id, holder = EXCLUDED.holder, taken_at = now(),
                    heartbeat = now(), expires = EXCLUDED.expires",
-            &[&address, &port, &id, &holder, &(ttl_s as f64)],
+            &[address, port, &id, &holder, &(ttl_s as f64)],
         )
         .await
         .map_err(DbError::query("take a host lease"))?;
@@ -303,16 +318,17 @@ pub async fn lease_sweep(
     tx.commit()
         .await
         .map_err(DbError::query("commit the lease"))?;
-    Ok(true)
+    Ok(free)
 }
 
 /// The first sweep (priority, then age) whose hosts `holder` can lease,
-/// leased; None when every open sweep's hosts are held by others.
+/// leased, with the hosts leased; None when every open sweep's hosts are
+/// held by others.
 pub async fn lease_next_sweep(
     client: &mut Client,
     holder: &str,
     ttl_s: i64,
-) -> Result<Option<i64>, DbError> {
+) -> Result<Option<(i64, Vec<(String, i32)>)>, DbError> {
     let ids: Vec<i64> = client
         .query(
             "SELECT id FROM fsmatrix_sweeps WHERE state IN ('queued', 'running')
@@ -325,8 +341,9 @@ pub async fn lease_next_sweep(
         .map(|r| r.get(0))
         .collect();
     for id in ids {
-        if lease_sweep(client, id, holder, ttl_s).await? {
-            return Ok(Some(id));
+        let hosts = lease_sweep(client, id, holder, ttl_s).await?;
+        if !hosts.is_empty() {
+            return Ok(Some((id, hosts)));
         }
     }
     Ok(None)

@@ -104,6 +104,11 @@ CREATE TABLE fsmatrix_runs (
 );
 CREATE INDEX fsmatrix_runs_by_cell ON fsmatrix_runs (cell_id);
 "#,
+    // 2: a sweep whose matrix says `split_hosts = true` may be leased host
+    // by host, by several agents.
+    r#"
+ALTER TABLE fsmatrix_sweeps ADD COLUMN split_hosts boolean NOT NULL DEFAULT false;
+"#,
 ];
 
 /// The schema version this fsmatrix writes.
