@@ -174,6 +174,68 @@ fn a_database_that_is_down_is_a_clear_error_with_exit_2_and_no_password_shown() 
     assert!(t0.elapsed() < Duration::from_secs(60));
 }
 
+/// An agent started while the queue's database is down: a clear error,
+/// exit 2, and nothing leased (the sweep is still queued once it is back).
+#[test]
+fn an_agent_whose_database_is_down_at_start_exits_2_and_leases_nothing() {
+    let pg = Postgres::start();
+    let url = pg.url("postgres");
+    assert_eq!(run(&["db", "init"], &url).status.code(), Some(0));
+    let o = run(
+        &[
+            "submit",
+            "-i",
+            "inventory/example-lab.toml",
+            "-m",
+            "matrix/quick.toml",
+        ],
+        &url,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    pg.ctl("stop");
+    let tmp = tempfile::tempdir().unwrap();
+    let t0 = Instant::now();
+    let o = run(
+        &[
+            "agent",
+            "--idle-exit",
+            "5",
+            "--out",
+            &tmp.path().display().to_string(),
+        ],
+        &url,
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("cannot reach the results database"),
+        "{}",
+        out(&o)
+    );
+    assert!(t0.elapsed() < Duration::from_secs(60));
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        0,
+        "a bundle was started"
+    );
+    pg.ctl("start");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = client(&url).await;
+        assert_eq!(
+            count(&c, "SELECT count(*) FROM fsmatrix_host_leases").await,
+            0
+        );
+        assert_eq!(
+            count(
+                &c,
+                "SELECT count(*) FROM fsmatrix_sweeps WHERE state = 'queued'"
+            )
+            .await,
+            1
+        );
+    });
+}
+
 #[test]
 fn passwords_from_pgpassword_and_the_password_file_reach_a_scram_server() {
     let pg = Postgres::start_with(Some("s3cret:pw"));
@@ -701,6 +763,52 @@ async fn host_leases_are_exclusive_and_expire_and_every_cell_is_claimed_once() {
         .await,
         100
     );
+}
+
+/// 8 agents race for one sweep's hosts at the same moment, 20 times: each
+/// time exactly one gets them (whole or split).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn agents_racing_for_one_sweep_never_both_get_a_host() {
+    let pg = Postgres::start();
+    let url = pg.url("postgres");
+    let mut c = client(&url).await;
+    db::schema::init(&mut c).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    for round in 0..20 {
+        let split = round % 2 == 1;
+        let id = submit_fake(&mut c, tmp.path(), 2, 1, 25, split).await;
+        let start = std::sync::Arc::new(tokio::sync::Barrier::new(8));
+        let mut tasks = Vec::new();
+        for i in 0..8 {
+            let (url, start) = (url.clone(), start.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut c = client(&url).await;
+                start.wait().await;
+                queue::lease_sweep(&mut c, id, &format!("agent-{i}"), 60)
+                    .await
+                    .unwrap()
+            }));
+        }
+        let mut got = Vec::new();
+        for t in tasks {
+            got.extend(t.await.unwrap());
+        }
+        assert_eq!(got.len(), 2, "round {round} (split {split}): {got:?}");
+        assert_eq!(
+            count(
+                &c,
+                "SELECT count(DISTINCT holder) FROM fsmatrix_host_leases"
+            )
+            .await,
+            1,
+            "round {round}"
+        );
+        c.batch_execute(&format!(
+            "DELETE FROM fsmatrix_host_leases; UPDATE fsmatrix_sweeps SET state = 'done' WHERE id = {id}"
+        ))
+        .await
+        .unwrap();
+    }
 }
 
 /// A sweep whose matrix says `split_hosts = true` is leased host by host:

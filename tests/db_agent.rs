@@ -1,8 +1,10 @@
 //! `fsmatrix agent` on the lab with a throwaway PostgreSQL as the queue:
 //! three sweeps, two agents, three hosts — every cell runs exactly once,
 //! never two sweeps on one host at the same moment, every published result
-//! is the one in its bundle; and an agent killed mid-sweep whose sweep the
-//! other finishes after the lease expires.
+//! is the one in its bundle; an agent killed mid-sweep whose sweep the
+//! other finishes after the lease expires; an agent interrupted (SIGINT)
+//! that tears down and lets go; the database stopped under a running agent
+//! and started again; a sweep split between agents host by host.
 mod common;
 
 use std::collections::BTreeMap;
@@ -11,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::pg::Postgres;
-use common::{fsmatrix, inventory_for, lab_lock, Lab, LabHost};
+use common::{assert_clean, fsmatrix, inventory_for, lab_lock, Lab, LabHost};
 
 const MATRIX: &str = r#"name = "agent-NAME"
 repeats = 2
@@ -34,11 +36,23 @@ duration = "2s"
 
 /// Submit a sweep of `hosts` named `name`; its id.
 fn submit(lab: &Lab, dir: &Path, url: &str, name: &str, hosts: &[&LabHost]) -> i64 {
+    submit_matrix(lab, dir, url, name, hosts, &MATRIX.replace("NAME", name))
+}
+
+/// Submit `matrix` on `hosts` (files named after `name`); its id.
+fn submit_matrix(
+    lab: &Lab,
+    dir: &Path,
+    url: &str,
+    name: &str,
+    hosts: &[&LabHost],
+    matrix: &str,
+) -> i64 {
     let pairs: Vec<(&LabHost, &str)> = hosts.iter().map(|h| (*h, "")).collect();
     let inv = dir.join(format!("{name}.inventory.toml"));
     std::fs::write(&inv, inventory_for(&lab.inv, &pairs, "")).unwrap();
     let m = dir.join(format!("{name}.matrix.toml"));
-    std::fs::write(&m, MATRIX.replace("NAME", name)).unwrap();
+    std::fs::write(&m, matrix).unwrap();
     let o = fsmatrix()
         .args(["submit", "-i"])
         .arg(&inv)
@@ -301,4 +315,281 @@ fn an_agent_killed_mid_sweep_is_finished_by_another_after_its_lease_expires() {
     );
     assert_eq!(dup, 0);
     assert!(kept >= 1);
+}
+
+/// `db init` on a fresh throwaway PostgreSQL; it and its URL.
+fn fresh_db() -> (Postgres, String) {
+    let pg = Postgres::start();
+    let url = pg.url("postgres");
+    let o = fsmatrix()
+        .args(["db", "init", "--db", &url])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    (pg, url)
+}
+
+fn one(url: &str, sql: &str) -> i64 {
+    query(url, |c| c.rows(sql)[0].get(0))
+}
+
+/// Wait until `sql` counts at least `n` (at most `limit`; `child` must live).
+fn wait_count(url: &str, sql: &str, n: i64, child: &mut Child, limit: Duration) {
+    let t0 = Instant::now();
+    while one(url, sql) < n {
+        assert!(t0.elapsed() < limit, "waited {limit:?} for {sql} >= {n}");
+        assert!(child.try_wait().unwrap().is_none(), "the agent ended early");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// Every cell of the queue done and published once, every sweep done.
+fn assert_all_done_once(url: &str, cells: i64) {
+    let states: Vec<String> = query(url, |c| {
+        c.rows("SELECT sweep_id || ' ' || cell_id || ' ' || state || ' ' || coalesce(holder, '-') FROM fsmatrix_cells ORDER BY 1")
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    });
+    eprintln!("cells:\n{}", states.join("\n"));
+    assert_eq!(one(url, "SELECT count(*) FROM fsmatrix_cells"), cells);
+    assert_eq!(
+        one(
+            url,
+            "SELECT count(*) FROM fsmatrix_cells WHERE state = 'done'"
+        ),
+        cells
+    );
+    assert_eq!(one(url, "SELECT count(*) FROM fsmatrix_runs"), cells);
+    assert_eq!(
+        one(url, "SELECT count(*) FROM (SELECT b.sweep_id, r.cell_id FROM fsmatrix_runs r JOIN fsmatrix_bundles b ON b.sha256 = r.bundle_sha256 GROUP BY b.sweep_id, r.cell_id HAVING count(*) > 1) d"),
+        0,
+        "a cell published twice"
+    );
+    assert_eq!(
+        one(
+            url,
+            "SELECT count(*) FROM fsmatrix_sweeps WHERE state <> 'done'"
+        ),
+        0
+    );
+}
+
+fn output_text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn an_interrupted_agent_tears_down_lets_go_and_another_resumes_at_once() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let (_pg, url) = fresh_db();
+    let tmp = tempfile::tempdir().unwrap();
+    let h = &lab.inv.hosts;
+    let matrix = MATRIX
+        .replace("NAME", "int")
+        .replace("repeats = 2", "repeats = 3");
+    let id = submit_matrix(&lab, tmp.path(), &url, "int", &[&h[0], &h[1]], &matrix);
+    let mut first = agent(&url, &tmp.path().join("first"), 60, 600);
+    wait_count(
+        &url,
+        "SELECT count(*) FROM fsmatrix_runs",
+        1,
+        &mut first,
+        Duration::from_secs(300),
+    );
+    Command::new("kill")
+        .args(["-INT", &first.id().to_string()])
+        .status()
+        .unwrap();
+    let o = wait(first, Duration::from_secs(180));
+    assert_eq!(o.status.code(), Some(1), "{}", output_text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("stopped: interrupted"),
+        "{}",
+        output_text(&o)
+    );
+    // Torn down, leases let go at once (the lease's life is 600 s): the
+    // sweep stays open with its published cells.
+    for host in [&h[0], &h[1]] {
+        assert_clean(&lab.inv, host);
+    }
+    assert_eq!(one(&url, "SELECT count(*) FROM fsmatrix_host_leases"), 0);
+    let kept = one(&url, "SELECT count(*) FROM fsmatrix_runs");
+    assert!((1..6).contains(&kept), "{kept} cells published");
+    let state: String = query(&url, |c| {
+        c.rows(&format!(
+            "SELECT state FROM fsmatrix_sweeps WHERE id = {id}"
+        ))[0]
+            .get(0)
+    });
+    assert_eq!(state, "running");
+    let t0 = Instant::now();
+    let second = agent(&url, &tmp.path().join("second"), 10, 600);
+    let o = wait(second, Duration::from_secs(600));
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    assert!(t0.elapsed() < Duration::from_secs(300));
+    assert_all_done_once(&url, 6);
+}
+
+#[test]
+fn the_database_stopped_mid_sweep_loses_no_result() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let (pg, url) = fresh_db();
+    let tmp = tempfile::tempdir().unwrap();
+    let h = &lab.inv.hosts;
+    let matrix = MATRIX
+        .replace("NAME", "restart")
+        .replace("repeats = 2", "repeats = 3");
+    submit_matrix(&lab, tmp.path(), &url, "restart", &[&h[0], &h[1]], &matrix);
+    let out = tmp.path().join("agent");
+    let mut a = agent(&url, &out, 15, 30);
+    wait_count(
+        &url,
+        "SELECT count(*) FROM fsmatrix_runs",
+        1,
+        &mut a,
+        Duration::from_secs(300),
+    );
+    let published = one(&url, "SELECT count(*) FROM fsmatrix_runs") as usize;
+    let epoch = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    pg.ctl("stop");
+    let stopped_at = epoch();
+    // Down until a cell more has ended in the agent's bundle.
+    let ended = || {
+        let mut n = 0;
+        for b in std::fs::read_dir(&out).into_iter().flatten().flatten() {
+            let cells = b.path().join("data/cells");
+            for c in std::fs::read_dir(cells).into_iter().flatten().flatten() {
+                n += usize::from(c.path().join("result.json").exists());
+            }
+        }
+        n
+    };
+    let t0 = Instant::now();
+    while ended() <= published {
+        assert!(
+            t0.elapsed() < Duration::from_secs(180),
+            "no cell ended while the database was down"
+        );
+        assert!(a.try_wait().unwrap().is_none(), "the agent ended early");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let started_at = epoch();
+    pg.ctl("start");
+    let o = wait(a, Duration::from_secs(600));
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    assert_all_done_once(&url, 6);
+    // The cells that ended while it was down were published when it was back.
+    let meanwhile = one(
+        &url,
+        &format!(
+            "SELECT count(*) FROM fsmatrix_cells WHERE extract(epoch FROM ended_at) BETWEEN {stopped_at} AND {started_at}"
+        ),
+    );
+    assert!(
+        meanwhile >= 1,
+        "no cell recorded as ended during the outage"
+    );
+}
+
+#[test]
+fn a_split_sweep_runs_its_free_hosts_while_another_sweep_holds_one() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let (_pg, url) = fresh_db();
+    let tmp = tempfile::tempdir().unwrap();
+    let h = &lab.inv.hosts;
+    let long = MATRIX
+        .replace("NAME", "long")
+        .replace("repeats = 2", "repeats = 4");
+    let split = format!("split_hosts = true\n{}", MATRIX.replace("NAME", "split"));
+    let a = submit_matrix(&lab, tmp.path(), &url, "long", &[&h[0]], &long);
+    let s = submit_matrix(
+        &lab,
+        tmp.path(),
+        &url,
+        "split",
+        &[&h[0], &h[1], &h[2]],
+        &split,
+    );
+    let agents: Vec<Child> = (1..=2)
+        .map(|i| agent(&url, &tmp.path().join(format!("agent{i}")), 10, 30))
+        .collect();
+    for a in agents {
+        let o = wait(a, Duration::from_secs(600));
+        assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    }
+    assert_all_done_once(&url, 4 + 3 * 2);
+    assert_no_overlap(&url);
+    // The split sweep's other hosts did not wait for the first sweep.
+    let overlap = one(
+        &url,
+        &format!(
+            "SELECT count(*) FROM fsmatrix_cells s WHERE s.sweep_id = {s} AND s.host <> '{}'
+               AND s.started_at < (SELECT max(ended_at) FROM fsmatrix_cells WHERE sweep_id = {a})",
+            h[0].name
+        ),
+    );
+    assert!(overlap >= 1, "the split sweep waited for the busy host");
+    // Its results sit in more than one bundle; the report from the database
+    // is the report of those bundles.
+    let paths: Vec<String> = query(&url, |c| {
+        c.rows(&format!(
+            "SELECT path FROM fsmatrix_bundles WHERE sweep_id = {s} ORDER BY path"
+        ))
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+    });
+    assert!(paths.len() >= 2, "{paths:?}");
+    let from_bundles = fsmatrix()
+        .arg("report")
+        .args(&paths)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        from_bundles.status.code(),
+        Some(0),
+        "{}",
+        output_text(&from_bundles)
+    );
+    let from_db = fsmatrix()
+        .args([
+            "report",
+            "--db",
+            &url,
+            "--sweep",
+            &s.to_string(),
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(from_db.status.code(), Some(0), "{}", output_text(&from_db));
+    let mut x: serde_json::Value = serde_json::from_slice(&from_bundles.stdout).unwrap();
+    let mut y: serde_json::Value = serde_json::from_slice(&from_db.stdout).unwrap();
+    for v in [&mut x, &mut y] {
+        v["bundles"] = serde_json::Value::Null;
+        v["checksums"] = serde_json::Value::Null;
+        v["notes"][0] = serde_json::Value::Null;
+    }
+    assert_eq!(x, y);
+    assert_eq!(
+        x["tables"][0]["hosts"].as_array().map(|h| h.len()),
+        Some(3),
+        "every host of the split sweep in one report: {x}"
+    );
 }

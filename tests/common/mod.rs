@@ -258,3 +258,42 @@ pub fn inventory_for(
     }
     s
 }
+
+/// Over plain SSH: nothing of fsmatrix left on the host.
+pub fn assert_clean(inv: &LabInventory, h: &LabHost) {
+    let out = ssh_ok(
+        inv,
+        h,
+        r#"dev=$1
+echo "mounts=$(grep -c -e "^$dev " -e ' /var/tmp/fsmatrix/mnt ' /proc/mounts)"
+echo "postgres=$(pgrep -c -x postgres || true)"
+echo "pools=$(zpool list -H -o name 2>/dev/null | grep -c fsmx || true)"
+echo "sig=$(blkid -p -o value -s LABEL "$dev" 2>/dev/null; blkid -p -o value -s TYPE "$dev" 2>/dev/null)"
+"#,
+        &[&h.device],
+    );
+    let sig = out
+        .lines()
+        .find(|l| l.starts_with("sig="))
+        .unwrap_or("sig=?");
+    assert!(
+        out.contains("mounts=0\n"),
+        "{}: something is still mounted: {out}",
+        h.name
+    );
+    assert!(
+        out.contains("postgres=0\n"),
+        "{}: postgres still runs: {out}",
+        h.name
+    );
+    assert!(
+        out.contains("pools=0\n"),
+        "{}: a pool is left: {out}",
+        h.name
+    );
+    assert!(
+        sig == "sig=" || sig.starts_with("sig=fsmx"),
+        "{}: device carries a foreign signature after the sweep: {sig}",
+        h.name
+    );
+}

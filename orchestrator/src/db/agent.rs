@@ -466,7 +466,10 @@ async fn publish_cells(
         if open {
             match events.recv().await {
                 Some(RunEvent::CellEnded { cell, .. }) => pending.push(cell),
-                Some(_) => continue,
+                // Any step of the sweep is a moment to retry cells the
+                // database could not take yet.
+                Some(_) if pending.is_empty() => continue,
+                Some(_) => {}
                 None => open = false,
             }
         }
@@ -498,7 +501,9 @@ async fn publish_cells(
         if !left.is_empty() {
             client = None;
             pending = left;
-            tokio::time::sleep(Duration::from_millis(500)).await;
+            if !open {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
         }
     }
     published

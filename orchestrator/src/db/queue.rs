@@ -276,22 +276,32 @@ pub async fn lease_sweep(
     // Every host of the sweep; split: the hosts with a cell left to run.
     let hosts = tx
         .query(
-            "SELECT h.address, h.port,
-                    EXISTS (SELECT 1 FROM fsmatrix_host_leases l
-                            WHERE l.address = h.address AND l.port = h.port AND l.expires > now()
-                              AND NOT (l.holder = $2 AND l.sweep_id = $1)) AS busy
-             FROM fsmatrix_hosts h
+            "SELECT h.address, h.port FROM fsmatrix_hosts h
              WHERE (h.address, h.port) IN (SELECT address, port FROM fsmatrix_cells
-                                           WHERE sweep_id = $1 AND (NOT $3 OR state = 'pending'))
-             ORDER BY h.address, h.port FOR UPDATE OF h",
-            &[&id, &holder, &split],
+                                           WHERE sweep_id = $1 AND (NOT $2 OR state = 'pending'))
+             ORDER BY h.address, h.port FOR UPDATE",
+            &[&id, &split],
         )
         .await
         .map_err(DbError::query("lock the sweep's hosts"))?;
+    // Read in a statement of its own, after the locks: a statement's
+    // snapshot is taken at its start, so leases committed by the agent this
+    // one waited for are seen only here.
+    let busy: Vec<(String, i32)> = tx
+        .query(
+            "SELECT address, port FROM fsmatrix_host_leases
+             WHERE expires > now() AND NOT (holder = $2 AND sweep_id = $1)",
+            &[&id, &holder],
+        )
+        .await
+        .map_err(DbError::query("read the hosts' leases"))?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
     let free: Vec<(String, i32)> = hosts
         .iter()
-        .filter(|h| !h.get::<_, bool>(2))
         .map(|h| (h.get(0), h.get(1)))
+        .filter(|h| !busy.contains(h))
         .collect();
     if free.is_empty() || (!split && free.len() < hosts.len()) {
         return Ok(Vec::new());

@@ -27,6 +27,9 @@ pub struct StepError {
     pub message: String,
     /// The step ran past its timeout and its process group was killed.
     pub timed_out: bool,
+    /// An interrupt (Ctrl-C, a lost lease or host lock) stopped it: the
+    /// cell did not fail, it did not get to run.
+    pub interrupted: bool,
 }
 
 impl StepError {
@@ -36,11 +39,15 @@ impl StepError {
             exit_status: None,
             message: message.into(),
             timed_out: false,
+            interrupted: false,
         }
     }
 
     pub fn interrupted(step: impl Into<Step>) -> Self {
-        StepError::new(step, "interrupted")
+        StepError {
+            interrupted: true,
+            ..StepError::new(step, "interrupted")
+        }
     }
 
     pub fn remote(step: impl Into<Step>, e: &RemoteError) -> Self {
@@ -64,6 +71,7 @@ impl StepError {
             .trim_end()
             .to_string(),
             timed_out: matches!(out.status, ExitStatus::TimedOut { .. }),
+            interrupted: false,
         }
     }
 

@@ -74,7 +74,9 @@ pub async fn sweep_hooked(
     keep: &Kept,
     hooks: Hooks,
 ) -> Result<SweepSummary, RunError> {
-    let claims = claim(inv, p, m.name.as_str(), &Kept::new(), false).await?;
+    // Only the hosts with cells to run here: a split sweep's other hosts
+    // belong to other agents.
+    let claims = claim(inv, p, m.name.as_str(), keep, false).await?;
     let bundle = match Bundle::create(out, m.name.as_str()) {
         Ok(b) => b,
         Err(e) => {

@@ -418,6 +418,13 @@ impl<'a, R: Remote> Worker<'a, R> {
         cell_log: &str,
         tally: &mut HostTally,
     ) {
+        if e.interrupted {
+            // Cut short by an interrupt, not failed: `resume` (or the next
+            // agent) runs it again; its partial output is not kept.
+            self.sink
+                .record_not_run(&[c], "interrupted while it ran", tally);
+            return;
+        }
         let result = CellResult {
             schema: RESULT_SCHEMA,
             cell_id: c.id.clone(),
@@ -539,6 +546,7 @@ impl<'a, R: Remote> Worker<'a, R> {
                 exit_status: status,
                 message: format!("{}{}", device_full_note(&stderr), tail_lines(&stderr, 15)),
                 timed_out: false,
+                interrupted: false,
             }),
         }
     }
