@@ -459,12 +459,37 @@ fn submit_queue_and_cancel() {
     assert_eq!(row["priority"], 5);
     assert_eq!(row["cells"], cells);
     assert_eq!(row["done"], 0);
+    // Queued: the plan's ETA, marked as such.
+    assert_eq!(row["eta_seconds"], plan["eta"], "{row}");
+    assert_eq!(row["eta_observed"], false);
     let o = run(&["queue"], &url);
     assert!(
         String::from_utf8_lossy(&o.stdout).contains(&format!("0/{cells}")),
         "{}",
         out(&o)
     );
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("the plan's estimate"),
+        "{}",
+        out(&o)
+    );
+    // Running for 100 s with half its cells ended: 100 s left, from its pace.
+    rt.block_on(async {
+        let c = client(&url).await;
+        c.batch_execute(&format!(
+            "UPDATE fsmatrix_sweeps SET state = 'running', started_at = now() - interval '100 s' WHERE id = {id};
+             UPDATE fsmatrix_cells SET state = 'done' WHERE sweep_id = {id} AND ord < {}",
+            cells / 2
+        ))
+        .await
+        .unwrap();
+    });
+    let o = run(&["queue", "--json"], &url);
+    let row: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON line");
+    assert_eq!(row["eta_observed"], true, "{row}");
+    let want = 100 * (cells - cells / 2) / (cells / 2);
+    let eta = row["eta_seconds"].as_i64().unwrap();
+    assert!((want..=want + 3).contains(&eta), "ETA {eta}, want {want}");
     let o = run(&["cancel", &id.to_string()], &url);
     assert_eq!(o.status.code(), Some(0), "{}", out(&o));
     let o = run(&["cancel", &id.to_string()], &url);
@@ -484,7 +509,8 @@ fn submit_queue_and_cancel() {
                 "SELECT count(*) FROM fsmatrix_cells WHERE state = 'cancelled'"
             )
             .await,
-            cells
+            cells - cells / 2,
+            "the pending cells are cancelled, the ended ones kept"
         );
     });
 }

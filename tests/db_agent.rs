@@ -315,6 +315,17 @@ fn an_agent_killed_mid_sweep_is_finished_by_another_after_its_lease_expires() {
     );
     assert_eq!(dup, 0);
     assert!(kept >= 1);
+    // The second agent tore each host down (what the dead one left) before
+    // it made a filesystem there again.
+    let text = output_text(&o);
+    for host in [&h[0], &h[1]] {
+        let at = |step: &str| text.find(&format!("{}: {step}", host.name));
+        assert!(
+            matches!((at("teardown"), at("make-fs")), (Some(t), Some(m)) if t < m),
+            "{}: no teardown before make-fs:\n{text}",
+            host.name
+        );
+    }
 }
 
 /// `db init` on a fresh throwaway PostgreSQL; it and its URL.

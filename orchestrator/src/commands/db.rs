@@ -123,7 +123,11 @@ pub fn list(args: &QueueArgs) -> CmdResult {
                         String::new()
                     }
                 ),
-                crate::text::hms(std::time::Duration::from_secs(r.eta_seconds.max(0) as u64)),
+                format!(
+                    "{}{}",
+                    if r.eta_observed { "" } else { "~" },
+                    crate::text::hms(std::time::Duration::from_secs(r.eta_seconds.max(0) as u64))
+                ),
                 r.submitted_by,
                 if r.leases.is_empty() {
                     "-".to_string()
@@ -131,6 +135,9 @@ pub fn list(args: &QueueArgs) -> CmdResult {
                     r.leases.join(", ")
                 }
             );
+        }
+        if rows.iter().any(|r| !r.eta_observed && r.eta_seconds > 0) {
+            println!("(~ETA: the plan's estimate; the others from the sweep's own pace)");
         }
         Ok(Exit::Success)
     })

@@ -137,8 +137,11 @@ pub struct QueueRow {
     pub running: i64,
     /// `host address:port held by HOLDER for Ns`.
     pub leases: Vec<String>,
-    /// The plan's ETA scaled to the cells left.
+    /// Time left: from the sweep's own pace once it has ended cells, else
+    /// the plan's ETA scaled to the cells left.
     pub eta_seconds: i64,
+    /// Whether `eta_seconds` comes from the observed pace.
+    pub eta_observed: bool,
 }
 
 /// Sweeps not yet finished, then the `recent` last finished ones.
@@ -150,7 +153,8 @@ pub async fn list(client: &Client, recent: i64) -> Result<Vec<QueueRow>, DbError
                     s.eta_seconds,
                     count(c.*), count(c.*) FILTER (WHERE c.state = 'done'),
                     count(c.*) FILTER (WHERE c.state IN ('failed', 'not_run')),
-                    count(c.*) FILTER (WHERE c.state = 'running')
+                    count(c.*) FILTER (WHERE c.state = 'running'),
+                    coalesce(extract(epoch FROM now() - s.started_at), 0)::bigint
              FROM fsmatrix_sweeps s LEFT JOIN fsmatrix_cells c ON c.sweep_id = s.id
              WHERE s.state IN ('queued', 'running')
                 OR s.id IN (SELECT id FROM fsmatrix_sweeps WHERE state NOT IN ('queued', 'running')
@@ -176,12 +180,25 @@ pub async fn list(client: &Client, recent: i64) -> Result<Vec<QueueRow>, DbError
             let cells: i64 = r.get(7);
             let done: i64 = r.get(8);
             let failed: i64 = r.get(9);
-            let eta: i64 = r.get(6);
+            let planned: i64 = r.get(6);
+            let elapsed: i64 = r.get(11);
+            let state: String = r.get(2);
             let left = cells - done - failed;
+            let ended = done + failed;
+            // A running sweep's ETA from its own pace once cells have ended
+            // (elapsed per ended cell, times the cells left); before that,
+            // the plan's ETA for the cells left.
+            let (eta, observed) = if state == "running" && ended > 0 && elapsed > 0 {
+                (elapsed * left / ended, true)
+            } else if cells > 0 {
+                (planned * left / cells, false)
+            } else {
+                (0, false)
+            };
             QueueRow {
                 id,
                 matrix: r.get(1),
-                state: r.get(2),
+                state,
                 priority: r.get(3),
                 submitted_by: r.get(4),
                 submitted_at: r.get(5),
@@ -201,7 +218,8 @@ pub async fn list(client: &Client, recent: i64) -> Result<Vec<QueueRow>, DbError
                         )
                     })
                     .collect(),
-                eta_seconds: if cells > 0 { eta * left / cells } else { 0 },
+                eta_seconds: eta,
+                eta_observed: observed,
             }
         })
         .collect())
