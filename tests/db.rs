@@ -39,9 +39,30 @@ fn run(args: &[&str], db: &str) -> Output {
         .expect("run fsmatrix")
 }
 
+/// `submit` of the example inventory and `matrix/quick.toml` (and `extra`).
+fn submit_quick(url: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "submit",
+        "-i",
+        "inventory/example-lab.toml",
+        "-m",
+        "matrix/quick.toml",
+    ];
+    args.extend_from_slice(extra);
+    run(&args, url)
+}
+
 async fn client(url: &str) -> tokio_postgres::Client {
     let t = db::resolve(Some(url), &db::ProcessEnv).expect("resolve");
     db::connect(&t).await.expect("connect")
+}
+
+/// How many hosts `holder` leases of sweep `id` (0: none, the sweep waits).
+async fn leased(c: &mut tokio_postgres::Client, id: i64, holder: &str, ttl_s: i64) -> usize {
+    queue::lease_sweep(c, id, holder, ttl_s)
+        .await
+        .unwrap()
+        .len()
 }
 
 async fn count(c: &tokio_postgres::Client, sql: &str) -> i64 {
@@ -155,16 +176,7 @@ fn a_database_that_is_down_is_a_clear_error_with_exit_2_and_no_password_shown() 
             "{args:?}: the password shows: {err}"
         );
     }
-    let o = run(
-        &[
-            "submit",
-            "-i",
-            "inventory/example-lab.toml",
-            "-m",
-            "matrix/quick.toml",
-        ],
-        &url,
-    );
+    let o = submit_quick(&url, &[]);
     assert_eq!(o.status.code(), Some(2), "{}", out(&o));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("cannot reach the results database"),
@@ -181,16 +193,7 @@ fn an_agent_whose_database_is_down_at_start_exits_2_and_leases_nothing() {
     let pg = Postgres::start();
     let url = pg.url("postgres");
     assert_eq!(run(&["db", "init"], &url).status.code(), Some(0));
-    let o = run(
-        &[
-            "submit",
-            "-i",
-            "inventory/example-lab.toml",
-            "-m",
-            "matrix/quick.toml",
-        ],
-        &url,
-    );
+    let o = submit_quick(&url, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", out(&o));
     pg.ctl("stop");
     let tmp = tempfile::tempdir().unwrap();
@@ -368,18 +371,7 @@ fn submit_queue_and_cancel() {
     let pg = Postgres::start();
     let url = pg.url("postgres");
     assert_eq!(run(&["db", "init"], &url).status.code(), Some(0));
-    let o = run(
-        &[
-            "submit",
-            "-i",
-            "inventory/example-lab.toml",
-            "-m",
-            "matrix/quick.toml",
-            "--priority",
-            "5",
-        ],
-        &url,
-    );
+    let o = submit_quick(&url, &["--priority", "5"]);
     assert_eq!(o.status.code(), Some(0), "{}", out(&o));
     let id: i64 = String::from_utf8_lossy(&o.stdout)
         .trim()
@@ -712,18 +704,9 @@ async fn host_leases_are_exclusive_and_expire_and_every_cell_is_claimed_once() {
     let a = submit_fake(&mut c, tmp.path(), 2, 1, 50, false).await;
     let b = submit_fake(&mut c, tmp.path(), 1, 1, 25, false).await;
     let other = submit_fake(&mut c, tmp.path(), 1, 3, 25, false).await;
-    assert!(!queue::lease_sweep(&mut c, a, "agent-1", 2)
-        .await
-        .unwrap()
-        .is_empty());
+    assert!(leased(&mut c, a, "agent-1", 2).await > 0);
     // b needs h1: agent-2 cannot have it while agent-1's lease lives.
-    assert_eq!(
-        queue::lease_sweep(&mut c, b, "agent-2", 30)
-            .await
-            .unwrap()
-            .len(),
-        0
-    );
+    assert_eq!(leased(&mut c, b, "agent-2", 30).await, 0);
     assert_eq!(
         queue::lease_next_sweep(&mut c, "agent-2", 30)
             .await
@@ -735,22 +718,10 @@ async fn host_leases_are_exclusive_and_expire_and_every_cell_is_claimed_once() {
     assert_eq!(queue::claim_cell(&c, a, "agent-2").await.unwrap(), None);
     // After expiry (2 s, no heartbeat) agent-2 takes the hosts over.
     tokio::time::sleep(Duration::from_millis(2500)).await;
-    assert!(!queue::lease_sweep(&mut c, b, "agent-2", 30)
-        .await
-        .unwrap()
-        .is_empty());
-    assert_eq!(
-        queue::lease_sweep(&mut c, a, "agent-1", 30)
-            .await
-            .unwrap()
-            .len(),
-        0
-    );
+    assert!(leased(&mut c, b, "agent-2", 30).await > 0);
+    assert_eq!(leased(&mut c, a, "agent-1", 30).await, 0);
     queue::release(&c, b, "agent-2").await.unwrap();
-    assert!(!queue::lease_sweep(&mut c, a, "agent-1", 30)
-        .await
-        .unwrap()
-        .is_empty());
+    assert!(leased(&mut c, a, "agent-1", 30).await > 0);
     assert_eq!(queue::heartbeat(&c, "agent-1", 30).await.unwrap(), 2);
     // 8 tasks of one agent claim sweep a's 100 cells: each exactly once.
     let mut tasks = Vec::new();
@@ -933,10 +904,7 @@ async fn queue_throughput_benchmark() {
         tasks.push(tokio::spawn(async move {
             let mut c = client(&url).await;
             let holder = format!("agent-{i}");
-            assert!(!queue::lease_sweep(&mut c, id, &holder, 60)
-                .await
-                .unwrap()
-                .is_empty());
+            assert!(leased(&mut c, id, &holder, 60).await > 0);
             let mut waits = Vec::new();
             loop {
                 let t = Instant::now();

@@ -39,6 +39,21 @@ fn submit(lab: &Lab, dir: &Path, url: &str, name: &str, hosts: &[&LabHost]) -> i
     submit_matrix(lab, dir, url, name, hosts, &MATRIX.replace("NAME", name))
 }
 
+/// Submit the test matrix with `repeats` on `hosts`; its id.
+fn submit_repeats(
+    lab: &Lab,
+    dir: &Path,
+    url: &str,
+    name: &str,
+    hosts: &[&LabHost],
+    repeats: u32,
+) -> i64 {
+    let m = MATRIX
+        .replace("NAME", name)
+        .replace("repeats = 2", &format!("repeats = {repeats}"));
+    submit_matrix(lab, dir, url, name, hosts, &m)
+}
+
 /// Submit `matrix` on `hosts` (files named after `name`); its id.
 fn submit_matrix(
     lab: &Lab,
@@ -157,13 +172,7 @@ fn assert_no_overlap(url: &str) {
 fn three_sweeps_two_agents_three_hosts_every_cell_once() {
     let _l = lab_lock();
     let lab = Lab::standing_or_up(3);
-    let pg = Postgres::start();
-    let url = pg.url("postgres");
-    let o = fsmatrix()
-        .args(["db", "init", "--db", &url])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0));
+    let (_pg, url) = fresh_db();
     let tmp = tempfile::tempdir().unwrap();
     let h = &lab.inv.hosts;
     let ids = [
@@ -251,17 +260,7 @@ fn three_sweeps_two_agents_three_hosts_every_cell_once() {
 fn an_agent_killed_mid_sweep_is_finished_by_another_after_its_lease_expires() {
     let _l = lab_lock();
     let lab = Lab::standing_or_up(3);
-    let pg = Postgres::start();
-    let url = pg.url("postgres");
-    assert_eq!(
-        fsmatrix()
-            .args(["db", "init", "--db", &url])
-            .output()
-            .unwrap()
-            .status
-            .code(),
-        Some(0)
-    );
+    let (_pg, url) = fresh_db();
     let tmp = tempfile::tempdir().unwrap();
     let h = &lab.inv.hosts;
     let id = submit(&lab, tmp.path(), &url, "k", &[&h[0], &h[1]]);
@@ -401,10 +400,7 @@ fn an_interrupted_agent_tears_down_lets_go_and_another_resumes_at_once() {
     let (_pg, url) = fresh_db();
     let tmp = tempfile::tempdir().unwrap();
     let h = &lab.inv.hosts;
-    let matrix = MATRIX
-        .replace("NAME", "int")
-        .replace("repeats = 2", "repeats = 3");
-    let id = submit_matrix(&lab, tmp.path(), &url, "int", &[&h[0], &h[1]], &matrix);
+    let id = submit_repeats(&lab, tmp.path(), &url, "int", &[&h[0], &h[1]], 3);
     let mut first = agent(&url, &tmp.path().join("first"), 60, 600);
     wait_count(
         &url,
@@ -454,10 +450,7 @@ fn the_database_stopped_mid_sweep_loses_no_result() {
     let (pg, url) = fresh_db();
     let tmp = tempfile::tempdir().unwrap();
     let h = &lab.inv.hosts;
-    let matrix = MATRIX
-        .replace("NAME", "restart")
-        .replace("repeats = 2", "repeats = 3");
-    submit_matrix(&lab, tmp.path(), &url, "restart", &[&h[0], &h[1]], &matrix);
+    submit_repeats(&lab, tmp.path(), &url, "restart", &[&h[0], &h[1]], 3);
     let out = tmp.path().join("agent");
     let mut a = agent(&url, &out, 15, 30);
     wait_count(
@@ -522,11 +515,9 @@ fn a_split_sweep_runs_its_free_hosts_while_another_sweep_holds_one() {
     let (_pg, url) = fresh_db();
     let tmp = tempfile::tempdir().unwrap();
     let h = &lab.inv.hosts;
-    let long = MATRIX
-        .replace("NAME", "long")
-        .replace("repeats = 2", "repeats = 4");
+
     let split = format!("split_hosts = true\n{}", MATRIX.replace("NAME", "split"));
-    let a = submit_matrix(&lab, tmp.path(), &url, "long", &[&h[0]], &long);
+    let a = submit_repeats(&lab, tmp.path(), &url, "long", &[&h[0]], 4);
     let s = submit_matrix(
         &lab,
         tmp.path(),
