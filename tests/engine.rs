@@ -1879,3 +1879,88 @@ fn a_stopped_postgres_times_out_its_run_teardown_runs_and_the_next_filesystem_go
         "a postgres process is left: {o:?}"
     );
 }
+
+/// `run --json`: stdout is one JSON object per line, from `sweep_started`
+/// to `sweep_ended`, with every host's start, steps, cells and finish; the
+/// stream agrees with the bundle.  `-q` on the same sweep prints no step.
+#[test]
+fn run_json_streams_the_whole_sweep_as_json_lines() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let tmp = tempfile::tempdir().unwrap();
+    let hosts: Vec<(&LabHost, &str)> = lab.inv.hosts.iter().take(2).map(|h| (h, "")).collect();
+    let inv = write(
+        tmp.path(),
+        "inventory.toml",
+        &inventory(&lab.inv, &hosts, ""),
+    );
+    let matrix = write(
+        tmp.path(),
+        "matrix.toml",
+        "name = \"json\"\nrepeats = 2\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n[[workload]]\nname = \"ro\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"2s\"\n",
+    );
+    let o = fsmatrix()
+        .args(["run", "--json", "-i"])
+        .arg(&inv)
+        .arg("-m")
+        .arg(&matrix)
+        .arg("--out")
+        .arg(tmp.path().join("out"))
+        .output()
+        .expect("run --json");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let events: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"sweep_started"), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"sweep_ended"), "{kinds:?}");
+    let n = |k: &str| kinds.iter().filter(|x| **x == k).count();
+    assert_eq!(n("host_started"), 2, "{kinds:?}");
+    assert_eq!(n("host_finished"), 2, "{kinds:?}");
+    assert_eq!(n("cell_ended"), 4, "{kinds:?}");
+    assert!(n("step") >= 2 * 5, "{kinds:?}");
+    let last = events.last().unwrap();
+    assert_eq!(last["done"], 4);
+    assert_eq!(last["exit_code"], 0);
+    let bundle = PathBuf::from(last["bundle"].as_str().unwrap());
+    assert_eq!(events[0]["bundle"], last["bundle"]);
+    assert_verifies(&bundle);
+    let done: Vec<String> = results(&bundle)
+        .iter()
+        .filter(|r| r["status"]["state"] == "done")
+        .map(|r| r["cell_id"].as_str().unwrap().to_string())
+        .collect();
+    for e in events.iter().filter(|e| e["event"] == "cell_ended") {
+        assert_eq!(e["outcome"], "done", "{e}");
+        assert!(done.iter().any(|c| e["cell"] == c.as_str()), "{e}");
+    }
+    // -q: no progress lines, the summary and report still printed.
+    let o = fsmatrix()
+        .args(["-q", "run", "-i"])
+        .arg(&inv)
+        .arg("-m")
+        .arg(&matrix)
+        .arg("--out")
+        .arg(tmp.path().join("quiet"))
+        .output()
+        .expect("run -q");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        !err.contains(": make-fs") && !err.contains(": start,"),
+        "{err}"
+    );
+    assert!(err.contains("4 cells done"), "{err}");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("bundle: "));
+}

@@ -8,6 +8,7 @@ mod archive;
 mod bundle_common;
 mod bundle_fixture;
 mod bundle_write;
+mod cli_conventions;
 mod fuzz;
 mod pgbench_parse;
 mod plan_cli;

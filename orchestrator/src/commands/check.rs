@@ -42,9 +42,25 @@ pub fn check(args: &CheckArgs) -> CmdResult {
     });
     let reports = mark_same_machines(checked);
     if args.json {
-        let s = serde_json::to_string_pretty(&reports)
-            .map_err(|e| CliError::problems(format!("failed to encode the report: {e}")))?;
-        println!("{s}");
+        // One object per line: each host's report, then the summary.
+        for r in &reports {
+            let mut v = serde_json::to_value(r)
+                .map_err(|e| CliError::problems(format!("failed to encode the report: {e}")))?;
+            if let Some(o) = v.as_object_mut() {
+                o.insert("event".into(), "host_checked".into());
+            }
+            println!("{v}");
+        }
+        let ready = reports.iter().filter(|r| r.ready).count();
+        println!(
+            "{}",
+            serde_json::json!({
+                "event": "check_finished",
+                "hosts": reports.len(),
+                "ready": ready,
+                "seconds": t0.elapsed().as_secs_f64(),
+            })
+        );
     } else {
         print!("{}", render_check(&reports));
         println!(

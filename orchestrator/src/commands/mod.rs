@@ -21,8 +21,11 @@ mod run;
 pub struct Cli {
     /// Say more of what fsmatrix does: -v every remote command as it is
     /// sent, -vv the SSH layer's own steps.  Warnings show without it.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet")]
     pub verbose: u8,
+    /// Say less: no progress, only warnings, notes and failed cells.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -41,7 +44,7 @@ pub enum Command {
     /// Run a sweep and write a result bundle.
     Run(RunArgs),
     /// Finish a sweep whose orchestrator was killed.
-    Resume(BundleArgs),
+    Resume(ResumeArgs),
     /// Check a result bundle's completeness and checksums.
     Verify(BundleArgs),
     /// Compare the results of one or more bundles.
@@ -66,6 +69,32 @@ pub enum Command {
     /// Take queued sweeps whose hosts can be leased and run them as `run`
     /// does, publishing every cell as it ends.
     Agent(AgentArgs),
+    /// Inventories from elsewhere.
+    Inventory {
+        #[command(subcommand)]
+        action: InventoryCommand,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions { shell: clap_complete::Shell },
+    /// Print the manual page (roff), generated from this CLI's definition.
+    Man,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum InventoryCommand {
+    /// Read an Ansible inventory (INI, YAML, or `ansible-inventory --list`
+    /// JSON) and print an fsmatrix inventory; devices cannot be guessed, so
+    /// `check` refuses each host until its `devices` are filled in.
+    Import(ImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The Ansible inventory file.
+    pub file: PathBuf,
+    /// Write the inventory here instead of stdout (refused if it exists).
+    #[arg(long, short)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -199,6 +228,8 @@ pub struct CheckArgs {
     /// Also check the tools each planned filesystem needs.
     #[arg(long, short)]
     pub matrix: Option<PathBuf>,
+    /// One JSON object per line on stdout: each host's report
+    /// (`host_checked`), then `check_finished`.
     #[arg(long)]
     pub json: bool,
 }
@@ -215,11 +246,24 @@ pub struct RunArgs {
     /// Folder under which the bundle is created.
     #[arg(long, default_value = "results")]
     pub out: PathBuf,
+    /// Progress as a stream of JSON objects on stdout, one per line
+    /// (sweep_started, host_started, step, cell_ended, note, host_finished,
+    /// sweep_ended), instead of bars and the report.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct BundleArgs {
     pub bundle: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    pub bundle: PathBuf,
+    /// Progress as JSON lines on stdout, as `run --json`.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// What `report` writes.
@@ -289,13 +333,20 @@ pub enum Exit {
     NothingRan,
 }
 
+impl Exit {
+    /// The process's exit status.
+    pub fn code(self) -> u8 {
+        match self {
+            Exit::Success => 0,
+            Exit::Problems => 1,
+            Exit::NothingRan => 2,
+        }
+    }
+}
+
 impl From<Exit> for ExitCode {
     fn from(e: Exit) -> ExitCode {
-        match e {
-            Exit::Success => ExitCode::SUCCESS,
-            Exit::Problems => ExitCode::from(1),
-            Exit::NothingRan => ExitCode::from(2),
-        }
+        ExitCode::from(e.code())
     }
 }
 
@@ -355,7 +406,8 @@ type CmdResult = Result<Exit, CliError>;
 /// The program: parse the command line, say what the command says, exit.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing(cli.verbose);
+    init_tracing(cli.verbose, cli.quiet);
+    QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
     match dispatch(cli.command) {
         Ok(exit) => exit.into(),
         Err(e) => {
@@ -386,14 +438,30 @@ fn dispatch(command: Command) -> CmdResult {
         Command::Cancel(args) => db::cancel(&args),
         Command::Publish(args) => db::publish(&args),
         Command::Agent(args) => db::agent(&args),
+        Command::Inventory {
+            action: InventoryCommand::Import(args),
+        } => inventory_import(&args),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "fsmatrix", &mut std::io::stdout());
+            Ok(Exit::Success)
+        }
+        Command::Man => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            clap_mangen::Man::new(cmd)
+                .render(&mut std::io::stdout())
+                .map_err(|e| CliError::problems(format!("failed to write the manual page: {e}")))?;
+            Ok(Exit::Success)
+        }
     }
 }
 
 /// Warnings (a dropped connection, a reconnect) and notes always reach the
 /// user on stderr; `-v` adds every remote command, `-vv` the SSH layer's
 /// steps.  `FSMATRIX_LOG` (an `EnvFilter` directive) overrides.
-fn init_tracing(verbose: u8) {
+fn init_tracing(verbose: u8, quiet: bool) {
     let default = match verbose {
+        _ if quiet => "warn",
         0 => "warn,fsmatrix=info",
         1 => "warn,fsmatrix=debug",
         _ => "debug,fsmatrix=trace",
@@ -405,10 +473,64 @@ fn init_tracing(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_ansi(color_on_stderr())
         .without_time()
         .with_target(verbose > 1)
         .try_init();
+}
+
+/// `fsmatrix inventory import`: the Ansible inventory as an fsmatrix one,
+/// its warnings on stderr.
+fn inventory_import(args: &ImportArgs) -> CmdResult {
+    let text = std::fs::read_to_string(&args.file)
+        .map_err(|e| CliError::nothing_ran(format!("cannot read {}: {e}", args.file.display())))?;
+    let imported = crate::config::ansible::import(&args.file, &text)
+        .map_err(|e| CliError::nothing_ran(e.to_string()))?;
+    for w in &imported.warnings {
+        eprintln!("fsmatrix: warning: {w}");
+    }
+    match &args.out {
+        Some(out) => {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(out)
+                .map_err(|e| {
+                    CliError::nothing_ran(format!("cannot create {}: {e}", out.display()))
+                })?;
+            f.write_all(imported.toml.as_bytes())
+                .map_err(|e| CliError::problems(format!("cannot write {}: {e}", out.display())))?;
+        }
+        None => print!("{}", imported.toml),
+    }
+    eprintln!(
+        "fsmatrix: {} hosts imported from {}; fill in each host's `devices` (the only devices fsmatrix may destroy), then `fsmatrix check -i`",
+        imported.hosts,
+        args.file.display()
+    );
+    Ok(Exit::Success)
+}
+
+/// `-q` was given (set once in [`main`]).
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// How a sweep shows its progress: `--json`, `-q`, else bars or lines.
+fn display(json: bool) -> crate::run::Display {
+    if json {
+        crate::run::Display::Json
+    } else if QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+        crate::run::Display::Quiet
+    } else {
+        crate::run::Display::Auto
+    }
+}
+
+/// Colour on stderr only on a terminal and when `NO_COLOR` is unset or
+/// empty (no-color.org).
+fn color_on_stderr() -> bool {
+    std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        && std::io::IsTerminal::is_terminal(&std::io::stderr())
 }
 
 /// The async runtime of the commands that talk to hosts.

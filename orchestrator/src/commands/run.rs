@@ -2,17 +2,18 @@
 //! did not run (or the sweep was interrupted), 2 nothing ran.
 use std::time::Instant;
 
-use super::{BundleArgs, CliError, CmdResult, Exit, RunArgs};
+use super::{CliError, CmdResult, Exit, ResumeArgs, RunArgs};
 use crate::run::{self as engine, RunError, SweepSummary};
 
 pub fn run(args: &RunArgs) -> CmdResult {
     let rt = super::runtime()?;
     let t0 = Instant::now();
+    let shown = super::display(args.json);
     let outcome = match (&args.from, &args.inventory, &args.matrix) {
-        (Some(from), _, _) => rt.block_on(engine::rerun(from, &args.out)),
+        (Some(from), _, _) => rt.block_on(engine::rerun(from, &args.out, shown)),
         (None, Some(i), Some(m)) => {
             let (inv, m) = crate::config::load(i, m)?;
-            rt.block_on(engine::sweep(&inv, &m, &args.out))
+            rt.block_on(engine::sweep(&inv, &m, &args.out, shown))
         }
         _ => {
             return Err(CliError::nothing_ran(
@@ -20,18 +21,34 @@ pub fn run(args: &RunArgs) -> CmdResult {
             ))
         }
     };
-    finish(outcome, t0)
+    finish(outcome, t0, args.json)
 }
 
-pub fn resume(args: &BundleArgs) -> CmdResult {
+pub fn resume(args: &ResumeArgs) -> CmdResult {
     let t0 = Instant::now();
-    finish(super::runtime()?.block_on(engine::resume(&args.bundle)), t0)
+    let shown = super::display(args.json);
+    finish(
+        super::runtime()?.block_on(engine::resume(&args.bundle, shown)),
+        t0,
+        args.json,
+    )
 }
 
-/// Say how the sweep went, print its report, decide the exit code.
-fn finish(outcome: Result<SweepSummary, RunError>, t0: Instant) -> CmdResult {
+/// Say how the sweep went, print its report (or, with `--json`, the
+/// stream's last object), decide the exit code.
+fn finish(outcome: Result<SweepSummary, RunError>, t0: Instant, json: bool) -> CmdResult {
     let s = outcome.map_err(CliError::failed_to)?;
     let t = s.tally;
+    let exit = if s.interrupted {
+        Exit::Problems
+    } else if t.done == 0 {
+        // Nothing ran: no host was ready, or every cell failed.
+        Exit::NothingRan
+    } else if t.failed + t.not_run > 0 {
+        Exit::Problems
+    } else {
+        Exit::Success
+    };
     eprintln!(
         "fsmatrix: {} cells done, {} failed, {} not run{} in {:.1} s{}",
         t.done,
@@ -52,18 +69,24 @@ fn finish(outcome: Result<SweepSummary, RunError>, t0: Instant) -> CmdResult {
             ""
         }
     );
+    if json {
+        let last = serde_json::json!({
+            "event": "sweep_ended",
+            "bundle": s.bundle.display().to_string(),
+            "done": t.done,
+            "failed": t.failed,
+            "not_run": t.not_run,
+            "not_needed": t.not_needed,
+            "interrupted": s.interrupted,
+            "seconds": t0.elapsed().as_secs_f64(),
+            "exit_code": exit.code(),
+        });
+        println!("{last}");
+        return Ok(exit);
+    }
     if let Ok(cells) = crate::results::report::load_bundle_results(&s.bundle) {
         print!("{}", crate::results::report::render_markdown(&cells));
     }
     println!("bundle: {}", s.bundle.display());
-    Ok(if s.interrupted {
-        Exit::Problems
-    } else if t.done == 0 {
-        // Nothing ran: no host was ready, or every cell failed.
-        Exit::NothingRan
-    } else if t.failed + t.not_run > 0 {
-        Exit::Problems
-    } else {
-        Exit::Success
-    })
+    Ok(exit)
 }

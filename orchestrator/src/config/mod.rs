@@ -1,6 +1,7 @@
 //! Inventory and matrix: parse and validate.  No I/O beyond reading the
 //! files (and the scripts a matrix names).  Every error names its file, line
 //! and column; all errors are collected.
+pub mod ansible;
 pub mod error;
 pub mod fsopts;
 pub mod inventory;

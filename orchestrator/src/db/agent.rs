@@ -299,6 +299,7 @@ async fn one_sweep(
         opened: Some(opened_tx),
         tap: Some(tap_tx),
         cancel: Some(stop_rx),
+        display: crate::run::Display::Auto,
     };
     let outcome =
         crate::run::sweep::sweep_hooked(&inv, &m, &p, &inputs, &opts.out, &keep, hooks).await;

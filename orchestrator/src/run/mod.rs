@@ -32,6 +32,7 @@ pub mod worker;
 
 pub use check::{prepare, ssh_target, HostReport};
 pub use error::{RunError, StepError};
+pub use progress::Display;
 pub use sink::HostTally;
 pub use sweep::{rerun, resume, sweep, SweepSummary};
 pub use verb::{Step, Verb};

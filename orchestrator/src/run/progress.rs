@@ -25,12 +25,79 @@ pub trait Reporter: Send {
     fn finish(&mut self) {}
 }
 
-/// Picks bars on a terminal, lines elsewhere.
-pub fn reporter(total_cells: usize) -> Box<dyn Reporter> {
-    if std::io::stderr().is_terminal() {
-        Box::new(Bars::new(total_cells))
-    } else {
-        Box::new(Lines::new(std::io::stderr()))
+/// How a sweep shows its progress.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Display {
+    /// Bars on a terminal, one line per event elsewhere (stderr).
+    #[default]
+    Auto,
+    /// One JSON object per line on stdout (`--json`), for CI logs and tools.
+    Json,
+    /// Nothing but notes and failures (`-q`).
+    Quiet,
+}
+
+/// The reporter for `display`; `bundle` is named in the JSON stream's first
+/// object.
+pub fn reporter(
+    total_cells: usize,
+    display: Display,
+    bundle: &std::path::Path,
+) -> Box<dyn Reporter> {
+    match display {
+        Display::Json => Box::new(JsonLines::new(std::io::stdout(), total_cells, bundle)),
+        Display::Quiet => Box::new(Quiet(std::io::stderr())),
+        Display::Auto if std::io::stderr().is_terminal() => Box::new(Bars::new(total_cells)),
+        Display::Auto => Box::new(Lines::new(std::io::stderr())),
+    }
+}
+
+/// `--json`: `{"event":"sweep_started",…}`, then every [`RunEvent`] as it
+/// is serialized (`host_started`, `step`, `cell_ended`, `note`,
+/// `host_finished`), one object per line, flushed line by line.
+pub struct JsonLines<W: Write + Send> {
+    out: W,
+}
+
+impl<W: Write + Send> JsonLines<W> {
+    pub fn new(mut out: W, total_cells: usize, bundle: &std::path::Path) -> Self {
+        let first = serde_json::json!({
+            "event": "sweep_started",
+            "bundle": bundle.display().to_string(),
+            "cells": total_cells,
+        });
+        let _ = writeln!(out, "{first}");
+        let _ = out.flush();
+        JsonLines { out }
+    }
+}
+
+impl<W: Write + Send> Reporter for JsonLines<W> {
+    fn report(&mut self, event: &RunEvent) {
+        if let Ok(line) = serde_json::to_string(event) {
+            // A closed pipe must not stop a sweep.
+            let _ = writeln!(self.out, "{line}");
+            let _ = self.out.flush();
+        }
+    }
+}
+
+/// `-q`: only what needs a person (notes, failed cells), as lines.
+pub struct Quiet<W: Write + Send>(W);
+
+impl<W: Write + Send> Reporter for Quiet<W> {
+    fn report(&mut self, event: &RunEvent) {
+        let line = match event {
+            RunEvent::Note { host, message } => format!("{host}: {message}"),
+            RunEvent::CellEnded {
+                host,
+                cell,
+                outcome: Outcome::Failed,
+                ..
+            } => format!("{host}: cell {cell} FAILED"),
+            _ => return,
+        };
+        let _ = writeln!(self.0, "{line}");
     }
 }
 

@@ -14,7 +14,7 @@ use super::error::RunError;
 use super::events::RunEvent;
 use super::lock::{lock_host, Holder, LockError};
 use super::logged::Logged;
-use super::progress;
+use super::progress::{self, Display};
 use super::sink::{HostTally, Sink};
 use super::snapshot::{self, Inputs};
 use super::worker::Worker;
@@ -38,18 +38,19 @@ pub struct SweepSummary {
 type Kept = HashMap<String, Option<f64>>;
 
 /// Run the whole sweep into a new bundle under `out`.
-pub async fn sweep(inv: &Inventory, m: &Matrix, out: &Path) -> Result<SweepSummary, RunError> {
+pub async fn sweep(
+    inv: &Inventory,
+    m: &Matrix,
+    out: &Path,
+    display: Display,
+) -> Result<SweepSummary, RunError> {
     let p = plan(inv, m);
     let inputs = Inputs::read(inv, m)?;
-    let claims = claim(inv, &p, m.name.as_str(), &Kept::new(), false).await?;
-    let bundle = match Bundle::create(out, m.name.as_str()) {
-        Ok(b) => b,
-        Err(e) => {
-            claims.release().await;
-            return Err(e.into());
-        }
+    let hooks = Hooks {
+        display,
+        ..Hooks::default()
     };
-    execute(bundle, inv, &p, Some((m, &inputs)), &Kept::new(), claims).await
+    sweep_hooked(inv, m, &p, &inputs, out, &Kept::new(), hooks).await
 }
 
 /// What an embedding of the engine (the database agent) gets besides the
@@ -60,6 +61,8 @@ pub struct Hooks {
     pub opened: Option<tokio::sync::oneshot::Sender<std::path::PathBuf>>,
     pub tap: Option<mpsc::UnboundedSender<RunEvent>>,
     pub cancel: Option<watch::Receiver<bool>>,
+    /// How progress is shown.
+    pub display: Display,
 }
 
 /// `run` of an already loaded sweep with `hooks`, keeping the cells of
@@ -89,7 +92,7 @@ pub async fn sweep_hooked(
 
 /// `run --from BUNDLE`: the very same sweep again, from the bundle's
 /// snapshots, into a new bundle whose bag-info names the old one.
-pub async fn rerun(from: &Path, out: &Path) -> Result<SweepSummary, RunError> {
+pub async fn rerun(from: &Path, out: &Path, display: Display) -> Result<SweepSummary, RunError> {
     let (inv, m, inputs) = snapshot::read(from)?;
     let p = plan(&inv, &m);
     snapshot::same_cells(from, &p)?;
@@ -113,13 +116,26 @@ pub async fn rerun(from: &Path, out: &Path) -> Result<SweepSummary, RunError> {
             return Err(e.into());
         }
     };
-    execute(bundle, &inv, &p, Some((&m, &inputs)), &Kept::new(), claims).await
+    let hooks = Hooks {
+        display,
+        ..Hooks::default()
+    };
+    execute_hooked(
+        bundle,
+        &inv,
+        &p,
+        Some((&m, &inputs)),
+        &Kept::new(),
+        claims,
+        hooks,
+    )
+    .await
 }
 
 /// Finish a sweep whose orchestrator died: re-plan from the bundle's own
 /// snapshots, tear down what the dead run left on every host, keep every
 /// cell whose files verify, run the rest, close the bundle.
-pub async fn resume(dir: &Path) -> Result<SweepSummary, RunError> {
+pub async fn resume(dir: &Path, display: Display) -> Result<SweepSummary, RunError> {
     let data = dir.join("data");
     let (inv, m, _) = snapshot::read(dir)?;
     let p = plan(&inv, &m);
@@ -154,7 +170,11 @@ pub async fn resume(dir: &Path) -> Result<SweepSummary, RunError> {
         keep.len(),
         p.cells.len()
     );
-    execute(bundle, &inv, &p, None, &keep, claims).await
+    let hooks = Hooks {
+        display,
+        ..Hooks::default()
+    };
+    execute_hooked(bundle, &inv, &p, None, &keep, claims, hooks).await
 }
 
 /// The counted tps of `host`'s kept cells (a resumed sweep), so that its
@@ -364,17 +384,6 @@ async fn claim(
 /// The hosts were claimed (connected, locked) by [`claim`]; under the lock
 /// each is torn down after its checks (what a killed sweep left); a resume
 /// (`claims.all_hosts`) keeps its own commands log.
-async fn execute(
-    bundle: Bundle,
-    inv: &Inventory,
-    p: &Plan,
-    snapshot_of: Option<(&Matrix, &Inputs)>,
-    keep: &Kept,
-    claims: Claims,
-) -> Result<SweepSummary, RunError> {
-    execute_hooked(bundle, inv, p, snapshot_of, keep, claims, Hooks::default()).await
-}
-
 async fn execute_hooked(
     bundle: Bundle,
     inv: &Inventory,
@@ -388,6 +397,7 @@ async fn execute_hooked(
         opened,
         tap,
         cancel: external,
+        display: shown,
     } = hooks;
     if let Some(o) = opened {
         let _ = o.send(bundle.path().to_path_buf());
@@ -418,8 +428,9 @@ async fn execute_hooked(
         "commands.log".to_string()
     };
     let total = p.cells.iter().filter(|c| !keep.contains_key(&c.id)).count();
+    let shown_bundle = root.clone();
     let display = tokio::spawn(async move {
-        let mut r = progress::reporter(total);
+        let mut r = progress::reporter(total, shown, &shown_bundle);
         while let Some(e) = rx.recv().await {
             r.report(&e);
             if let Some(t) = &tap {

@@ -1,0 +1,130 @@
+//! The CLI's conventions: `inventory import` end to end (an Ansible
+//! inventory in, an fsmatrix inventory out that `plan` refuses until its
+//! devices are filled in), shell completions and the man page generated
+//! from the CLI definition, `-q` and `-v` together refused.
+use std::path::PathBuf;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn fsmatrix() -> Command {
+    let mut c = Command::cargo_bin("fsmatrix").expect("binary built");
+    c.current_dir(root());
+    c
+}
+
+#[test]
+fn each_ansible_format_imports_to_an_inventory_refused_until_devices_are_filled_in() {
+    let tmp = tempfile::tempdir().unwrap();
+    for fixture in ["hosts.ini", "hosts.yml", "list.json"] {
+        let out = tmp.path().join(format!("{fixture}.toml"));
+        let o = fsmatrix()
+            .args(["inventory", "import"])
+            .arg(format!("tests/fixtures/ansible/{fixture}"))
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{fixture}: {err}");
+        assert!(err.contains("4 hosts imported"), "{fixture}: {err}");
+        // The control node (ansible_connection=local) is skipped, said so.
+        assert!(err.contains("localhost"), "{fixture}: {err}");
+        let text = std::fs::read_to_string(&out).unwrap();
+        for host in ["deb12-kvm", "deb12-metal", "alma9", "fbsd14"] {
+            assert!(
+                text.contains(&format!("name = \"{host}\"")),
+                "{fixture}: {text}"
+            );
+        }
+        assert!(text.contains("os = \"freebsd\""), "{fixture}: {text}");
+        // As imported, the plan refuses it: no device is named.
+        fsmatrix()
+            .args(["plan", "-i"])
+            .arg(&out)
+            .args(["-m", "matrix/quick.toml"])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("devices"));
+        // Devices filled in: it plans.
+        let filled = text.replace("devices = []", "devices = [\"/dev/vdb\"]");
+        assert_ne!(filled, text, "{fixture}: no `devices = []` placeholder");
+        std::fs::write(&out, filled).unwrap();
+        fsmatrix()
+            .args(["plan", "-i"])
+            .arg(&out)
+            .args(["-m", "matrix/quick.toml"])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("on 4 hosts"));
+        // An existing file is never overwritten.
+        fsmatrix()
+            .args(["inventory", "import"])
+            .arg(format!("tests/fixtures/ansible/{fixture}"))
+            .arg("--out")
+            .arg(&out)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("cannot create"));
+    }
+    fsmatrix()
+        .args(["inventory", "import", "tests/fixtures/ansible/nosuch.ini"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot read"));
+}
+
+#[test]
+fn completions_and_the_man_page_come_from_the_cli_definition() {
+    for (shell, needle) in [
+        ("bash", "_fsmatrix()"),
+        ("zsh", "#compdef fsmatrix"),
+        ("fish", "complete -c fsmatrix"),
+    ] {
+        let o = fsmatrix().args(["completions", shell]).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{shell}");
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(text.contains(needle), "{shell}: {text}");
+        // Every subcommand is completed.
+        for sub in ["plan", "run", "resume", "submit", "agent", "inventory"] {
+            assert!(text.contains(sub), "{shell}: {sub} missing");
+        }
+    }
+    fsmatrix()
+        .args(["completions", "tcsh"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("possible values"));
+    let o = fsmatrix().arg("man").output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let man = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        man.starts_with(".ie") || man.contains(".TH fsmatrix"),
+        "{man}"
+    );
+    assert!(
+        man.contains("fsmatrix\\-run") || man.contains("run"),
+        "{man}"
+    );
+}
+
+#[test]
+fn quiet_and_verbose_together_are_refused() {
+    fsmatrix()
+        .args([
+            "-q",
+            "-v",
+            "plan",
+            "-i",
+            "inventory/lab.toml",
+            "-m",
+            "matrix/quick.toml",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot be used with"));
+}
