@@ -1072,6 +1072,7 @@ fn become_sudo_timeout_kills_the_root_command() {
         known_hosts: lab.inv.known_hosts.clone(),
         connect_timeout: Duration::from_secs(10),
         sudo: true,
+        jump: Vec::new(),
     };
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let status = rt.block_on(async {

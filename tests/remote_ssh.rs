@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use fsmatrix::remote::known_hosts::HostKeyError;
 use fsmatrix::remote::{
-    ExecOptions, ExitStatus, OutputStream, Remote, RemoteCommand, RemoteError, SshRemote,
+    ExecOptions, ExitStatus, JumpHop, OutputStream, Remote, RemoteCommand, RemoteError, SshRemote,
 };
 use pg::Postgres;
 use support::sshd::{run, Sshd};
@@ -660,4 +660,270 @@ fn random_values_round_trip_through_a_real_remote_shell() {
             Ok(())
         })
         .expect("every value came back unchanged");
+}
+
+// --- jump hosts (ProxyJump) -------------------------------------------------------------
+
+/// Hop `i` (0-based) of a chain: `sshd` with its own client key, trusted
+/// through a plain ssh-keyscan file.
+fn trusted_hop(i: usize, sshd: &Sshd) -> JumpHop {
+    let kh = sshd.known_hosts("known_hosts", &sshd.keyscan("ed25519"));
+    hop(i, sshd, kh)
+}
+
+fn hop(i: usize, sshd: &Sshd, known_hosts: std::path::PathBuf) -> JumpHop {
+    JumpHop {
+        name: JumpHop::label(i, "root", "127.0.0.1", sshd.port),
+        address: "127.0.0.1".into(),
+        port: sshd.port,
+        user: "root".into(),
+        identity_file: Some(sshd.path("client")),
+        known_hosts,
+    }
+}
+
+/// The sshd processes serving connections of `sshd` (children of its listener).
+fn sessions_of(sshd: &Sshd) -> Vec<String> {
+    let listener = sshd.pid().expect("running");
+    let children = run(Command::new("ps").args(["-o", "pid=", "--ppid", &listener.to_string()]));
+    children.split_whitespace().map(str::to_string).collect()
+}
+
+fn accepted(sshd: &Sshd) -> usize {
+    sshd.log().matches("Accepted publickey").count()
+}
+
+#[tokio::test]
+async fn through_a_jump_host_commands_tunnels_and_reconnects_work() {
+    let jump = Sshd::start();
+    let host = Sshd::start();
+    let pg = Postgres::start();
+    let mut target = host.trusted_target();
+    target.jump = vec![trusted_hop(0, &jump)];
+    let r = tokio::time::timeout(Duration::from_secs(30), SshRemote::connect(&target))
+        .await
+        .expect("connects in time")
+        .unwrap_or_else(|e| panic!("failed to {e}\njump log:\n{}", jump.log()));
+    assert_eq!(accepted(&jump), 1, "{}", jump.log());
+    assert_eq!(accepted(&host), 1, "{}", host.log());
+
+    let out = sh(
+        &r,
+        RemoteCommand::raw("echo out; echo err >&2; echo \"$SSH_CONNECTION\"; exit 3"),
+    )
+    .await;
+    assert_eq!(out.status, ExitStatus::Code { code: 3 });
+    assert_eq!(out.stderr, b"err\n");
+    let stdout = out.stdout_lossy();
+    let mut lines = stdout.lines();
+    assert_eq!(lines.next(), Some("out"));
+    // The host saw a connection to its own port, from the jump host's side.
+    let conn: Vec<&str> = lines.next().unwrap_or("").split_whitespace().collect();
+    assert_eq!(
+        conn.get(3),
+        Some(&host.port.to_string().as_str()),
+        "{conn:?}"
+    );
+    assert!(sh(&r, RemoteCommand::raw("true")).await.status.success());
+
+    // The counters' tunnel opens on the final session, through the jump.
+    let stream = r.tunnel(pg.port).await.expect("tunnel opens");
+    let mut config = tokio_postgres::Config::new();
+    config.user("postgres").dbname("postgres");
+    let (client, connection) = config
+        .connect_raw(stream, tokio_postgres::NoTls)
+        .await
+        .expect("postgres handshake through the jump host and the tunnel");
+    let conn = tokio::spawn(connection);
+    let port: String = client.query_one("SHOW port", &[]).await.unwrap().get(0);
+    assert_eq!(port, pg.port.to_string());
+    drop(client);
+    let _ = conn.await;
+
+    // The jump host's session dies: the next step reconnects through it.
+    for pid in sessions_of(&jump) {
+        run(Command::new("kill").args(["-KILL", &pid]));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let out = sh(&r, RemoteCommand::raw("echo back")).await;
+    assert_eq!(out.stdout, b"back\n");
+    assert_eq!(r.reconnects(), 1);
+    assert_eq!(accepted(&jump), 2, "{}", jump.log());
+    r.disconnect().await;
+}
+
+#[tokio::test]
+async fn two_jump_hosts_in_a_row() {
+    let first = Sshd::start();
+    let second = Sshd::start();
+    let host = Sshd::start();
+    let mut target = host.trusted_target();
+    target.jump = vec![trusted_hop(0, &first), trusted_hop(1, &second)];
+    let r = tokio::time::timeout(Duration::from_secs(40), SshRemote::connect(&target))
+        .await
+        .expect("connects in time")
+        .unwrap_or_else(|e| panic!("failed to {e}"));
+    let out = sh(&r, RemoteCommand::new("printf").arg("%s").arg("a b'c")).await;
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(out.stdout, b"a b'c");
+    let out = sh(&r, RemoteCommand::raw("exit 7")).await;
+    assert_eq!(out.status, ExitStatus::Code { code: 7 });
+    for s in [&first, &second, &host] {
+        assert_eq!(accepted(s), 1, "{}", s.log());
+    }
+    r.disconnect().await;
+}
+
+/// `result` as the error at jump host `hop`, unwrapped.
+fn jump_error(result: Result<SshRemote, RemoteError>, hop: &str) -> (String, RemoteError) {
+    match result {
+        Err(e @ RemoteError::Jump { .. }) => {
+            let msg = e.to_string();
+            let RemoteError::Jump { hop: h, source, .. } = e else {
+                unreachable!()
+            };
+            assert_eq!(h, hop, "{msg}");
+            (msg, *source)
+        }
+        Err(other) => panic!("expected an error at {hop}, got: {other}"),
+        Ok(_) => panic!("connected although {hop} should have failed"),
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_or_changed_jump_host_key_is_refused_with_the_hop_named() {
+    let jump = Sshd::start();
+    let host = Sshd::start();
+    let marker = host.path("ran");
+    let impostor = jump.path("impostor");
+    support::sshd::keygen(&impostor, "ed25519");
+    let impostor_pub = std::fs::read_to_string(jump.path("impostor.pub")).unwrap();
+    let name = JumpHop::label(0, "root", "127.0.0.1", jump.port);
+    for (file, text, want_changed) in [
+        (
+            "kh_unknown",
+            format!("[10.203.1.99]:22 {impostor_pub}"),
+            false,
+        ),
+        (
+            "kh_changed",
+            format!("[127.0.0.1]:{} {impostor_pub}", jump.port),
+            true,
+        ),
+    ] {
+        let kh = jump.known_hosts(file, &text);
+        let mut target = host.trusted_target();
+        target.jump = vec![hop(0, &jump, kh)];
+        let result = SshRemote::connect(&target).await;
+        if let Ok(r) = &result {
+            let _ = r
+                .exec(
+                    &RemoteCommand::new("touch").arg(marker.to_string_lossy()),
+                    ExecOptions::default(),
+                )
+                .await;
+        }
+        let (msg, source) = jump_error(result, &name);
+        let RemoteError::HostKey(e) = source else {
+            panic!("expected a host key error: {msg}");
+        };
+        assert_eq!(
+            matches!(*e, HostKeyError::Changed { .. }),
+            want_changed,
+            "{msg}"
+        );
+        assert_eq!(
+            matches!(*e, HostKeyError::Unknown { .. }),
+            !want_changed,
+            "{msg}"
+        );
+        assert!(
+            msg.starts_with(&format!("reach testhost through {name}: trust 127.0.0.1")),
+            "{msg}"
+        );
+        assert!(msg.contains(&jump.fingerprint("ed25519")), "{msg}");
+    }
+    assert!(!marker.exists());
+    // Neither server saw an authentication: nothing ran anywhere.
+    assert_eq!(accepted(&jump), 0, "{}", jump.log());
+    assert_eq!(accepted(&host), 0, "{}", host.log());
+}
+
+#[tokio::test]
+async fn a_down_or_refusing_jump_host_fails_fast_with_the_hop_named() {
+    let host = Sshd::start();
+    // Stopped: connection refused, at once.
+    let mut jump = Sshd::start();
+    let hop0 = trusted_hop(0, &jump);
+    jump.stop();
+    let mut target = host.trusted_target();
+    target.jump = vec![hop0.clone()];
+    let started = Instant::now();
+    let (msg, source) = jump_error(SshRemote::connect(&target).await, &hop0.name);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(matches!(source, RemoteError::Connect { .. }), "{msg}");
+    assert!(msg.contains("connection refused"), "{msg}");
+
+    // Silent (accepts TCP, never speaks SSH): within connect_timeout.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_port = listener.local_addr().unwrap().port();
+    let hold = tokio::spawn(async move {
+        let (sock, _) = listener.accept().await.expect("accept");
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        drop(sock);
+    });
+    let mut silent = hop0.clone();
+    silent.port = silent_port;
+    silent.name = JumpHop::label(0, "root", "127.0.0.1", silent_port);
+    target.jump = vec![silent.clone()];
+    target.connect_timeout = Duration::from_secs(1);
+    let started = Instant::now();
+    let (msg, _) = jump_error(SshRemote::connect(&target).await, &silent.name);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(msg.contains("no SSH handshake within 1.0 s"), "{msg}");
+    hold.abort();
+
+    // Up, but the host behind it is down: named as the host, said why.
+    let jump = Sshd::start();
+    let mut down = Sshd::start();
+    let mut target = down.trusted_target();
+    down.stop();
+    target.jump = vec![trusted_hop(0, &jump)];
+    let started = Instant::now();
+    let err = match SshRemote::connect(&target).await {
+        Ok(_) => panic!("connected to a stopped host"),
+        Err(e) => e,
+    };
+    let msg = err.to_string();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(matches!(err, RemoteError::Connect { .. }), "{msg}");
+    assert!(
+        msg.starts_with("connect to testhost (127.0.0.1:")
+            && msg.contains("jump host 1 (root@127.0.0.1:")
+            && msg.contains("refused to forward"),
+        "{msg}"
+    );
+
+    // A jump host that forbids forwarding: the same clear error.
+    let strict = Sshd::start_with_config("AllowTcpForwarding no\n");
+    let mut target = host.trusted_target();
+    target.jump = vec![trusted_hop(0, &strict)];
+    let msg = match SshRemote::connect(&target).await {
+        Ok(_) => panic!("connected through a jump host that forbids forwarding"),
+        Err(e) => e.to_string(),
+    };
+    assert!(msg.contains("AllowTcpForwarding"), "{msg}");
+    assert_eq!(accepted(&host), 0, "{}", host.log());
 }

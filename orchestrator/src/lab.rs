@@ -29,6 +29,9 @@ pub enum LabAction {
         /// Host i's OS is the i-th (the last repeats): `linux`, or a
         /// stand-in ([`STANDIN_OSES`]).
         oses: Vec<String>,
+        /// Host 1 is a bastion; the others sit on an inner network
+        /// (10.203.1.0/24) reachable only through it (`proxy_jump`).
+        bastion: bool,
     },
     Down {
         dir: PathBuf,
@@ -201,6 +204,7 @@ pub fn script_args(action: &LabAction) -> Result<Vec<String>, LabError> {
             disk_size,
             install,
             oses,
+            bastion,
         } => {
             if *hosts == 0 || *hosts > MAX_HOSTS {
                 return Err(LabError::Hosts(*hosts));
@@ -215,6 +219,7 @@ pub fn script_args(action: &LabAction) -> Result<Vec<String>, LabError> {
                 disk_size.clone(),
                 if *install { "1" } else { "0" }.into(),
                 oses_arg(oses)?,
+                if *bastion { "1" } else { "0" }.into(),
             ]
         }
         LabAction::Down { dir } => vec!["down".into(), dir_arg(dir)?.into()],
@@ -277,6 +282,7 @@ mod tests {
             disk_size: disk.into(),
             install: true,
             oses: vec!["linux".into()],
+            bastion: false,
         }
     }
 
@@ -305,13 +311,19 @@ mod tests {
         let args = script_args(&up(3, "4G", "/var/lib/fsmatrix/lab")).expect("valid");
         assert_eq!(
             args,
-            ["up", "/var/lib/fsmatrix/lab", "3", "4G", "1", "linux"]
+            ["up", "/var/lib/fsmatrix/lab", "3", "4G", "1", "linux", "0"]
         );
         let mut mixed = up(3, "4G", "/x");
         if let LabAction::Up { oses, .. } = &mut mixed {
             *oses = vec!["linux".into(), "freebsd".into()];
         }
         assert_eq!(script_args(&mixed).expect("valid")[5], "linux,freebsd");
+        assert_eq!(script_args(&up(3, "4G", "/x")).expect("valid")[6], "0");
+        let mut b = up(3, "4G", "/x");
+        if let LabAction::Up { bastion, .. } = &mut b {
+            *bastion = true;
+        }
+        assert_eq!(script_args(&b).expect("valid")[6], "1");
     }
 
     #[test]
@@ -369,7 +381,7 @@ mod tests {
     #[test]
     fn script_is_bash_with_every_verb() {
         assert!(LAB_SH.starts_with("#!/bin/bash\n"));
-        for verb in ["cmd_up", "cmd_down", "cmd_status"] {
+        for verb in ["cmd_up", "cmd_down", "cmd_status", "INNER_BRIDGE"] {
             assert!(LAB_SH.contains(verb), "{verb}");
         }
     }

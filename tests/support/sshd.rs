@@ -191,6 +191,7 @@ impl Sshd {
             known_hosts,
             connect_timeout: Duration::from_secs(10),
             sudo: false,
+            jump: Vec::new(),
         }
     }
 

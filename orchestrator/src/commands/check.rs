@@ -17,6 +17,7 @@ pub fn check(args: &CheckArgs) -> CmdResult {
         }
         None => (Inventory::load(&args.inventory)?, None),
     };
+    eprint!("{}", crate::config::ssh_config::report(&inv));
     let t0 = Instant::now();
     let checked: Vec<(HostReport, Option<String>)> = super::runtime()?.block_on(async {
         let futs = inv.hosts.iter().map(|h| {

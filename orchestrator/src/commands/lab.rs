@@ -10,6 +10,7 @@ pub fn lab(cmd: LabCommand) -> CmdResult {
             disk_size: a.disk_size,
             install: a.install,
             oses: a.os,
+            bastion: a.bastion,
         },
         LabCommand::Down(d) => LabAction::Down { dir: d.dir },
         LabCommand::Status(d) => LabAction::Status { dir: d.dir },

@@ -204,6 +204,11 @@ pub struct LabUpArgs {
     /// stand-ins: Linux hosts dressed as FreeBSD, see docs/standin-hosts.md).
     #[arg(long, value_delimiter = ',', default_value = "linux")]
     pub os: Vec<String>,
+    /// Make host 1 a bastion: the other hosts sit on an inner network
+    /// (10.203.1.0/24) reachable only through it, their inventory entries
+    /// with `proxy_jump` (a sweep through a jump host).
+    #[arg(long)]
+    pub bastion: bool,
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@ use crate::run::dry;
 
 pub fn plan(args: &PlanArgs) -> CmdResult {
     let (inv, m) = crate::config::load(&args.inventory, &args.matrix)?;
+    eprint!("{}", crate::config::ssh_config::report(&inv));
     let p = make_plan(&inv, &m);
     if args.commands {
         let hosts = super::runtime()?.block_on(dry::commands(&inv, &p));

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use toml::de::{DeTable, DeValue};
 
 use super::error::{ConfigErrors, Errors, Source};
+use super::ssh_config::{self, ConfigFile, InventorySet, Resolved, Resolver, Sourced};
 use super::values::{
     shown, AbsPath, Address, DevicePath, HostName, Label, PgSettingName, UserName, ValueError,
 };
@@ -113,6 +114,188 @@ pub struct Host {
     /// lowercased.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allow_postgres_settings: Vec<PgSettingName>,
+    /// Jump hosts (OpenSSH `ProxyJump`), first hop first; empty: direct.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub proxy_jump: Vec<JumpSpec>,
+    /// Where address, user, port, … came from, when an ssh config gave one
+    /// of them (key: the inventory key); empty otherwise.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ssh_sources: BTreeMap<String, Sourced>,
+}
+
+/// One hop of a `proxy_jump` (OpenSSH `ProxyJump`): `[user@]host[:port]`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct JumpSpec {
+    /// `None`: the host's own `user`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<UserName>,
+    pub address: Address,
+    /// 22 unless given.
+    pub port: u16,
+}
+
+impl std::fmt::Display for JumpSpec {
+    /// As OpenSSH takes it back: `user@host:port`, IPv6 in brackets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(u) = &self.user {
+            write!(f, "{u}@")?;
+        }
+        if self.address.as_str().contains(':') {
+            write!(f, "[{}]:{}", self.address, self.port)
+        } else {
+            write!(f, "{}:{}", self.address, self.port)
+        }
+    }
+}
+
+/// Most hops a `proxy_jump` may have (OpenSSH has no limit; a longer chain
+/// is a typo or a loop).
+pub const MAX_JUMP_HOPS: usize = 8;
+
+const PROXY_JUMP_VALID: &str = "`[user@]host[:port]`, several separated by commas (first hop \
+     first), an IPv6 address in brackets (`[fd00::5]:22`), or \"none\"; e.g. \"root@bastion.lab\", \
+     \"ops@gw1:2222,10.0.0.5\"";
+
+/// Parse an OpenSSH `ProxyJump` value: `[user@]host[:port][,...]`, the
+/// `ssh://[user@]host[:port]` form, or `none` (no jump: an empty list).
+/// Every part goes through the [`UserName`] and [`Address`] validators, so
+/// spaces, `-o…` options, newlines and URI parameters are refused; the error
+/// says which hop and what is valid.  The one validator for the key: the
+/// inventory and `~/.ssh/config` resolution both call it.
+pub fn parse_proxy_jump(s: &str) -> Result<Vec<JumpSpec>, ValueError> {
+    let whole = shown(s);
+    let fail = |hop: Option<(usize, &str)>, why: String| {
+        let at = match hop {
+            Some((i, h)) if s.contains(',') => format!(" hop {} `{}`", i + 1, shown(h)),
+            _ => String::new(),
+        };
+        ValueError(format!(
+            "proxy_jump `{whole}`{at}: {why}; valid: {PROXY_JUMP_VALID}"
+        ))
+    };
+    if s.eq_ignore_ascii_case("none") {
+        return Ok(Vec::new());
+    }
+    if s.is_empty() {
+        return Err(fail(None, "is empty".into()));
+    }
+    if let Some(c) = s.chars().find(|c| c.is_whitespace() || c.is_control()) {
+        return Err(fail(
+            None,
+            format!("contains {}, which is not allowed here", describe_char(c)),
+        ));
+    }
+    let hops: Vec<&str> = s.split(',').collect();
+    if hops.len() > MAX_JUMP_HOPS {
+        return Err(fail(
+            None,
+            format!("has {} hops, more than {MAX_JUMP_HOPS}", hops.len()),
+        ));
+    }
+    let mut out: Vec<JumpSpec> = Vec::new();
+    for (i, hop) in hops.iter().enumerate() {
+        let spec = parse_hop(hop).map_err(|why| fail(Some((i, hop)), why))?;
+        if out.iter().any(|o| {
+            machine_key(o.address.as_str()) == machine_key(spec.address.as_str())
+                && o.port == spec.port
+        }) {
+            return Err(fail(
+                Some((i, hop)),
+                "names the same host twice (a loop)".into(),
+            ));
+        }
+        out.push(spec);
+    }
+    Ok(out)
+}
+
+fn describe_char(c: char) -> String {
+    match c {
+        '\n' => "a newline".into(),
+        '\r' => "a carriage return".into(),
+        '\t' => "a tab".into(),
+        ' ' => "a space".into(),
+        c => format!("U+{:04X}", c as u32),
+    }
+}
+
+/// One hop: `[ssh://][user@]host[:port]`.
+fn parse_hop(hop: &str) -> Result<JumpSpec, String> {
+    if hop.is_empty() {
+        return Err("has an empty hop (two commas, or one at an end)".into());
+    }
+    let rest = match hop.split_once("://") {
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("ssh") => rest,
+        Some((scheme, _)) => {
+            return Err(format!(
+                "uses the URI scheme `{}`; only ssh:// is a jump host",
+                shown(scheme)
+            ))
+        }
+        None => hop,
+    };
+    if let Some(c) = rest
+        .chars()
+        .find(|c| matches!(c, '/' | ';' | '?' | '#' | '=' | '%'))
+    {
+        return Err(format!(
+            "contains `{c}`: URI paths, parameters and options are not accepted"
+        ));
+    }
+    let (user, hostport) = match rest.split_once('@') {
+        Some((u, h)) => (Some(UserName::new(u).map_err(|e| e.0)?), h),
+        None => (None, rest),
+    };
+    let (host, port) = if let Some(inner) = hostport.strip_prefix('[') {
+        let (addr, after) = inner
+            .split_once(']')
+            .ok_or_else(|| "opens `[` without a closing `]`".to_string())?;
+        if addr.parse::<std::net::Ipv6Addr>().is_err() {
+            return Err(format!(
+                "`[{}]` is not an IPv6 address (brackets are for IPv6 only)",
+                shown(addr)
+            ));
+        }
+        match after {
+            "" => (addr, None),
+            _ => match after.strip_prefix(':') {
+                Some(p) => (addr, Some(p)),
+                None => return Err(format!("`{}` after `]` is not `:port`", shown(after))),
+            },
+        }
+    } else {
+        match hostport.matches(':').count() {
+            0 => (hostport, None),
+            1 => {
+                let (h, p) = hostport.split_once(':').unwrap_or((hostport, ""));
+                (h, Some(p))
+            }
+            _ => {
+                return Err(format!(
+                    "`{}` has several `:`; write an IPv6 address in brackets, e.g. `[fd00::5]:22`",
+                    shown(hostport)
+                ))
+            }
+        }
+    };
+    let address = Address::new(host).map_err(|e| e.0)?;
+    let port = match port {
+        None => 22,
+        Some(p) => match p.parse::<u16>() {
+            Ok(n) if n > 0 && p.bytes().all(|b| b.is_ascii_digit()) => n,
+            _ => {
+                return Err(format!(
+                    "port `{}` is not a number from 1 to 65535",
+                    shown(p)
+                ))
+            }
+        },
+    };
+    Ok(JumpSpec {
+        user,
+        address,
+        port,
+    })
 }
 
 impl Host {
@@ -138,6 +321,10 @@ impl Host {
 pub struct Inventory {
     pub path: PathBuf,
     pub hosts: Vec<Host>,
+    /// What loading ignored and the user should know (an ssh config that
+    /// weakens host-key checking, …), each starting with the host's name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// `~/x` → `$HOME/x`; anything else unchanged.
@@ -168,6 +355,7 @@ const HOST_KEYS: &[&str] = &[
     "work_dir",
     "tags",
     "allow_postgres_settings",
+    "proxy_jump",
 ];
 
 const DEFAULT_WORK_DIR: &str = "/var/tmp/fsmatrix";
@@ -313,12 +501,22 @@ impl Inventory {
     }
 
     /// Validate inventory text; `path` names it in errors and anchors relative paths.
+    /// Aliases are resolved through the ssh config ([`super::ssh_config`]).
     pub fn parse(path: &Path, text: String) -> Result<Inventory, ConfigErrors> {
-        super::parse_collecting(path, text, parse_doc)
+        Inventory::parse_with(path, text, &Resolver::from_env())
+    }
+
+    /// [`Inventory::parse`] with the `ssh -G` program and home given.
+    pub fn parse_with(
+        path: &Path,
+        text: String,
+        resolver: &Resolver,
+    ) -> Result<Inventory, ConfigErrors> {
+        super::parse_collecting(path, text, |src, errs| parse_doc(src, errs, resolver))
     }
 }
 
-fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Inventory> {
+fn parse_doc(src: &Source, errs: &mut Errors<'_>, resolver: &Resolver) -> Option<Inventory> {
     let doc = match DeTable::parse(&src.text) {
         Ok(d) => d,
         Err(e) => {
@@ -332,7 +530,7 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Inventory> {
         span: &doc.span(),
         ctx: "the inventory",
     };
-    root.check_keys(errs, &["defaults", "host"]);
+    root.check_keys(errs, &["defaults", "host", "ssh_config"]);
     let defaults = root.table(errs, "defaults");
     let dctx = "[defaults]".to_string();
     let dtbl = defaults.and_then(|v| match v.get_ref() {
@@ -362,6 +560,8 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Inventory> {
     };
     let host_tables = super::walk::tables(errs, hosts_v, "host");
     let base = src.path.parent().unwrap_or(Path::new(""));
+    let dt = dtbl.as_ref().map(|(t, _)| *t);
+    let mut ssh = SshAliases::resolve(errs, &root, dt, &host_tables, base, resolver);
     let mut hosts = Vec::new();
     let mut seen: BTreeMap<String, ()> = BTreeMap::new();
     // (normalised address, port) of every host so far, where, and its name.
@@ -390,9 +590,12 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Inventory> {
                 }
             }
         }
-        if let Some(host) = parse_host(errs, &h, d.as_ref(), base) {
+        if let Some(mut host) = parse_host(errs, &h, d.as_ref(), base) {
+            if !ssh.apply(errs, &h, d.as_ref(), &mut host) {
+                continue;
+            }
             let at = h.get("name").map_or(span.clone(), |v| v.span());
-            let key = (machine_key(host.address.as_str()), host.port);
+            let key = (reach_key(&host), host.port);
             match reach.iter().find(|(k, _, _)| *k == key) {
                 Some((_, first_at, first_name)) => {
                     let (line, _) = src.line_col(first_at.start);
@@ -418,6 +621,164 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Inventory> {
     Some(Inventory {
         path: src.path.clone(),
         hosts,
+        warnings: ssh.warnings,
+    })
+}
+
+/// The ssh config an inventory resolves its aliases through (`ssh_config`,
+/// else `~/.ssh/config` when it exists) and what each alias resolved to:
+/// resolved once per load, all hosts at once, before any host is checked
+/// against the others (two aliases may name one machine).
+struct SshAliases {
+    config: Option<ConfigFile>,
+    home: Option<PathBuf>,
+    resolved: BTreeMap<String, Result<Resolved, String>>,
+    warnings: Vec<String>,
+}
+
+impl SshAliases {
+    fn resolve(
+        errs: &mut Errors<'_>,
+        root: &Tbl<'_, '_>,
+        defaults: Option<&DeTable<'_>>,
+        hosts: &[(&DeTable<'_>, std::ops::Range<usize>)],
+        base: &Path,
+        resolver: &Resolver,
+    ) -> SshAliases {
+        let config = ssh_config_file(errs, root, base, resolver);
+        let mut aliases: Vec<String> = Vec::new();
+        if config.is_some() {
+            let address = |t: &DeTable<'_>| {
+                t.iter()
+                    .find(|(k, _)| k.get_ref().as_ref() == "address")
+                    .and_then(|(_, v)| v.get_ref().as_str().map(str::to_string))
+            };
+            for (t, _) in hosts {
+                let Some(a) = address(t).or_else(|| defaults.and_then(address)) else {
+                    continue;
+                };
+                // An IP address is no alias: ssh is not run for it.
+                if Address::new(&a).is_ok()
+                    && a.parse::<std::net::IpAddr>().is_err()
+                    && !aliases.contains(&a)
+                {
+                    aliases.push(a);
+                }
+            }
+        }
+        let resolved = match &config {
+            Some(c) => aliases
+                .iter()
+                .cloned()
+                .zip(
+                    resolver
+                        .resolve_all(c, &aliases)
+                        .into_iter()
+                        .map(|r| r.map_err(|e| e.to_string())),
+                )
+                .collect(),
+            None => BTreeMap::new(),
+        };
+        SshAliases {
+            config,
+            home: resolver.home.clone(),
+            resolved,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Fill what the inventory left to the ssh config; `false` (an error
+    /// pushed) when the alias did not resolve to values fsmatrix accepts.
+    fn apply(
+        &mut self,
+        errs: &mut Errors<'_>,
+        h: &Tbl<'_, '_>,
+        d: Option<&Tbl<'_, '_>>,
+        host: &mut Host,
+    ) -> bool {
+        let (Some(config), Some(r)) = (&self.config, self.resolved.get(host.address.as_str()))
+        else {
+            return true;
+        };
+        let span = pick(h, d, "address")
+            .and_then(|t| t.get("address"))
+            .map_or(h.span.clone(), |v| v.span());
+        let set = |k: &str| pick(h, d, k).is_some();
+        let result = match r {
+            Err(e) => Err(format!(
+                "cannot resolve address `{}` of {} through ssh config {}: {e}",
+                host.address, h.ctx, config.shown
+            )),
+            Ok(r) if r.is_empty() => Ok(()),
+            Ok(r) => ssh_config::apply(
+                host,
+                InventorySet {
+                    port: set("port"),
+                    user: set("user"),
+                    auth: set("identity_file") || set("agent"),
+                    known_hosts: set("known_hosts"),
+                    proxy_jump: set("proxy_jump"),
+                },
+                r,
+                config,
+                self.home.as_deref(),
+                &mut self.warnings,
+            )
+            .map_err(|e| format!("{e} (the address of {})", h.ctx)),
+        };
+        match result {
+            Ok(()) => true,
+            Err(e) => {
+                errs.push(&span, e);
+                false
+            }
+        }
+    }
+}
+
+/// The inventory's `ssh_config` (relative to the inventory, `~/` the home;
+/// `"none"`: no resolution), else `~/.ssh/config` when it exists.
+fn ssh_config_file(
+    errs: &mut Errors<'_>,
+    root: &Tbl<'_, '_>,
+    base: &Path,
+    resolver: &Resolver,
+) -> Option<ConfigFile> {
+    if root.get("ssh_config").is_none() {
+        let p = resolver.home.as_ref()?.join(".ssh/config");
+        return p.is_file().then(|| ConfigFile {
+            path: None,
+            shown: "~/.ssh/config".into(),
+        });
+    }
+    let v = root.str(errs, "ssh_config")?;
+    let s = v.get_ref();
+    if s == "none" {
+        return None;
+    }
+    let valid = "valid: an OpenSSH client config file (relative to the inventory, ~/ for your                  home), or \"none\" to resolve no alias";
+    if s.is_empty() || s.contains(['\n', '\0']) {
+        errs.push(&v.span(), format!("`ssh_config` must be a path; {valid}"));
+        return None;
+    }
+    let p = match (s.strip_prefix("~/"), &resolver.home) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ => local_path(base, s),
+    };
+    if !p.is_file() {
+        errs.push(
+            &v.span(),
+            format!(
+                "ssh_config `{}` is not a file ({}); {valid}",
+                shown(s),
+                p.display()
+            ),
+        );
+        return None;
+    }
+    Some(ConfigFile {
+        path: Some(p),
+        shown: s.to_string(),
     })
 }
 
@@ -435,6 +796,22 @@ pub fn machine_key(address: &str) -> String {
         Ok(ip) => ip.to_string(),
         Err(_) => a,
     }
+}
+
+/// A host as it is reached: its [`machine_key`], after the jump chain that
+/// reaches it (`10.0.0.5` behind two different bastions may be two
+/// machines; `check` still tells one machine by its host key).
+fn reach_key(host: &Host) -> String {
+    let mut key = String::new();
+    for hop in &host.proxy_jump {
+        key.push_str(&format!(
+            "{}:{} > ",
+            machine_key(hop.address.as_str()),
+            hop.port
+        ));
+    }
+    key.push_str(&machine_key(host.address.as_str()));
+    key
 }
 
 /// The table that holds `key`: the host's own, else [defaults].
@@ -666,6 +1043,41 @@ fn parse_host(
                 .map(|v| v.into_iter().map(|s| s.into_inner()).collect())
         })
         .unwrap_or(Some(Vec::new()));
+    let proxy_jump = match pick(h, d, "proxy_jump") {
+        Some(t) => match t.str(errs, "proxy_jump") {
+            Some(v) => match parse_proxy_jump(v.get_ref()) {
+                Ok(hops) => {
+                    let own = address.as_ref().map(|a| machine_key(a.as_str())).zip(port);
+                    match hops.iter().position(|hop| {
+                        own.as_ref() == Some(&(machine_key(hop.address.as_str()), hop.port))
+                    }) {
+                        Some(i) => {
+                            errs.push(
+                                &v.span(),
+                                format!(
+                                    "`proxy_jump` of {} names the host itself (hop {} `{}`); a host \
+                                     cannot be its own jump host; valid: other hosts, or \"none\" \
+                                     for a host that inherits proxy_jump from [defaults] but is \
+                                     reached directly (the bastion itself)",
+                                    h.ctx,
+                                    i + 1,
+                                    hops[i]
+                                ),
+                            );
+                            None
+                        }
+                        None => Some(hops),
+                    }
+                }
+                Err(e) => {
+                    errs.push(&v.span(), e.0);
+                    None
+                }
+            },
+            None => None,
+        },
+        None => Some(Vec::new()),
+    };
     if !ok {
         return None;
     }
@@ -700,6 +1112,8 @@ fn parse_host(
         work_dir: work_dir?,
         tags: tags?,
         allow_postgres_settings: allow_pg?,
+        proxy_jump: proxy_jump?,
+        ssh_sources: BTreeMap::new(),
     })
 }
 
@@ -897,5 +1311,130 @@ pg_bin = "/opt/pg/bin"
         }
         assert_eq!(two("10.0.0.1", 22, "10.0.0.1", 2222), "");
         assert_eq!(two("10.0.0.1", 22, "10.0.0.2", 22), "");
+    }
+
+    #[test]
+    fn proxy_jump_values() {
+        let ok = |s: &str| -> Vec<String> {
+            parse_proxy_jump(s)
+                .unwrap_or_else(|e| panic!("{s}: {e}"))
+                .iter()
+                .map(|j| {
+                    format!(
+                        "{:?}|{}|{}",
+                        j.user.as_ref().map(|u| u.as_str()),
+                        j.address,
+                        j.port
+                    )
+                })
+                .collect()
+        };
+        let table: &[(&str, &[&str])] = &[
+            ("bastion.lab", &["None|bastion.lab|22"]),
+            ("root@10.203.0.11", &["Some(\"root\")|10.203.0.11|22"]),
+            (
+                "ops@gw1:2222,10.0.0.5",
+                &["Some(\"ops\")|gw1|2222", "None|10.0.0.5|22"],
+            ),
+            ("[fd00::5]:2200", &["None|fd00::5|2200"]),
+            ("u@[fd00::5]", &["Some(\"u\")|fd00::5|22"]),
+            ("ssh://ops@gw1:2222", &["Some(\"ops\")|gw1|2222"]),
+            ("none", &[]),
+            ("NONE", &[]),
+        ];
+        for (input, want) in table {
+            assert_eq!(ok(input), *want, "{input}");
+        }
+        let bad: &[(&str, &str)] = &[
+            ("", "is empty"),
+            ("bastion lab", "contains a space"),
+            ("-oProxyCommand=sh", "`=`"),
+            ("-bastion", "starts with `-`"),
+            ("gw1\nroot@evil", "contains a newline"),
+            ("ssh://gw1/;x", "URI paths, parameters"),
+            ("ssh://u;fingerprint=x@gw1", "URI paths, parameters"),
+            ("http://gw1", "URI scheme `http`"),
+            ("gw1,,gw2", "hop 2 ``: has an empty hop"),
+            ("gw1:0", "port `0`"),
+            ("gw1:+22", "port `+22`"),
+            ("gw1:99999", "port `99999`"),
+            ("gw1:", "port ``"),
+            ("fd00::5", "write an IPv6 address in brackets"),
+            ("[gw1]:22", "not an IPv6 address"),
+            ("[fd00::5", "without a closing"),
+            ("$(id)@gw1", "user name `$(id)`"),
+            (
+                "gw1,root@gw1:22",
+                "hop 2 `root@gw1:22`: names the same host twice",
+            ),
+            ("a,b,c,d,e,f,g,h,i", "more than 8"),
+        ];
+        for (input, want) in bad {
+            let e = parse_proxy_jump(input).expect_err(input).0;
+            assert!(e.contains(want), "{input:?}: {e}");
+            assert!(e.starts_with("proxy_jump `"), "{input:?}: {e}");
+            assert!(e.contains("valid: `[user@]host[:port]`"), "{input:?}: {e}");
+        }
+        // Shown back as OpenSSH takes it.
+        let hops = parse_proxy_jump("ops@gw1:2222,[fd00::5]").unwrap();
+        let shown: Vec<String> = hops.iter().map(|h| h.to_string()).collect();
+        assert_eq!(shown, ["ops@gw1:2222", "[fd00::5]:22"]);
+    }
+
+    #[test]
+    fn proxy_jump_in_defaults_hosts_and_the_host_itself() {
+        let inv = parse(
+            r#"
+[defaults]
+os = "linux"
+proxy_jump = "root@10.203.0.11"
+devices = ["/dev/vdb"]
+[[host]]
+name = "bastion"
+address = "10.203.0.11"
+proxy_jump = "none"
+[[host]]
+name = "inner"
+address = "10.203.1.12"
+[[host]]
+name = "deep"
+address = "10.203.1.12"
+proxy_jump = "root@10.203.0.11,ops@10.203.1.13:2222"
+"#,
+        );
+        let hops: Vec<Vec<String>> = inv
+            .hosts
+            .iter()
+            .map(|h| h.proxy_jump.iter().map(|j| j.to_string()).collect())
+            .collect();
+        assert_eq!(
+            hops,
+            vec![
+                vec![],
+                vec!["root@10.203.0.11:22".to_string()],
+                vec![
+                    "root@10.203.0.11:22".to_string(),
+                    "ops@10.203.1.13:2222".to_string()
+                ],
+            ],
+            "the same address behind another chain is another machine"
+        );
+        // The bastion inheriting its own jump is refused, with the way out.
+        let e = errors(
+            "[defaults]\nos = \"linux\"\nproxy_jump = \"root@10.203.0.11\"\n[[host]]\nname = \"b\"\naddress = \"10.203.0.11\"\ndevices = [\"/dev/vdb\"]\n",
+        );
+        assert!(
+            e.starts_with("/etc/fsm/inv.toml:3:14: error: `proxy_jump` of [[host]] `b` names the host itself (hop 1 `root@10.203.0.11:22`)"),
+            "{e}"
+        );
+        assert!(e.contains("\"none\""), "{e}");
+        // A bad value points at it.
+        let e = errors(
+            "[[host]]\nname = \"a\"\nos = \"linux\"\naddress = \"10.0.0.1\"\ndevices = [\"/dev/vdb\"]\nproxy_jump = \"-oProxyCommand=sh\"\n",
+        );
+        assert!(
+            e.starts_with("/etc/fsm/inv.toml:6:14: error: proxy_jump `-oProxyCommand=sh`"),
+            "{e}"
+        );
     }
 }

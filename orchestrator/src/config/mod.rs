@@ -1,12 +1,14 @@
 //! Inventory and matrix: parse and validate.  No I/O beyond reading the
-//! files (and the scripts a matrix names).  Every error names its file, line
-//! and column; all errors are collected.
+//! files (and the scripts a matrix names) and running `ssh -G` for hosts
+//! whose address is an ssh config alias ([`ssh_config`]).  Every error
+//! names its file, line and column; all errors are collected.
 pub mod ansible;
 pub mod error;
 pub mod fsopts;
 pub mod inventory;
 pub mod matrix;
 pub mod pgclass;
+pub mod ssh_config;
 pub mod values;
 mod walk;
 

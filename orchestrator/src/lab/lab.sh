@@ -1,7 +1,7 @@
 #!/bin/bash
 # The local lab: N throwaway Linux hosts on this machine (see README, "The local lab").
 #
-#   lab.sh up     DIR HOSTS DISK_SIZE INSTALL(0|1) [OSES]
+#   lab.sh up     DIR HOSTS DISK_SIZE INSTALL(0|1) [OSES [BASTION(0|1)]]
 #   lab.sh down   DIR
 #   lab.sh status DIR
 #
@@ -17,6 +17,12 @@
 #     a BSD userland view built by standin/setup.sh inside its mount namespace (see
 #     docs/standin-hosts.md); the stand-in files come from the folder named by
 #     FSMATRIX_LAB_STANDIN (fsmatrix writes them there).
+# With BASTION=1 (`fsmatrix lab up --bastion`), host 1 is a bastion: it keeps eth0 =
+# 10.203.0.11 and gets eth1 = 10.203.1.1/24 (veth fsmx-w1) on a second bridge fsmx-br1,
+# which has no address in the root namespace; hosts 2..N sit only on fsmx-br1 with
+# 10.203.1.(10+I).  The bastion does not forward IP, so the inner hosts are reached only
+# through its sshd (direct-tcpip, OpenSSH ProxyJump); the inventory says so with
+# proxy_jump = "root@10.203.0.11".
 # Every resource is recorded in DIR before or right after it is made, and `down` only
 # removes what DIR records (or what is provably ours: loop devices backed by DIR's files).
 #
@@ -28,6 +34,9 @@ shopt -s nullglob
 
 readonly BRIDGE=fsmx-br0
 readonly NET=10.203.0
+# The bastion's inner network (BASTION=1): a bridge with no address in the root namespace.
+readonly INNER_BRIDGE=fsmx-br1
+readonly INNER_NET=10.203.1
 readonly LOCK=/run/lock/fsmatrix-lab.lock
 readonly LOOP_CONTROL="${FSMATRIX_LAB_LOOP_CONTROL:-/dev/loop-control}"
 # Folders each host gets its own tmpfs on; DIR must not live under one of them.
@@ -205,7 +214,13 @@ while :; do
 done
 '
 
-host_ip() { printf '%s.%d' "$NET" $((10 + $1)); }
+# Is host I behind the bastion (BASTION=1, I > 1)?  DIR/bastion records the mode for
+# down and status.
+inner() { [ "$1" -gt 1 ] && [ -e "$DIR/bastion" ]; }
+host_ip() {
+	if inner "$1"; then printf '%s.%d' "$INNER_NET" $((10 + $1)); else printf '%s.%d' "$NET" $((10 + $1)); fi
+}
+bastion_ip() { host_ip 1; }
 
 # nsenter into host I: all its namespaces.
 in_host() {
@@ -246,15 +261,30 @@ up_host() {
 	hd="$DIR/hosts/$host"
 	mkdir -p "$hd"
 
-	# Network: namespace, veth into the bridge.
+	# Network: namespace, veth into the bridge (the inner one behind a bastion).
+	local bridge=$BRIDGE
+	inner "$i" && bridge=$INNER_BRIDGE
 	record netns "$ns"
 	ip netns add "$ns"
 	record link "$veth"
 	ip link add "$veth" type veth peer name eth0 netns "$ns"
-	ip link set "$veth" master "$BRIDGE" up
+	ip link set "$veth" master "$bridge" up
 	ip -n "$ns" link set lo up
 	ip -n "$ns" addr add "$ip/24" dev eth0
 	ip -n "$ns" link set eth0 up
+	if [ "$i" = 1 ] && [ -e "$DIR/bastion" ]; then
+		# The bastion's leg into the inner network; a new namespace inherits the root
+		# namespace's ip_forward, so forwarding is switched off explicitly: only sshd's
+		# direct-tcpip reaches the inner hosts.
+		record link fsmx-w1
+		ip link add fsmx-w1 type veth peer name eth1 netns "$ns"
+		ip link set fsmx-w1 master "$INNER_BRIDGE" up
+		ip -n "$ns" addr add "$INNER_NET.1/24" dev eth1
+		ip -n "$ns" link set eth1 up
+		ip netns exec "$ns" sysctl -q -w net.ipv4.ip_forward=0 net.ipv4.conf.all.forwarding=0 >/dev/null
+		[ "$(ip netns exec "$ns" sysctl -n net.ipv4.ip_forward)" = 0 ] ||
+			die 1 "failed to switch IP forwarding off in the bastion $host"
+	fi
 
 	# Disk: a sparse file and a loop device.
 	truncate -s "$disk_size" "$hd/disk.img"
@@ -366,6 +396,10 @@ write_inventory() {
 			printf 'name = "lab%d"\n' "$i"
 			printf 'address = "%s"\n' "$(host_ip "$i")"
 			printf 'port = 22\n'
+			if inner "$i"; then
+				printf '# behind the bastion lab1: reached only through its sshd\n'
+				printf 'proxy_jump = "root@%s"\n' "$(bastion_ip)"
+			fi
 			os=$(cat "$DIR/hosts/lab$i/os")
 			if [ "$os" = linux ]; then
 				printf 'devices = ["%s"]\n' "$(cat "$DIR/hosts/lab$i/device")"
@@ -381,10 +415,19 @@ write_inventory() {
 }
 
 ssh_lab() {
-	local ip=$1
+	local ip=$1 opts jump=()
 	shift
-	ssh -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$DIR/known_hosts" \
-		-o ConnectTimeout=3 -o LogLevel=ERROR -i "$DIR/id_ed25519" "root@$ip" "$@"
+	opts=(-o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$DIR/known_hosts"
+		-o ConnectTimeout=3 -o LogLevel=ERROR -i "$DIR/id_ed25519")
+	case "$ip" in
+	"$INNER_NET".*)
+		# Through the bastion; a ProxyCommand rather than -J, whose hop would not get
+		# the options above.
+		jump=(-o "ProxyCommand=ssh ${opts[*]} -W %h:%p root@$(bastion_ip)")
+		;;
+	esac
+	# shellcheck disable=SC2029 # the caller's command is meant for the remote shell
+	ssh "${opts[@]}" "${jump[@]}" "root@$ip" "$@"
 }
 
 up_failed() {
@@ -399,6 +442,7 @@ lab_exists() {
 	# Any trace of a lab, ours or one in another state dir (the names are machine-wide).
 	[ -e "$DIR/created" ] && return 0
 	ip link show "$BRIDGE" >/dev/null 2>&1 && return 0
+	ip link show "$INNER_BRIDGE" >/dev/null 2>&1 && return 0
 	ip netns list 2>/dev/null | grep -q '^fsmx-lab' && return 0
 	return 1
 }
@@ -413,6 +457,11 @@ cmd_up() {
 	'' | *[!0-9]*) die 2 "--hosts must be a number from 1 to 16, not '$n'" ;;
 	esac
 	if [ "$n" -lt 1 ] || [ "$n" -gt 16 ]; then die 2 "--hosts must be from 1 to 16, not $n"; fi
+	case "$BASTION" in
+	0) ;;
+	1) [ "$n" -ge 2 ] || die 2 "--bastion needs at least 2 hosts (the bastion and one behind it)" ;;
+	*) die 2 "BASTION must be 0 or 1, not '$BASTION'" ;;
+	esac
 	[[ "$disk_size" =~ ^[1-9][0-9]*[KMGT]?$ ]] ||
 		die 2 "--disk-size must be a size like 4G or 2048M, not '$disk_size'"
 	IFS=, read -r -a o <<<"$OSES"
@@ -435,6 +484,9 @@ cmd_up() {
 	fi
 	if ip -4 -o addr show | grep -q " $NET\."; then
 		die 2 "the lab's network $NET.0/24 is already used by an interface of this machine (ip -4 addr); nothing changed"
+	fi
+	if [ "$BASTION" = 1 ] && ip -4 -o addr show | grep -q " $INNER_NET\."; then
+		die 2 "the bastion's inner network $INNER_NET.0/24 is already used by an interface of this machine (ip -4 addr); nothing changed"
 	fi
 	check_packages "$install"
 	pg_bin=$(pg_bin_dir)
@@ -465,6 +517,17 @@ cmd_up() {
 	ip link add "$BRIDGE" type bridge
 	ip addr add "$NET.1/24" dev "$BRIDGE"
 	ip link set "$BRIDGE" up
+	if [ "$BASTION" = 1 ]; then
+		printf '%s\n' "$(bastion_ip)" >"$DIR/bastion"
+		# No address here: the machine itself has no way into the inner network.
+		record link "$INNER_BRIDGE"
+		ip link add "$INNER_BRIDGE" type bridge
+		ip link set "$INNER_BRIDGE" up
+		# And no packet for it leaves by the default route either: the
+		# machine answers "network unreachable" itself.
+		record unreachable "$INNER_NET.0/24"
+		ip route add unreachable "$INNER_NET.0/24"
+	fi
 
 	for ((i = 1; i <= n; i++)); do
 		up_host "$i" "$disk_size" "$(os_of "$i" "$OSES")"
@@ -477,6 +540,7 @@ cmd_up() {
 	printf 'up\n' >"$DIR/state"
 	trap - EXIT INT TERM
 	log "lab up: $n hosts in $(elapsed "$t0") s; inventory: $DIR/inventory.toml"
+	[ "$BASTION" = 0 ] || log "lab up: lab1 is the bastion ($(bastion_ip)); lab2..lab$n are on $INNER_NET.0/24 behind it"
 	for ((i = 1; i <= n; i++)); do
 		printf 'lab%d %s %s %s\n' "$i" "$(host_ip "$i")" "$(cat "$DIR/hosts/lab$i/device")" "$(cat "$DIR/hosts/lab$i/os")"
 	done
@@ -602,6 +666,11 @@ down_all() {
 			case "$kind" in
 			netns) ip netns del "$what" 2>/dev/null || true ;;
 			link) ! ip link show "$what" >/dev/null 2>&1 || ip link del "$what" || rc=1 ;;
+			unreachable)
+				if ip route show type unreachable | grep -q "^unreachable $what "; then
+					ip route del unreachable "$what" || rc=1
+				fi
+				;;
 			netns-mount)
 				if mountpoint -q "$what" && [ -z "$(ls -A "$what")" ]; then umount "$what" || rc=1; fi
 				;;
@@ -611,7 +680,7 @@ down_all() {
 	fi
 	[ "$rc" = 0 ] || return 1
 	rm -rf "${DIR:?}/hosts" "$DIR/created" "$DIR/state" "$DIR/inventory.toml" "$DIR/known_hosts" \
-		"$DIR/authorized_keys" "$DIR/id_ed25519" "$DIR/id_ed25519.pub"
+		"$DIR/authorized_keys" "$DIR/id_ed25519" "$DIR/id_ed25519.pub" "$DIR/bastion"
 	rmdir "$DIR" 2>/dev/null || true
 }
 
@@ -684,15 +753,16 @@ cmd_status() {
 }
 
 main() {
-	[ $# -ge 2 ] || die 2 "usage: lab.sh up|down|status DIR [HOSTS DISK_SIZE INSTALL [OSES]]"
+	[ $# -ge 2 ] || die 2 "usage: lab.sh up|down|status DIR [HOSTS DISK_SIZE INSTALL [OSES [BASTION]]]"
 	DIR=${2%/}
 	readonly DIR
 	case "$1" in
 	up)
-		[ $# -eq 5 ] || [ $# -eq 6 ] || die 2 "usage: lab.sh up DIR HOSTS DISK_SIZE INSTALL [OSES]"
+		if [ $# -lt 5 ] || [ $# -gt 7 ]; then die 2 "usage: lab.sh up DIR HOSTS DISK_SIZE INSTALL [OSES [BASTION]]"; fi
 		OSES=${6:-linux}
+		BASTION=${7:-0}
 		STANDIN=${FSMATRIX_LAB_STANDIN:-}
-		readonly OSES STANDIN
+		readonly OSES BASTION STANDIN
 		cmd_up "$3" "$4" "$5"
 		;;
 	down) cmd_down ;;

@@ -21,7 +21,7 @@ pub mod ssh;
 
 pub use quote::{login_shell_safe, sh_quote, QuoteError, RemoteCommand};
 pub use recording::{Recorded, RecordingRemote};
-pub use ssh::{SshRemote, SshTarget};
+pub use ssh::{JumpHop, SshRemote, SshTarget};
 
 use crate::text::sha256_hex;
 
@@ -149,6 +149,14 @@ pub enum RemoteError {
         address: String,
         port: u16,
         reason: String,
+    },
+    /// Something failed at a jump host on the way to `host`.
+    #[error("reach {host} through {hop}: {source}")]
+    Jump {
+        host: String,
+        /// "jump host 1 (root@bastion.lab:22)".
+        hop: String,
+        source: Box<RemoteError>,
     },
     #[error("log in to {host} as {user}: {reason}")]
     Auth {

@@ -9,10 +9,16 @@
 //! - Keepalives every 5 s, 3 unanswered close the connection: a dead host is
 //!   noticed in about 20 s.  A channel that cannot be opened on a dropped
 //!   connection triggers one reconnect, then the step fails.
+//! - Jump hosts (OpenSSH `ProxyJump`, [`SshTarget::jump`]): each hop is
+//!   reached through a `direct-tcpip` channel of the one before, gets the
+//!   same strict host-key check, authentication, keepalives and connect
+//!   timeout as the final host, and lives as long as the final connection;
+//!   a reconnect goes through every hop again.  No IP forwarding is needed
+//!   on a jump host, only sshd's AllowTcpForwarding (the default).
 //! - Every command runs under `/bin/sh` ([`login_shell_safe`]), behind a
 //!   prologue that reports the process group sshd made for it, so a
 //!   timeout kills the whole remote group (TERM, then KILL after 2 s).
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
@@ -51,6 +57,36 @@ pub struct SshTarget {
     /// uploads, checksums and fetches too, so that the files fsmatrix makes
     /// and reads on the host are root's whichever user logs in.
     pub sudo: bool,
+    /// Jump hosts, first hop first (OpenSSH `ProxyJump`); empty: direct.
+    /// `connect_timeout` applies to each hop.
+    pub jump: Vec<JumpHop>,
+}
+
+/// One jump host on the way to an [`SshTarget`].
+#[derive(Debug, Clone)]
+pub struct JumpHop {
+    /// For messages: "jump host 1 (root@bastion.lab:22)" ([`JumpHop::label`]).
+    pub name: String,
+    /// Connected to from the hop before (or from here for the first), and
+    /// looked up in known_hosts under this name, as OpenSSH does.
+    pub address: String,
+    pub port: u16,
+    pub user: String,
+    /// Private key file; `None` = ssh-agent through `SSH_AUTH_SOCK`.
+    pub identity_file: Option<PathBuf>,
+    pub known_hosts: PathBuf,
+}
+
+impl JumpHop {
+    /// The name of hop `index` (0-based) in messages.
+    pub fn label(index: usize, user: &str, address: &str, port: u16) -> String {
+        let addr = if address.contains(':') {
+            format!("[{address}]")
+        } else {
+            address.to_string()
+        };
+        format!("jump host {} ({user}@{addr}:{port})", index + 1)
+    }
 }
 
 /// First line of every command's stderr: `fsmatrix-pgid <N>`, the process
@@ -114,8 +150,17 @@ impl client::Handler for Client {
     }
 }
 
+/// An authenticated session and the jump-host sessions it runs through.
+struct Connection {
+    handle: Handle<Client>,
+    /// First hop first; kept as long as `handle` (dropping one would end
+    /// the tunnel the next hop runs in).
+    jumps: Vec<Handle<Client>>,
+}
+
 struct Conn {
     handle: Arc<Handle<Client>>,
+    jumps: Vec<Handle<Client>>,
     generation: u64,
 }
 
@@ -139,12 +184,13 @@ impl std::fmt::Debug for SshRemote {
 impl SshRemote {
     /// Connect, check the host key, authenticate.
     pub async fn connect(target: &SshTarget) -> Result<SshRemote, RemoteError> {
-        let (handle, host_key) = open_connection(target).await?;
+        let (connection, host_key) = open_connection(target).await?;
         Ok(SshRemote {
             target: target.clone(),
             host_key,
             conn: Mutex::new(Conn {
-                handle: Arc::new(handle),
+                handle: Arc::new(connection.handle),
+                jumps: connection.jumps,
                 generation: 0,
             }),
             slots: Semaphore::new(MAX_CHANNELS),
@@ -168,13 +214,14 @@ impl SshRemote {
         self.reconnects.load(Ordering::Relaxed)
     }
 
-    /// Close the connection politely.
+    /// Close the connection politely (then its jump hosts, last first).
     pub async fn disconnect(&self) {
         let conn = self.conn.lock().await;
         let _ = conn
             .handle
             .disconnect(russh::Disconnect::ByApplication, "", "en")
             .await;
+        close_all(&conn.jumps).await;
     }
 
     fn channel_error(&self, reason: impl std::fmt::Display) -> RemoteError {
@@ -203,10 +250,10 @@ impl SshRemote {
         // or log-in refusal is final.
         let deadline = Instant::now() + RECONNECT_WINDOW;
         let mut wait = Duration::from_millis(500);
-        let handle = loop {
+        let connection = loop {
             match open_connection(&self.target).await {
-                Ok((h, _)) => break Arc::new(h),
-                Err(e @ RemoteError::Connect { .. }) if Instant::now() + wait < deadline => {
+                Ok((c, _)) => break c,
+                Err(e) if is_connect_error(&e) && Instant::now() + wait < deadline => {
                     tracing::warn!(host = %self.target.host_name, error = %e, ?wait, "reconnect failed; trying again");
                     tokio::time::sleep(wait).await;
                     wait = wait.saturating_mul(2);
@@ -214,6 +261,10 @@ impl SshRemote {
                 Err(e) => return Err(e),
             }
         };
+        let handle = Arc::new(connection.handle);
+        let old_jumps = std::mem::replace(&mut conn.jumps, connection.jumps);
+        // The old hops carried the dropped connection: close what is left.
+        close_all(&old_jumps).await;
         conn.handle = handle.clone();
         conn.generation += 1;
         self.reconnects.fetch_add(1, Ordering::Relaxed);
@@ -533,15 +584,149 @@ impl Remote for SshRemote {
     }
 }
 
-/// Connect + host key + auth, all within `connect_timeout`.
-async fn open_connection(target: &SshTarget) -> Result<(Handle<Client>, String), RemoteError> {
-    let host = HostId {
-        name: target.host_name.clone(),
-        address: target.address.clone(),
-        port: target.port,
+/// A connect failure (worth trying again on reconnect), also at a jump host;
+/// host key and log-in refusals are final.
+fn is_connect_error(e: &RemoteError) -> bool {
+    match e {
+        RemoteError::Connect { .. } => true,
+        RemoteError::Jump { source, .. } => is_connect_error(source),
+        _ => false,
+    }
+}
+
+/// One SSH server on the way: a jump host or the final host.
+struct Leg<'a> {
+    /// Looked up in known_hosts (with the address) and named in messages.
+    id: HostId,
+    user: &'a str,
+    identity_file: Option<&'a Path>,
+    known_hosts: &'a Path,
+}
+
+/// How a leg's byte stream is reached.
+enum Via {
+    Tcp,
+    /// A `direct-tcpip` channel of the previous leg.
+    Channel(Box<russh::ChannelStream<Msg>>),
+}
+
+/// Every hop, then the final host; each within `connect_timeout`.
+async fn open_connection(target: &SshTarget) -> Result<(Connection, String), RemoteError> {
+    let mut jumps: Vec<Handle<Client>> = Vec::new();
+    let mut via = Via::Tcp;
+    let limit = target.connect_timeout;
+    for (i, hop) in target.jump.iter().enumerate() {
+        let leg = Leg {
+            id: HostId {
+                name: hop.address.clone(),
+                address: hop.address.clone(),
+                port: hop.port,
+            },
+            user: &hop.user,
+            identity_file: hop.identity_file.as_deref(),
+            known_hosts: &hop.known_hosts,
+        };
+        let at_hop = |source: RemoteError| RemoteError::Jump {
+            host: target.host_name.clone(),
+            hop: hop.name.clone(),
+            source: Box::new(source),
+        };
+        let (handle, _) = match open_leg(&leg, via, limit).await {
+            Ok(h) => h,
+            Err(e) => {
+                close_all(&jumps).await;
+                return Err(at_hop(e));
+            }
+        };
+        // Where this hop must forward to: the next hop or the host.
+        let (next_name, next_addr, next_port) = match target.jump.get(i + 1) {
+            Some(n) => (n.name.as_str(), n.address.as_str(), n.port),
+            None => (
+                target.host_name.as_str(),
+                target.address.as_str(),
+                target.port,
+            ),
+        };
+        let opened = tokio::time::timeout(
+            limit,
+            handle.channel_open_direct_tcpip(next_addr, u32::from(next_port), "127.0.0.1", 0),
+        )
+        .await;
+        let reason = match opened {
+            Ok(Ok(channel)) => {
+                jumps.push(handle);
+                via = Via::Channel(Box::new(channel.into_stream()));
+                continue;
+            }
+            Ok(Err(russh::Error::ChannelOpenFailure(why))) => format!(
+                "{} refused to forward to {next_addr}:{next_port} ({why:?}); is {next_name} up \
+                 with sshd listening there, and does {} allow TCP forwarding (sshd \
+                 AllowTcpForwarding)?",
+                hop.name, hop.name
+            ),
+            Ok(Err(e)) => format!("{} could not forward to it: {e}", hop.name),
+            Err(_) => format!(
+                "{} did not open a forward to {next_addr}:{next_port} within {:.1} s \
+                 (connect_timeout)",
+                hop.name,
+                limit.as_secs_f64()
+            ),
+        };
+        jumps.push(handle);
+        close_all(&jumps).await;
+        let err = RemoteError::Connect {
+            host: next_name.to_string(),
+            address: next_addr.to_string(),
+            port: next_port,
+            reason,
+        };
+        // A later hop that cannot be reached is named as that hop.
+        return Err(match target.jump.get(i + 1) {
+            Some(n) => RemoteError::Jump {
+                host: target.host_name.clone(),
+                hop: n.name.clone(),
+                source: Box::new(err),
+            },
+            None => err,
+        });
+    }
+    let leg = Leg {
+        id: HostId {
+            name: target.host_name.clone(),
+            address: target.address.clone(),
+            port: target.port,
+        },
+        user: &target.user,
+        identity_file: target.identity_file.as_deref(),
+        known_hosts: &target.known_hosts,
     };
+    match open_leg(&leg, via, limit).await {
+        Ok((handle, key)) => Ok((Connection { handle, jumps }, key)),
+        Err(e) => {
+            close_all(&jumps).await;
+            Err(e)
+        }
+    }
+}
+
+/// Disconnect jump-host sessions, last hop first.
+async fn close_all(jumps: &[Handle<Client>]) {
+    for j in jumps.iter().rev() {
+        let _ = j
+            .disconnect(russh::Disconnect::ByApplication, "", "en")
+            .await;
+    }
+}
+
+/// Connect (over TCP or a channel) + host key + auth, each within `limit`.
+async fn open_leg(
+    leg: &Leg<'_>,
+    via: Via,
+    limit: Duration,
+) -> Result<(Handle<Client>, String), RemoteError> {
+    let host = leg.id.clone();
     // Read before connecting: a missing file is an error, never "empty".
-    let known = KnownHosts::read(&target.known_hosts, &host)?;
+    let known = KnownHosts::read(leg.known_hosts, &host)?;
     let mut config = client::Config {
         keepalive_interval: Some(KEEPALIVE_INTERVAL),
         keepalive_max: KEEPALIVE_MAX,
@@ -560,15 +745,21 @@ async fn open_connection(target: &SshTarget) -> Result<(Handle<Client>, String),
         accepted: accepted.clone(),
     };
     let connect_error = |reason: String| RemoteError::Connect {
-        host: target.host_name.clone(),
-        address: target.address.clone(),
-        port: target.port,
+        host: leg.id.name.clone(),
+        address: leg.id.address.clone(),
+        port: leg.id.port,
         reason,
     };
-    let limit = target.connect_timeout;
-    let addr = (target.address.as_str(), target.port);
-    let connected =
-        tokio::time::timeout(limit, client::connect(Arc::new(config), addr, handler)).await;
+    let config = Arc::new(config);
+    let connected = match via {
+        Via::Tcp => {
+            let addr = (leg.id.address.as_str(), leg.id.port);
+            tokio::time::timeout(limit, client::connect(config, addr, handler)).await
+        }
+        Via::Channel(stream) => {
+            tokio::time::timeout(limit, client::connect_stream(config, stream, handler)).await
+        }
+    };
     let mut handle = match connected {
         Err(_) => {
             return Err(connect_error(format!(
@@ -584,10 +775,10 @@ async fn open_connection(target: &SshTarget) -> Result<(Handle<Client>, String),
         }
         Ok(Ok(h)) => h,
     };
-    match tokio::time::timeout(limit, authenticate(&mut handle, target)).await {
+    match tokio::time::timeout(limit, authenticate(&mut handle, leg)).await {
         Err(_) => Err(RemoteError::Auth {
-            host: target.host_name.clone(),
-            user: target.user.clone(),
+            host: leg.id.name.clone(),
+            user: leg.user.to_string(),
             reason: format!("no answer within {:.1} s", limit.as_secs_f64()),
         }),
         Ok(Err(e)) => Err(e),
@@ -611,10 +802,10 @@ fn describe_connect_error(e: &russh::Error) -> String {
     }
 }
 
-async fn authenticate(handle: &mut Handle<Client>, target: &SshTarget) -> Result<(), RemoteError> {
+async fn authenticate(handle: &mut Handle<Client>, target: &Leg<'_>) -> Result<(), RemoteError> {
     let auth_error = |reason: String| RemoteError::Auth {
-        host: target.host_name.clone(),
-        user: target.user.clone(),
+        host: target.id.name.clone(),
+        user: target.user.to_string(),
         reason,
     };
     let rsa_hash = handle
@@ -622,7 +813,7 @@ async fn authenticate(handle: &mut Handle<Client>, target: &SshTarget) -> Result
         .await
         .map_err(|e| auth_error(e.to_string()))?
         .flatten();
-    match &target.identity_file {
+    match target.identity_file {
         Some(path) => {
             let key = russh::keys::load_secret_key(path, None).map_err(|e| {
                 auth_error(format!(
@@ -632,7 +823,7 @@ async fn authenticate(handle: &mut Handle<Client>, target: &SshTarget) -> Result
             })?;
             let result = handle
                 .authenticate_publickey(
-                    target.user.clone(),
+                    target.user.to_string(),
                     PrivateKeyWithHashAlg::new(Arc::new(key), rsa_hash),
                 )
                 .await
@@ -682,7 +873,7 @@ async fn authenticate(handle: &mut Handle<Client>, target: &SshTarget) -> Result
                     None
                 };
                 match handle
-                    .authenticate_publickey_with(target.user.clone(), key, hash, &mut agent)
+                    .authenticate_publickey_with(target.user.to_string(), key, hash, &mut agent)
                     .await
                 {
                     Ok(r) if r.success() => return Ok(()),

@@ -19,7 +19,7 @@ use crate::config::inventory::expand_tilde;
 use crate::config::values::AbsPath;
 use crate::config::{Auth, FsType, Host};
 use crate::plan::Plan;
-use crate::remote::{ExecOptions, Remote, RemoteCommand, RemoteError, SshTarget};
+use crate::remote::{ExecOptions, JumpHop, Remote, RemoteCommand, RemoteError, SshTarget};
 
 /// One machine under two inventory names: `(first, second, fingerprint)`
 /// for every later entry whose SSH host key an earlier entry already showed
@@ -103,15 +103,35 @@ pub fn ssh_target(inv_path: &Path, host: &Host) -> SshTarget {
         Auth::IdentityFile(p) => Some(resolve_path(inv_path, p)),
         Auth::Agent => None,
     };
+    let known_hosts = resolve_path(inv_path, &host.known_hosts);
+    // A hop logs in as the host's user unless it names its own, with the
+    // host's key (or agent) and known_hosts, as `ssh -J` does.
+    let jump = host
+        .proxy_jump
+        .iter()
+        .enumerate()
+        .map(|(i, hop)| {
+            let user = hop.user.as_ref().unwrap_or(&host.user).as_str();
+            JumpHop {
+                name: JumpHop::label(i, user, hop.address.as_str(), hop.port),
+                address: hop.address.as_str().to_string(),
+                port: hop.port,
+                user: user.to_string(),
+                identity_file: identity_file.clone(),
+                known_hosts: known_hosts.clone(),
+            }
+        })
+        .collect();
     SshTarget {
         host_name: host.name.as_str().to_string(),
         address: host.address.as_str().to_string(),
         port: host.port,
         user: host.user.as_str().to_string(),
         identity_file,
-        known_hosts: resolve_path(inv_path, &host.known_hosts),
+        known_hosts,
         connect_timeout: crate::timeouts::CONNECT,
         sudo: host.uses_sudo(),
+        jump,
     }
 }
 
