@@ -402,11 +402,26 @@ duration = "10s"
             .is_file());
         assert_clean(&lab.inv, h);
     }
-    let report = String::from_utf8_lossy(&o.stdout).to_string();
-    assert!(
-        report.contains("| lab1 | zfs |"),
-        "the run ends with the report: {report}"
-    );
+    // The terminal gets a summary that fits 100 columns and the paths of
+    // the full reports, written next to the bundle (not in the bag).
+    let stdout = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(stdout.lines().all(|l| l.chars().count() <= 100), "{stdout}");
+    assert!(stdout.contains("on lab1:"), "{stdout}");
+    let path_after = |label: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(label))
+            .map(PathBuf::from)
+            .unwrap_or_else(|| panic!("no `{label}` line: {stdout}"))
+    };
+    let md = path_after("report: ");
+    let html = path_after("report (HTML): ");
+    assert_eq!(md.parent(), bundle.parent(), "{}", md.display());
+    let full = std::fs::read_to_string(&md).expect("the Markdown report");
+    assert!(full.contains("| lab1 | zfs |"), "the full report: {full}");
+    assert!(std::fs::read_to_string(&html)
+        .expect("the HTML report")
+        .contains("<svg"));
 }
 
 #[test]

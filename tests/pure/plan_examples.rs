@@ -16,6 +16,7 @@ const EXAMPLES: &[&str] = &[
     "bsd-vs-linux",
     "quick",
     "quick-bsd",
+    "demo",
 ];
 
 #[test]

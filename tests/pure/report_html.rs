@@ -262,3 +262,43 @@ fn cli_writes_html_for_the_fixture_bundle() {
     assert!(!html.contains("data-plot=\"tps-vs-clients\""));
     assert!(html.contains("ran one client count only"));
 }
+
+/// The summary `run` ends with: per workload and host the best variant and
+/// by how much (hyperfine's words), the failed cells counted, within 100
+/// columns; the full reports beside the bundle, never inside the bag.
+#[test]
+fn the_run_summary_names_the_best_and_the_full_reports_sit_beside_the_bundle() {
+    use fsmatrix::results::summary;
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle =
+        crate::bundle_common::make_bundle(tmp.path(), fsmatrix::results::SweepStatus::Complete);
+    let (r, cells) = summary::bundle_report(&bundle).unwrap();
+    let text = summary::render_summary(&r, 100);
+    assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+    assert!(text.contains("on lab1:"), "{text}");
+    assert!(text.contains("`ext4` "), "{text}");
+    assert!(
+        text.contains("times faster") && text.contains("than `zfs-lz4`"),
+        "{text}"
+    );
+    assert!(text.contains("1 cell failed or did not run"), "{text}");
+    // Narrow terminals: still wrapped.
+    let narrow = summary::render_summary(&r, 40);
+    assert!(
+        narrow
+            .lines()
+            .all(|l| l.chars().count() <= 40 || !l.trim().contains(' ')),
+        "{narrow}"
+    );
+    let (md, html) = summary::write_full_reports(&bundle, &r, &cells).unwrap();
+    assert_eq!(md.parent(), bundle.parent());
+    assert!(std::fs::read_to_string(&md)
+        .unwrap()
+        .contains("| lab1 | ext4 |"));
+    assert!(std::fs::read_to_string(&html).unwrap().contains("<svg"));
+    // The bag is untouched: it still verifies.
+    assert!(fsmatrix::results::verify(&bundle)
+        .unwrap()
+        .problems
+        .is_empty());
+}

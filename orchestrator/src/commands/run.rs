@@ -69,8 +69,26 @@ fn finish(outcome: Result<SweepSummary, RunError>, t0: Instant, json: bool) -> C
             ""
         }
     );
+    // The full report goes next to the bundle (Markdown and HTML), the
+    // terminal gets a summary that fits 100 columns.
+    let full =
+        crate::results::summary::bundle_report(&s.bundle).and_then(|(r, cells)| {
+            let paths = crate::results::summary::write_full_reports(&s.bundle, &r, &cells)
+                .map_err(|e| crate::results::BundleError::Io {
+                    action: "write the report next to",
+                    path: s.bundle.clone(),
+                    source: e,
+                })?;
+            Ok((r, paths))
+        });
+    if let Err(e) = &full {
+        eprintln!("fsmatrix: warning: no report written: {e}");
+    }
+    let paths = full.as_ref().ok().map(|(_, p)| p);
     if json {
         let last = serde_json::json!({
+            "report_md": paths.map(|p| p.0.display().to_string()),
+            "report_html": paths.map(|p| p.1.display().to_string()),
             "event": "sweep_ended",
             "bundle": s.bundle.display().to_string(),
             "done": t.done,
@@ -84,9 +102,13 @@ fn finish(outcome: Result<SweepSummary, RunError>, t0: Instant, json: bool) -> C
         println!("{last}");
         return Ok(exit);
     }
-    if let Ok(cells) = crate::results::report::load_bundle_results(&s.bundle) {
-        print!("{}", crate::results::report::render_markdown(&cells));
+    if let Ok((r, _)) = &full {
+        print!("{}", crate::results::summary::render_summary(r, 100));
     }
     println!("bundle: {}", s.bundle.display());
+    if let Some((md, html)) = paths {
+        println!("report: {}", md.display());
+        println!("report (HTML): {}", html.display());
+    }
     Ok(exit)
 }

@@ -23,6 +23,7 @@ pub mod manifest;
 pub mod model;
 pub mod report;
 pub mod stats;
+pub mod summary;
 pub mod verify;
 pub mod view;
 
