@@ -1980,3 +1980,63 @@ fn run_json_streams_the_whole_sweep_as_json_lines() {
     assert!(err.contains("4 cells done"), "{err}");
     assert!(String::from_utf8_lossy(&o.stdout).contains("bundle: "));
 }
+
+/// An inventory that names its hosts only by aliases of an ssh config (one
+/// with an `Include` and a wildcard block): `check` reaches them through
+/// what the config says (HostName, User, IdentityFile, UserKnownHostsFile),
+/// says where each value came from, and ignores the config's attempt to
+/// weaken host-key checking.
+#[test]
+fn an_alias_only_inventory_reaches_the_lab_through_an_ssh_config() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (&lab.inv.hosts[0], &lab.inv.hosts[1]);
+    let included = write(
+        tmp.path(),
+        "lab.conf",
+        &format!(
+            "Host bench-one\n    HostName {}\nHost bench-two\n    HostName {}\n",
+            a.address, b.address
+        ),
+    );
+    let config = write(
+        tmp.path(),
+        "ssh_config",
+        &format!(
+            "Include {}\nHost bench-*\n    User root\n    IdentityFile {}\n    UserKnownHostsFile {}\n    StrictHostKeyChecking no\n",
+            included.display(),
+            lab.inv.identity_file.display(),
+            lab.inv.known_hosts.display()
+        ),
+    );
+    let inv = write(
+        tmp.path(),
+        "inventory.toml",
+        &format!(
+            "ssh_config = {:?}\n[defaults]\nwork_dir = \"/var/tmp/fsmatrix\"\nos = \"linux\"\npg_bin = {:?}\npg_user = {:?}\npg_port = {}\n\
+             [[host]]\nname = \"one\"\naddress = \"bench-one\"\ndevices = [{:?}]\n\
+             [[host]]\nname = \"two\"\naddress = \"bench-two\"\ndevices = [{:?}]\n",
+            config.display(),
+            lab.inv.pg_bin,
+            lab.inv.pg_user,
+            lab.inv.pg_port,
+            a.device,
+            b.device
+        ),
+    );
+    let o = fsmatrix()
+        .args(["check", "-i"])
+        .arg(&inv)
+        .output()
+        .expect("check");
+    let err = String::from_utf8_lossy(&o.stderr);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(
+        err.contains(&format!("one: address {}", a.address)) && err.contains("HostName"),
+        "{err}"
+    );
+    assert!(err.contains("StrictHostKeyChecking"), "{err}");
+    assert!(out.contains("one") && out.contains("two"), "{out}");
+}

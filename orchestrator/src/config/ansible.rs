@@ -1628,6 +1628,8 @@ struct Entry {
     user: Option<String>,
     become_sudo: bool,
     identity_file: Option<String>,
+    /// Jump hosts from a ProxyJump (`-J`) in the ssh arguments.
+    proxy_jump: Option<String>,
     /// `None`: not known; written as linux with a CHECK comment.
     os: Option<Os>,
     /// Why the OS is not known (a fact that named no supported system).
@@ -1978,13 +1980,45 @@ fn become_sudo(
     Ok(sudo)
 }
 
-/// SSH options and passwords are not imported; a jump host is said so.
+/// The jump hosts of `-J HOPS`, `-o ProxyJump=HOPS` or `-o "ProxyJump HOPS"`
+/// in an ssh argument string (shell words, as Ansible passes them).
+fn proxy_jump_in(args: &str) -> Option<String> {
+    let words = shlex_split(args).ok()?;
+    let mut it = words.iter().peekable();
+    while let Some(w) = it.next() {
+        let opt = if w == "-o" {
+            it.next().cloned()
+        } else if let Some(rest) = w.strip_prefix("-o") {
+            Some(rest.to_string())
+        } else if w == "-J" {
+            return it.next().cloned();
+        } else if let Some(rest) = w.strip_prefix("-J") {
+            return Some(rest.to_string());
+        } else {
+            None
+        };
+        if let Some(o) = opt {
+            let (k, v) = o
+                .split_once('=')
+                .or_else(|| o.trim().split_once(char::is_whitespace))?;
+            if k.trim().eq_ignore_ascii_case("proxyjump") {
+                return Some(v.trim().to_string());
+            }
+        }
+    }
+    None
+}
+
+/// SSH options and passwords are not imported, except a jump host given as
+/// ProxyJump (`-J`), which becomes `proxy_jump` once fsmatrix's own
+/// validator accepts it; a ProxyCommand is said so.
 fn connection_checks(
     cx: &mut Cx<'_>,
     hv: &HostVars<'_>,
     address: &str,
     checks: &mut Vec<String>,
-) -> Result<(), ImportError> {
+) -> Result<Option<String>, ImportError> {
+    let mut jump = None;
     for key in [
         "ansible_ssh_common_args",
         "ansible_ssh_extra_args",
@@ -1994,7 +2028,18 @@ fn connection_checks(
             continue;
         };
         let lower = args.value.to_ascii_lowercase();
-        if lower.contains("proxyjump")
+        if let Some(hops) = proxy_jump_in(&args.value).filter(|_| jump.is_none()) {
+            match crate::config::inventory::parse_proxy_jump(&hops) {
+                Ok(_) => jump = Some(hops),
+                Err(e) => {
+                    return Err(hv.error(
+                        cx,
+                        args.line,
+                        format!("{key}: ProxyJump `{}`: {e}", shown(&hops)),
+                    ))
+                }
+            }
+        } else if lower.contains("proxyjump")
             || lower.contains("proxycommand")
             || args.value.split_whitespace().any(|w| w.starts_with("-J"))
         {
@@ -2003,9 +2048,9 @@ fn connection_checks(
                 checks,
                 args.line,
                 format!(
-                    "Ansible reaches this host through a jump host ({key}); fsmatrix takes no SSH \
-                     options from its inventory and reads jump hosts from ~/.ssh/config: add a \
-                     Host block with ProxyJump for {}",
+                    "Ansible reaches this host through a jump host ({key}) that is not a \
+                     ProxyJump; fsmatrix takes no ProxyCommand: give the jump host as \
+                     proxy_jump = \"user@bastion\" (or a ProxyJump in ~/.ssh/config) for {}",
                     shown(address)
                 ),
             );
@@ -2040,7 +2085,7 @@ fn connection_checks(
             );
         }
     }
-    Ok(())
+    Ok(jump)
 }
 
 /// One Ansible host as an fsmatrix `[[host]]`, or `None` when fsmatrix
@@ -2193,7 +2238,7 @@ fn map_host(cx: &mut Cx<'_>, h: &Resolved<'_>) -> Result<Option<Entry>, ImportEr
 
     let mut checks = Vec::new();
     let become_sudo = become_sudo(cx, &hv, &mut checks)?;
-    connection_checks(cx, &hv, &address, &mut checks)?;
+    let proxy_jump = connection_checks(cx, &hv, &address, &mut checks)?;
     if user.is_none() {
         checks.push("no ansible_user: fsmatrix logs in as root unless `user` is set".into());
     }
@@ -2216,6 +2261,7 @@ fn map_host(cx: &mut Cx<'_>, h: &Resolved<'_>) -> Result<Option<Entry>, ImportEr
         user,
         become_sudo,
         identity_file,
+        proxy_jump,
         os,
         os_note,
         tags,
@@ -2267,6 +2313,7 @@ const WRITTEN_KEYS: &[&str] = &[
     "user",
     "become",
     "identity_file",
+    "proxy_jump",
     "os",
     "tags",
     "devices",
@@ -2324,6 +2371,9 @@ fn render(source: &Path, format: AnsibleFormat, entries: &[Entry]) -> String {
         }
         if let Some(p) = &e.identity_file {
             push_kv(&mut out, "identity_file", s(p), None);
+        }
+        if let Some(j) = &e.proxy_jump {
+            push_kv(&mut out, "proxy_jump", s(j), None);
         }
         match (e.os, &e.os_note) {
             (Some(o), _) => push_kv(&mut out, "os", s(o.as_str()), None),
@@ -3089,10 +3139,14 @@ all:
                 "{:?}",
                 i.warnings
             );
-            assert!(
-                warned(i, "reads jump hosts from ~/.ssh/config"),
-                "{:?}",
-                i.warnings
+            // The lab's `-o ProxyJump=ops@bastion.lab.example` on every host.
+            assert_eq!(
+                i.toml
+                    .matches("proxy_jump = \"ops@bastion.lab.example\"")
+                    .count(),
+                4,
+                "{}",
+                i.toml
             );
             assert!(i
                 .toml
@@ -3249,6 +3303,37 @@ all:
     }
 
     #[test]
+    fn a_proxy_jump_in_the_ssh_arguments_becomes_proxy_jump() {
+        let i = imp(
+            "hosts",
+            "\
+a ansible_host=10.0.1.5 ansible_ssh_common_args='-o ProxyJump=ops@bastion.lab:2222'
+b ansible_host=10.0.1.6 ansible_ssh_common_args='-J ops@bastion.lab,root@inner-gw'
+c ansible_host=10.0.1.7 ansible_ssh_extra_args='-o \"ProxyJump ops@bastion.lab\"'
+",
+        );
+        assert_eq!(i.hosts, 3, "{:?}", i.warnings);
+        for want in [
+            "proxy_jump = \"ops@bastion.lab:2222\"",
+            "proxy_jump = \"ops@bastion.lab,root@inner-gw\"",
+            "proxy_jump = \"ops@bastion.lab\"",
+        ] {
+            assert!(i.toml.contains(want), "{want}: {}", i.toml);
+        }
+        // Filled in, it is an inventory fsmatrix loads, with the hops.
+        let filled = i.toml.replace("devices = []", "devices = [\"/dev/vdb\"]");
+        let inv = crate::config::Inventory::parse(Path::new("/x/inv.toml"), filled)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(inv.hosts[1].proxy_jump.len(), 2);
+        // A hostile hop is refused by the same validator as the inventory's.
+        let e = imp_err(
+            "hosts",
+            "d ansible_host=10.0.1.8 ansible_ssh_common_args='-J -oProxyCommand=evil'\n",
+        );
+        assert!(e.message.contains("ProxyJump"), "{e}");
+    }
+
+    #[test]
     fn connections_other_than_ssh_are_skipped_and_ssh_options_warned() {
         let i = imp(
             "hosts",
@@ -3265,7 +3350,7 @@ s2.example ansible_user=ops ansible_ssh_extra_args='-o StrictHostKeyChecking=no'
             "host `ctl` skipped: ansible_connection = local",
             "host `win1` skipped: ansible_connection = winrm",
             "host `box` skipped: ansible_connection = community.docker.docker",
-            "host `s1.example`: Ansible reaches this host through a jump host (ansible_ssh_common_args); fsmatrix takes no SSH options from its inventory and reads jump hosts from ~/.ssh/config",
+            "host `s1.example`: Ansible reaches this host through a jump host (ansible_ssh_common_args) that is not a ProxyJump",
             "host `s2.example`: ansible_ssh_extra_args `-o StrictHostKeyChecking=no` is not imported",
             "host `s2.example`: ansible_password is not imported",
         ] {
