@@ -24,7 +24,11 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 
 use russh::client::{self, Handle, Msg};
-use russh::keys::{PrivateKeyWithHashAlg, PublicKeyOrCertificate};
+use russh::keys::agent::AgentIdentity;
+use russh::keys::ssh_key::private::KeypairData;
+use russh::keys::{
+    Certificate, HashAlg, PrivateKey, PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate,
+};
 use russh::{ChannelMsg, ChannelReadHalf, ChannelWriteHalf, Sig};
 use tokio::sync::{Mutex, Semaphore};
 
@@ -40,6 +44,13 @@ use crate::timeouts::{DRAIN_AFTER_EXIT, KEEPALIVE_INTERVAL, RECONNECT_WINDOW};
 const KEEPALIVE_MAX: usize = 3;
 const OPEN_RETRIES: u32 = 6;
 
+/// ssh-agent's socket from `SSH_AUTH_SOCK` (unset or empty: none).
+pub fn agent_from_env() -> Option<PathBuf> {
+    std::env::var_os("SSH_AUTH_SOCK")
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from)
+}
+
 /// Where and how to reach one host.
 #[derive(Debug, Clone)]
 pub struct SshTarget {
@@ -48,7 +59,10 @@ pub struct SshTarget {
     pub address: String,
     pub port: u16,
     pub user: String,
-    /// Private key file; `None` = ssh-agent through `SSH_AUTH_SOCK`.
+    /// Private key file (OpenSSH, PEM or PKCS#8; RSA, ECDSA or Ed25519),
+    /// the only key offered, with its `<file>-cert.pub` certificate if
+    /// there is one; if it has a passphrase, ssh-agent must hold it.
+    /// `None`: every key ssh-agent holds.  See [`SshRemote::connect_with_agent`].
     pub identity_file: Option<PathBuf>,
     pub known_hosts: PathBuf,
     /// Limit for TCP connect + handshake + authentication.
@@ -167,6 +181,8 @@ struct Conn {
 /// One host over SSH.  See the module documentation.
 pub struct SshRemote {
     target: SshTarget,
+    /// ssh-agent's socket, kept for reconnects.
+    agent_sock: Option<PathBuf>,
     host_key: String,
     conn: Mutex<Conn>,
     slots: Semaphore,
@@ -182,11 +198,24 @@ impl std::fmt::Debug for SshRemote {
 }
 
 impl SshRemote {
-    /// Connect, check the host key, authenticate.
+    /// Connect, check the host key, authenticate (with ssh-agent at
+    /// `SSH_AUTH_SOCK`, [`agent_from_env`], when a key needs it).
     pub async fn connect(target: &SshTarget) -> Result<SshRemote, RemoteError> {
-        let (connection, host_key) = open_connection(target).await?;
+        SshRemote::connect_with_agent(target, agent_from_env()).await
+    }
+
+    /// [`SshRemote::connect`] with ssh-agent at `agent_sock` (`None`: no
+    /// agent), for this connection, its jump hosts and its reconnects.
+    /// (A parameter, not a field of [`SshTarget`], so that a test can pick
+    /// its agent without touching the process-wide environment.)
+    pub async fn connect_with_agent(
+        target: &SshTarget,
+        agent_sock: Option<PathBuf>,
+    ) -> Result<SshRemote, RemoteError> {
+        let (connection, host_key) = open_connection(target, agent_sock.as_deref()).await?;
         Ok(SshRemote {
             target: target.clone(),
+            agent_sock,
             host_key,
             conn: Mutex::new(Conn {
                 handle: Arc::new(connection.handle),
@@ -251,7 +280,7 @@ impl SshRemote {
         let deadline = Instant::now() + RECONNECT_WINDOW;
         let mut wait = Duration::from_millis(500);
         let connection = loop {
-            match open_connection(&self.target).await {
+            match open_connection(&self.target, self.agent_sock.as_deref()).await {
                 Ok((c, _)) => break c,
                 Err(e) if is_connect_error(&e) && Instant::now() + wait < deadline => {
                     tracing::warn!(host = %self.target.host_name, error = %e, ?wait, "reconnect failed; trying again");
@@ -600,6 +629,8 @@ struct Leg<'a> {
     id: HostId,
     user: &'a str,
     identity_file: Option<&'a Path>,
+    /// ssh-agent's socket, if any.
+    agent_sock: Option<&'a Path>,
     known_hosts: &'a Path,
 }
 
@@ -611,7 +642,10 @@ enum Via {
 }
 
 /// Every hop, then the final host; each within `connect_timeout`.
-async fn open_connection(target: &SshTarget) -> Result<(Connection, String), RemoteError> {
+async fn open_connection(
+    target: &SshTarget,
+    agent_sock: Option<&Path>,
+) -> Result<(Connection, String), RemoteError> {
     let mut jumps: Vec<Handle<Client>> = Vec::new();
     let mut via = Via::Tcp;
     let limit = target.connect_timeout;
@@ -624,6 +658,7 @@ async fn open_connection(target: &SshTarget) -> Result<(Connection, String), Rem
             },
             user: &hop.user,
             identity_file: hop.identity_file.as_deref(),
+            agent_sock,
             known_hosts: &hop.known_hosts,
         };
         let at_hop = |source: RemoteError| RemoteError::Jump {
@@ -698,6 +733,7 @@ async fn open_connection(target: &SshTarget) -> Result<(Connection, String), Rem
         },
         user: &target.user,
         identity_file: target.identity_file.as_deref(),
+        agent_sock,
         known_hosts: &target.known_hosts,
     };
     match open_leg(&leg, via, limit).await {
@@ -802,89 +838,530 @@ fn describe_connect_error(e: &russh::Error) -> String {
     }
 }
 
-async fn authenticate(handle: &mut Handle<Client>, target: &Leg<'_>) -> Result<(), RemoteError> {
+/// Log in as the leg's user, the way `ssh -o IdentitiesOnly=yes` would:
+///
+/// - An `identity_file` is the only key offered.  Unencrypted, it signs
+///   here; encrypted (a passphrase), ssh-agent signs with it if it holds
+///   that very key, else the log-in fails with how to fix it: fsmatrix
+///   never asks for a passphrase.
+/// - OpenSSH's `<identity_file>-cert.pub`, if present, is offered first
+///   (a user certificate), then the plain key.
+/// - Without an `identity_file`, every key and certificate ssh-agent holds
+///   is offered in its order.
+/// - RSA signs with the rsa-sha2 hash the server announces
+///   ([`rsa_hashes`]); SHA-1 `ssh-rsa` only if the server announces nothing
+///   better.
+async fn authenticate(handle: &mut Handle<Client>, leg: &Leg<'_>) -> Result<(), RemoteError> {
     let auth_error = |reason: String| RemoteError::Auth {
-        host: target.id.name.clone(),
-        user: target.user.to_string(),
+        host: leg.id.name.clone(),
+        user: leg.user.to_string(),
         reason,
     };
-    let rsa_hash = handle
+    let announced = handle
         .best_supported_rsa_hash()
         .await
-        .map_err(|e| auth_error(e.to_string()))?
-        .flatten();
-    match target.identity_file {
-        Some(path) => {
-            let key = russh::keys::load_secret_key(path, None).map_err(|e| {
-                auth_error(format!(
-                    "read the identity file {}: {e} (an unencrypted OpenSSH private key is expected; for a passphrase use ssh-agent)",
-                    path.display()
-                ))
-            })?;
-            let result = handle
-                .authenticate_publickey(
-                    target.user.to_string(),
-                    PrivateKeyWithHashAlg::new(Arc::new(key), rsa_hash),
-                )
-                .await
-                .map_err(|e| auth_error(e.to_string()))?;
-            if result.success() {
-                Ok(())
-            } else {
-                Err(auth_error(format!(
-                    "the host refused the key {}; is its public key in ~{}/.ssh/authorized_keys there?",
-                    path.display(),
-                    target.user
-                )))
+        .map_err(|e| auth_error(e.to_string()))?;
+    let mut login = Login {
+        handle,
+        user: leg.user,
+        rsa: rsa_hashes(announced),
+    };
+    let result = match leg.identity_file {
+        Some(path) => login.with_identity_file(path, leg.agent_sock).await,
+        None => login.with_agent(leg.agent_sock).await,
+    };
+    result.map_err(auth_error)
+}
+
+/// The RSA signature hashes to try, from `best_supported_rsa_hash`: the
+/// best the server announces in `server-sig-algs` first, then sha256 if
+/// that was sha512 (OpenSSH 9.2's sshd announces every algorithm it knows,
+/// not only those its PubkeyAcceptedAlgorithms allow); SHA-1 `ssh-rsa`
+/// only if the server announces nothing better.  Without the extension:
+/// sha512 then sha256, never SHA-1 (every OpenSSH since 7.2 has rsa-sha2).
+fn rsa_hashes(announced: Option<Option<HashAlg>>) -> Vec<Option<HashAlg>> {
+    match announced {
+        Some(Some(HashAlg::Sha512)) | None => vec![Some(HashAlg::Sha512), Some(HashAlg::Sha256)],
+        Some(best) => vec![best],
+    }
+}
+
+/// A private key file as read without a passphrase.
+#[derive(Debug)]
+enum IdentityKey {
+    Plain(Arc<PrivateKey>),
+    /// Only ssh-agent can sign with it.  Its public key, if the file (an
+    /// encrypted OpenSSH key) or a `.pub` beside it (legacy PEM) tells it.
+    Encrypted(Option<PublicKey>),
+}
+
+/// Read a private key file (`pub_text`: its `.pub`, if any); never asks
+/// for a passphrase.  OpenSSH keys (RSA, ECDSA, Ed25519), PEM RSA
+/// (`BEGIN RSA PRIVATE KEY`), PEM/SEC1 ECDSA and PKCS#8 are read by russh.
+fn classify_identity(text: &str, pub_text: Option<&str>) -> Result<IdentityKey, String> {
+    let from_pub = || {
+        pub_text.and_then(|t| {
+            let line = t.lines().find(|l| !l.trim().is_empty())?;
+            PublicKey::from_openssh(line.trim()).ok()
+        })
+    };
+    if text.contains("-----BEGIN OPENSSH PRIVATE KEY-----") {
+        // The public half of an encrypted OpenSSH key is stored in clear.
+        let key = PrivateKey::from_openssh(text.trim()).map_err(|e| e.to_string())?;
+        if key.is_encrypted() {
+            return Ok(IdentityKey::Encrypted(Some(key.public_key().clone())));
+        }
+    } else if text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----")
+        || text
+            .lines()
+            .any(|l| l.trim_end().starts_with("Proc-Type:") && l.trim_end().ends_with(",ENCRYPTED"))
+    {
+        // Legacy PEM (`Proc-Type: 4,ENCRYPTED`) or encrypted PKCS#8: the
+        // public key is not readable without the passphrase.
+        return Ok(IdentityKey::Encrypted(from_pub()));
+    }
+    russh::keys::decode_secret_key(text, None)
+        .map(|k| IdentityKey::Plain(Arc::new(k)))
+        .map_err(|e| e.to_string())
+}
+
+fn read_identity(path: &Path) -> Result<IdentityKey, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("read the identity file {}: {e}", path.display()))?;
+    let pub_text = std::fs::read_to_string(suffixed(path, ".pub")).ok();
+    classify_identity(&text, pub_text.as_deref()).map_err(|e| {
+        format!(
+            "read the identity file {}: {e} (expected an OpenSSH, PEM or PKCS#8 private key)",
+            path.display()
+        )
+    })
+}
+
+/// `path` with `suffix` appended to its file name (`key` → `key-cert.pub`).
+fn suffixed(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// OpenSSH's certificate beside an identity file: `<identity_file>-cert.pub`.
+fn read_certificate(identity: &Path) -> Result<Option<(PathBuf, Certificate)>, String> {
+    let path = suffixed(identity, "-cert.pub");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("read the certificate {}: {e}", path.display())),
+    };
+    let cert = Certificate::from_openssh(text.trim())
+        .map_err(|e| format!("read the certificate {}: {e}", path.display()))?;
+    Ok(Some((path, cert)))
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn utc(secs: u64) -> String {
+    let format =
+        time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]:[second] UTC");
+    i64::try_from(secs)
+        .ok()
+        .and_then(|s| time::OffsetDateTime::from_unix_timestamp(s).ok())
+        .and_then(|t| t.format(&format).ok())
+        .unwrap_or_else(|| format!("{secs} (Unix time)"))
+}
+
+/// A certificate in a refusal message: its principals and validity, and
+/// which of them rules out logging in as `user` at `now` (Unix seconds).
+fn describe_certificate(cert: &Certificate, user: &str, now: u64) -> String {
+    let principals = if cert.valid_principals().is_empty() {
+        "none".to_string()
+    } else {
+        cert.valid_principals().join(", ")
+    };
+    let after = cert.valid_after();
+    let before = cert.valid_before();
+    let validity = match (after, before) {
+        (0, u64::MAX) => "valid forever".to_string(),
+        (0, b) => format!("valid until {}", utc(b)),
+        (a, u64::MAX) => format!("valid from {} on", utc(a)),
+        (a, b) => format!("valid from {} to {}", utc(a), utc(b)),
+    };
+    let mut problems = Vec::new();
+    if now >= before {
+        problems.push("it has expired".to_string());
+    } else if now < after {
+        problems.push("it is not valid yet".to_string());
+    }
+    if !cert.valid_principals().iter().any(|p| p == user) {
+        problems.push(format!("it does not name the user {user}"));
+    }
+    let mut text = format!(
+        "key ID {:?}, principals: {principals}, {validity}",
+        cert.key_id()
+    );
+    if !problems.is_empty() {
+        text.push_str(&format!(": {}", problems.join(" and ")));
+    }
+    text
+}
+
+fn describe_key(key: &PublicKey) -> String {
+    format!(
+        "{} {}",
+        key.algorithm().as_str(),
+        key.fingerprint(HashAlg::Sha256)
+    )
+}
+
+/// The hashes a key signs with: [`rsa_hashes`] for RSA, else one.
+fn hashes_for(algorithm: russh::keys::Algorithm, rsa: &[Option<HashAlg>]) -> Vec<Option<HashAlg>> {
+    if algorithm.is_rsa() {
+        rsa.to_vec()
+    } else {
+        vec![None]
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+enum SignError {
+    #[error(transparent)]
+    Send(#[from] russh::SendError),
+    #[error("{0}")]
+    Sign(String),
+}
+
+/// Signs certificate log-ins with a private key read from a file (russh's
+/// own `authenticate_openssh_cert` cannot pick the rsa-sha2 hash).
+struct FileSigner(Arc<PrivateKey>);
+
+impl russh::Signer for FileSigner {
+    type Error = SignError;
+
+    fn auth_sign(
+        &mut self,
+        _identity: &AgentIdentity,
+        hash_alg: Option<HashAlg>,
+        mut to_sign: Vec<u8>,
+    ) -> impl std::future::Future<Output = Result<Vec<u8>, Self::Error>> + Send {
+        let key = self.0.clone();
+        async move {
+            use russh::keys::signature::Signer as _;
+            use russh::keys::ssh_encoding::Encode as _;
+            let signature = match key.key_data() {
+                KeypairData::Rsa(rsa) => (rsa, hash_alg).try_sign(&to_sign),
+                other => other.try_sign(&to_sign),
+            }
+            .map_err(|e| SignError::Sign(e.to_string()))?;
+            let mut blob = Vec::new();
+            signature
+                .encode(&mut blob)
+                .map_err(|e| SignError::Sign(e.to_string()))?;
+            blob.encode(&mut to_sign)
+                .map_err(|e| SignError::Sign(e.to_string()))?;
+            Ok(to_sign)
+        }
+    }
+}
+
+type Agent = russh::keys::agent::client::AgentClient<tokio::net::UnixStream>;
+
+/// Signs with ssh-agent.  A certificate is signed for by its plain key
+/// first (what `ssh-add` loads next to it, and how OpenSSH pairs a
+/// `-cert.pub` file with an agent key), then as the certificate itself.
+struct AgentSigner<'a>(&'a mut Agent);
+
+impl russh::Signer for AgentSigner<'_> {
+    type Error = SignError;
+
+    async fn auth_sign(
+        &mut self,
+        identity: &AgentIdentity,
+        hash_alg: Option<HashAlg>,
+        to_sign: Vec<u8>,
+    ) -> Result<Vec<u8>, Self::Error> {
+        if let AgentIdentity::Certificate { certificate, .. } = identity {
+            let plain = AgentIdentity::PublicKey {
+                key: PublicKey::from(certificate.public_key().clone()),
+                comment: String::new(),
+            };
+            if let Ok(signed) = self.0.sign_request(&plain, hash_alg, to_sign.clone()).await {
+                return Ok(signed);
             }
         }
-        None => {
-            let sock = std::env::var_os("SSH_AUTH_SOCK").unwrap_or_default();
-            if sock.is_empty() {
-                return Err(auth_error(
-                    "no identity_file is set and SSH_AUTH_SOCK is unset or empty: set identity_file in the inventory or start ssh-agent and add a key"
-                        .to_string(),
-                ));
-            }
-            let mut agent = russh::keys::agent::client::AgentClient::connect_env()
+        self.0
+            .sign_request(identity, hash_alg, to_sign)
+            .await
+            .map_err(|e| SignError::Sign(format!("ssh-agent could not sign: {e}")))
+    }
+}
+
+async fn connect_agent(sock: &Path) -> Result<Agent, String> {
+    Agent::connect_uds(sock)
+        .await
+        .map_err(|e| format!("reach ssh-agent at {}: {e}", sock.display()))
+}
+
+async fn agent_identities(agent: &mut Agent) -> Result<Vec<AgentIdentity>, String> {
+    agent
+        .request_identities()
+        .await
+        .map_err(|e| format!("list ssh-agent keys: {e}"))
+}
+
+/// One log-in attempt sequence on a connection.  Each `offer_*` returns
+/// whether the host accepted; `Err` only if the connection failed.
+struct Login<'a> {
+    handle: &'a mut Handle<Client>,
+    user: &'a str,
+    rsa: Vec<Option<HashAlg>>,
+}
+
+impl Login<'_> {
+    async fn offer_private(&mut self, key: &Arc<PrivateKey>) -> Result<bool, String> {
+        for hash in hashes_for(key.algorithm(), &self.rsa) {
+            let result = self
+                .handle
+                .authenticate_publickey(self.user, PrivateKeyWithHashAlg::new(key.clone(), hash))
                 .await
-                .map_err(|e| {
-                    auth_error(format!(
-                        "reach ssh-agent at SSH_AUTH_SOCK={}: {e}",
-                        sock.to_string_lossy()
-                    ))
-                })?;
-            let identities = agent
-                .request_identities()
-                .await
-                .map_err(|e| auth_error(format!("list ssh-agent keys: {e}")))?;
-            if identities.is_empty() {
-                return Err(auth_error(
-                    "ssh-agent holds no keys (add one with ssh-add)".to_string(),
-                ));
+                .map_err(|e| e.to_string())?;
+            if result.success() {
+                return Ok(true);
             }
-            for identity in identities {
-                let russh::keys::agent::AgentIdentity::PublicKey { key, .. } = identity else {
-                    continue;
-                };
-                let hash = if matches!(key.algorithm(), russh::keys::Algorithm::Rsa { .. }) {
-                    rsa_hash
-                } else {
-                    None
-                };
-                match handle
-                    .authenticate_publickey_with(target.user.to_string(), key, hash, &mut agent)
-                    .await
-                {
-                    Ok(r) if r.success() => return Ok(()),
-                    Ok(_) => continue,
-                    Err(e) => tracing::debug!(error = %e, "agent key failed"),
+        }
+        Ok(false)
+    }
+
+    async fn offer_agent_key(
+        &mut self,
+        key: &PublicKey,
+        agent: &mut Agent,
+    ) -> Result<bool, String> {
+        for hash in hashes_for(key.algorithm(), &self.rsa) {
+            match self
+                .handle
+                .authenticate_publickey_with(self.user, key.clone(), hash, &mut AgentSigner(agent))
+                .await
+            {
+                Ok(r) if r.success() => return Ok(true),
+                Ok(_) => {}
+                Err(SignError::Send(e)) => return Err(e.to_string()),
+                Err(e) => {
+                    tracing::debug!(error = %e, key = %describe_key(key), "ssh-agent did not sign")
                 }
             }
-            Err(auth_error(
-                "the host refused every key ssh-agent offered".to_string(),
+        }
+        Ok(false)
+    }
+
+    async fn offer_certificate<S>(
+        &mut self,
+        cert: &Certificate,
+        signer: &mut S,
+    ) -> Result<bool, String>
+    where
+        S: russh::Signer<Error = SignError>,
+    {
+        for hash in hashes_for(cert.algorithm(), &self.rsa) {
+            match self
+                .handle
+                .authenticate_certificate_with(self.user, cert.clone(), hash, signer)
+                .await
+            {
+                Ok(r) if r.success() => return Ok(true),
+                Ok(_) => {}
+                Err(SignError::Send(e)) => return Err(e.to_string()),
+                Err(e) => tracing::debug!(error = %e, "could not sign for a certificate"),
+            }
+        }
+        Ok(false)
+    }
+
+    /// A certificate beside `key_path` that does not certify `key` is an
+    /// error (OpenSSH would skip it silently; a stale one is worth naming).
+    fn check_certificate(
+        cert_path: &Path,
+        cert: &Certificate,
+        key_path: &Path,
+        key: &PublicKey,
+    ) -> Result<(), String> {
+        if cert.public_key() == key.key_data() {
+            Ok(())
+        } else {
+            Err(format!(
+                "the certificate {} certifies another key than {} ({}); sign that key again or remove the certificate",
+                cert_path.display(),
+                key_path.display(),
+                describe_key(key)
             ))
         }
+    }
+
+    fn refused(
+        &self,
+        path: &Path,
+        key: &PublicKey,
+        cert: Option<&(PathBuf, Certificate)>,
+        via: &str,
+    ) -> String {
+        let authorized = format!(
+            "is its public key in ~{}/.ssh/authorized_keys there",
+            self.user
+        );
+        match cert {
+            None => format!(
+                "the host refused the key {} ({}{via}); {authorized}?",
+                path.display(),
+                describe_key(key)
+            ),
+            Some((cert_path, cert)) => format!(
+                "the host refused the certificate {} ({}) and the key {} ({}{via}); does the host \
+                 trust the certificate's CA (sshd TrustedUserCAKeys), or {authorized}?",
+                cert_path.display(),
+                describe_certificate(cert, self.user, unix_now()),
+                path.display(),
+                describe_key(key)
+            ),
+        }
+    }
+
+    async fn with_identity_file(
+        &mut self,
+        path: &Path,
+        agent_sock: Option<&Path>,
+    ) -> Result<(), String> {
+        let cert = read_certificate(path)?;
+        match read_identity(path)? {
+            IdentityKey::Plain(key) => {
+                let public = key.public_key().clone();
+                if let Some((cert_path, c)) = &cert {
+                    Self::check_certificate(cert_path, c, path, &public)?;
+                    if self
+                        .offer_certificate(c, &mut FileSigner(key.clone()))
+                        .await?
+                    {
+                        return Ok(());
+                    }
+                }
+                if self.offer_private(&key).await? {
+                    return Ok(());
+                }
+                Err(self.refused(path, &public, cert.as_ref(), ""))
+            }
+            IdentityKey::Encrypted(public) => {
+                let p = path.display();
+                let encrypted = |why: String| {
+                    format!(
+                        "the identity file {p} is encrypted (it has a passphrase) and ssh-agent \
+                         does not hold it: load it with `ssh-add {p}` (fsmatrix never asks for \
+                         passphrases){why}"
+                    )
+                };
+                let Some(public) = public else {
+                    return Err(encrypted(format!(
+                        "; its public key is not readable without the passphrase either: put it \
+                         in {p}.pub so that it can be found in the agent"
+                    )));
+                };
+                let Some(sock) = agent_sock else {
+                    return Err(encrypted(
+                        "; no ssh-agent is running here (SSH_AUTH_SOCK is unset)".to_string(),
+                    ));
+                };
+                let mut agent = connect_agent(sock)
+                    .await
+                    .map_err(|e| encrypted(format!("; could not {e}")))?;
+                let held = agent_identities(&mut agent)
+                    .await
+                    .map_err(|e| encrypted(format!("; could not {e}")))?;
+                let mut plain_held = false;
+                let mut agent_certs = Vec::new();
+                for identity in held {
+                    match identity {
+                        AgentIdentity::PublicKey { key, .. } => {
+                            plain_held |= key.key_data() == public.key_data();
+                        }
+                        AgentIdentity::Certificate { certificate, .. } => {
+                            if certificate.public_key() == public.key_data() {
+                                agent_certs.push(certificate);
+                            }
+                        }
+                    }
+                }
+                if !plain_held && agent_certs.is_empty() {
+                    return Err(encrypted(String::new()));
+                }
+                if let Some((cert_path, c)) = &cert {
+                    Self::check_certificate(cert_path, c, path, &public)?;
+                    if self
+                        .offer_certificate(c, &mut AgentSigner(&mut agent))
+                        .await?
+                    {
+                        return Ok(());
+                    }
+                }
+                for c in &agent_certs {
+                    if self
+                        .offer_certificate(c, &mut AgentSigner(&mut agent))
+                        .await?
+                    {
+                        return Ok(());
+                    }
+                }
+                if plain_held && self.offer_agent_key(&public, &mut agent).await? {
+                    return Ok(());
+                }
+                Err(self.refused(path, &public, cert.as_ref(), ", signed by ssh-agent"))
+            }
+        }
+    }
+
+    async fn with_agent(&mut self, agent_sock: Option<&Path>) -> Result<(), String> {
+        let Some(sock) = agent_sock else {
+            return Err(
+                "no identity_file is set and SSH_AUTH_SOCK is unset or empty: set \
+                        identity_file in the inventory or start ssh-agent and add a key"
+                    .to_string(),
+            );
+        };
+        let mut agent = connect_agent(sock).await?;
+        let identities = agent_identities(&mut agent).await?;
+        if identities.is_empty() {
+            return Err("ssh-agent holds no keys (add one with ssh-add)".to_string());
+        }
+        let mut offered = Vec::new();
+        for identity in identities {
+            match identity {
+                AgentIdentity::PublicKey { key, comment } => {
+                    if self.offer_agent_key(&key, &mut agent).await? {
+                        return Ok(());
+                    }
+                    offered.push(format!("{} {comment}", describe_key(&key)));
+                }
+                AgentIdentity::Certificate {
+                    certificate,
+                    comment,
+                } => {
+                    if self
+                        .offer_certificate(&certificate, &mut AgentSigner(&mut agent))
+                        .await?
+                    {
+                        return Ok(());
+                    }
+                    offered.push(format!(
+                        "certificate {comment} ({})",
+                        describe_certificate(&certificate, self.user, unix_now())
+                    ));
+                }
+            }
+        }
+        Err(format!(
+            "the host refused every key ssh-agent offered: {}",
+            offered.join("; ")
+        ))
     }
 }
 
@@ -1083,5 +1560,45 @@ mod tests {
         c.finish();
         assert_eq!(c.pgid, None);
         assert_eq!(c.stderr, b"sh: csh: not found\n");
+    }
+
+    #[test]
+    fn rsa_signs_with_sha2_unless_the_server_announces_only_sha1() {
+        use HashAlg::{Sha256, Sha512};
+        let table = [
+            (Some(Some(Sha512)), vec![Some(Sha512), Some(Sha256)]),
+            (Some(Some(Sha256)), vec![Some(Sha256)]),
+            (Some(None), vec![None]),
+            (None, vec![Some(Sha512), Some(Sha256)]),
+        ];
+        for (announced, expected) in table {
+            assert_eq!(rsa_hashes(announced), expected, "{announced:?}");
+        }
+    }
+
+    #[test]
+    fn encrypted_pem_keys_are_recognised_without_a_passphrase() {
+        let pem = "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n\
+                   DEK-Info: AES-128-CBC,00112233445566778899AABBCCDDEEFF\n\nAAAA\n\
+                   -----END RSA PRIVATE KEY-----\n";
+        assert!(matches!(
+            classify_identity(pem, None),
+            Ok(IdentityKey::Encrypted(None))
+        ));
+        let public =
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHXbP1jZCAqaS5nF0y4b0hS2nXXnuxGmlCCCPHF3Z3FW c\n";
+        match classify_identity(pem, Some(public)) {
+            Ok(IdentityKey::Encrypted(Some(k))) => {
+                assert_eq!(k.algorithm().as_str(), "ssh-ed25519")
+            }
+            other => panic!("{other:?}"),
+        }
+        let pkcs8 =
+            "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n";
+        assert!(matches!(
+            classify_identity(pkcs8, None),
+            Ok(IdentityKey::Encrypted(None))
+        ));
+        assert!(classify_identity("not a key", None).is_err());
     }
 }
