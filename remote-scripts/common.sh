@@ -7,7 +7,7 @@
 
 # Every name a verb may receive.  A word that is not `name=value` with one of
 # these names is a usage error: a typo must not silently become a default.
-FSMX_ARG_NAMES="dev allowed consent ident fs mkfs_opt zfs_prop pool_prop pool mount_opt comp mnt pg_bin pg_user port pg_set cell out db scale init_opt sql builtin script clients jobs duration transactions progress pgbench_opt work path"
+FSMX_ARG_NAMES="dev allowed consent ident fs mkfs_opt zfs_prop pool_prop pool mount_opt comp mnt pg_bin pg_user port pg_set cell out db scale init_opt sql builtin script clients jobs duration transactions progress rate latency_limit pgbench_opt work path"
 
 # The label fsmatrix writes on every filesystem it makes (pools: name prefix).
 # shellcheck disable=SC2034 # used by the per-OS scripts
@@ -668,6 +668,8 @@ verb_run() {
 	_r_dur=$(opt duration "" ${1+"$@"})
 	_r_tx=$(opt transactions "" ${1+"$@"})
 	_r_progress=$(opt progress 0 ${1+"$@"})
+	_r_rate=$(opt rate "" ${1+"$@"})
+	_r_limit=$(opt latency_limit "" ${1+"$@"})
 	if [ -n "$_r_builtin" ] && [ -n "$_r_script" ]; then usage_die "give builtin= or script=, not both"; fi
 	if [ -n "$_r_dur" ] && [ -n "$_r_tx" ]; then usage_die "give duration= or transactions=, not both"; fi
 	for _r_a in ${1+"$@"}; do
@@ -676,6 +678,16 @@ verb_run() {
 		pgbench_opt=*) set -- ${1+"$@"} "${_r_a#*=}" ;;
 		esac
 	done
+	# -R: a fixed load in transactions per second (all clients together);
+	# -L: transactions slower than this many ms counted apart (skipped with -R).
+	if [ -n "$_r_rate" ]; then
+		check_uint rate "$_r_rate"
+		set -- -R "$_r_rate" ${1+"$@"}
+	fi
+	if [ -n "$_r_limit" ]; then
+		check_uint latency_limit "$_r_limit"
+		set -- -L "$_r_limit" ${1+"$@"}
+	fi
 	if [ "$_r_progress" = 1 ]; then
 		set -- -P 1 ${1+"$@"}
 	elif [ "$_r_progress" != 0 ]; then

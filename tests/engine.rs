@@ -2040,3 +2040,47 @@ fn an_alias_only_inventory_reaches_the_lab_through_an_ssh_config() {
     assert!(err.contains("StrictHostKeyChecking"), "{err}");
     assert!(out.contains("one") && out.contains("two"), "{out}");
 }
+
+/// `rate` and `latency_limit` (pgbench -R, -L): latency under a fixed load.
+/// The run holds the rate, the schedule lag is recorded, and the commands
+/// sent say what was asked.
+#[test]
+fn a_rate_limited_workload_holds_its_rate_and_records_the_schedule_lag() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let tmp = tempfile::tempdir().unwrap();
+    let h = &lab.inv.hosts[0];
+    let inv = write(
+        tmp.path(),
+        "inventory.toml",
+        &inventory(&lab.inv, &[(h, "")], ""),
+    );
+    let matrix = write(
+        tmp.path(),
+        "matrix.toml",
+        "name = \"rate\"\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n[[workload]]\nname = \"ro\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [2]\nduration = \"5s\"\nrate = 50\nlatency_limit = \"1000ms\"\n",
+    );
+    let out = tmp.path().join("out");
+    let o = run(&inv, &matrix, &out);
+    assert_eq!(o.status.code(), Some(0));
+    let bundle = bundle_in(&out);
+    assert_verifies(&bundle);
+    let rs = results(&bundle);
+    assert_eq!(rs.len(), 1);
+    let r = &rs[0]["status"]["run"];
+    let tps = r["tps"].as_f64().expect("tps");
+    assert!(
+        (35.0..=65.0).contains(&tps),
+        "tps {tps} under a rate of 50: {r}"
+    );
+    assert!(r["schedule_lag_avg_ms"].as_f64().is_some(), "{r}");
+    assert!(r["schedule_lag_max_ms"].as_f64().is_some(), "{r}");
+    let log = std::fs::read_to_string(bundle.join(format!("data/hosts/{}/commands.log", h.name)))
+        .expect("commands.log");
+    assert!(
+        log.lines().any(|l| l.contains(" run ")
+            && l.contains(" rate=50 ")
+            && l.contains(" latency_limit=1000 ")),
+        "{log}"
+    );
+}

@@ -87,6 +87,12 @@ pub struct CellWorkload {
     pub kind: WorkloadKind,
     /// Kept symbolic: "80% of device" is resolved by the run engine.
     pub scale: Option<Scale>,
+    /// pgbench `-R` (transactions per second in all), if the workload sets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<u32>,
+    /// pgbench `-L` in milliseconds, if the workload sets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_limit_ms: Option<u32>,
 }
 
 /// A host × filesystem combination the host's OS cannot run.
@@ -244,6 +250,12 @@ struct IdPrefix<'a> {
     /// The builtin name, or "pgbench:<sha256>" / "sql:<sha256>" of the script.
     workload_kind: String,
     scale: Option<Scale>,
+    /// Absent unless set, so that the ids of cells without them stay what
+    /// they were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rate: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    latency_limit_ms: Option<u32>,
 }
 
 fn id_prefix(host: &str, fs: &FsVariant, pg_settings: &[PgSetting], w: &CellWorkload) -> Sha256 {
@@ -264,6 +276,8 @@ fn id_prefix(host: &str, fs: &FsVariant, pg_settings: &[PgSetting], w: &CellWork
             WorkloadKind::SqlScript { sha256, .. } => format!("sql:{sha256}"),
         },
         scale: w.scale,
+        rate: w.rate,
+        latency_limit_ms: w.latency_limit_ms,
     };
     let mut h = Sha256::new();
     // Serializing plain data into a Vec cannot fail; were it to, the Debug
@@ -507,6 +521,8 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
                     name: wl.name.clone(),
                     kind: wl.kind.clone(),
                     scale: wl.scale,
+                    rate: wl.rate,
+                    latency_limit_ms: wl.latency_limit_ms,
                 });
                 let prefix = id_prefix(host.name.as_str(), fs, &pg_settings, &workload);
                 for (clients, included) in counts {

@@ -53,6 +53,10 @@ pub fn done(tps: f64) -> CellStatus {
             latency_stddev_ms: Some(0.5),
             transactions: (tps * 10.0) as u64,
             failed_transactions: Some(0),
+            schedule_lag_avg_ms: None,
+            schedule_lag_max_ms: None,
+            skipped_transactions: None,
+            late_transactions: None,
             duration_s: 10.0,
             progress: vec![ProgressSample {
                 t_s: 1.0,

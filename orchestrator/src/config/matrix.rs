@@ -223,6 +223,14 @@ pub struct Workload {
     /// default, `run::verb::run_timeout`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_timeout: Option<u64>,
+    /// pgbench `-R`: a fixed load of this many transactions per second in
+    /// all (latency under a given load, as operators measure it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<u32>,
+    /// pgbench `-L` (milliseconds): transactions slower than this are
+    /// counted apart; with `rate`, late ones are skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_limit_ms: Option<u32>,
 }
 
 /// How many counted repeats a workload runs per client count: a fixed
@@ -439,6 +447,8 @@ const WL_KEYS: &[&str] = &[
     "progress",
     "drop_caches",
     "run_timeout",
+    "rate",
+    "latency_limit",
 ];
 const RULE_KEYS: &[&str] = &[
     "host",
@@ -1726,6 +1736,31 @@ fn workload(
             );
         }
     }
+    let rate = w
+        .int(errs, "rate", 1, MAX_RATE)
+        .map(|n| *n.get_ref() as u32);
+    let latency_limit_ms = w.get("latency_limit").and_then(|v| {
+        let ms = v.get_ref().as_str().and_then(parse_millis);
+        if ms.is_none() {
+            errs.push(
+                &v.span(),
+                format!(
+                    "`latency_limit` in {ctx} must be a time such as \"50ms\" or \"2s\" (1 ms to 1 h): pgbench counts slower transactions apart (-L)"
+                ),
+            );
+        }
+        ms
+    });
+    if is_sql && (rate.is_some() || latency_limit_ms.is_some()) {
+        if let Some(v) = w.get("rate").or_else(|| w.get("latency_limit")) {
+            errs.push(
+                &v.span(),
+                format!(
+                    "`rate` and `latency_limit` in {ctx} are pgbench's (-R, -L): a sql_script runs through psql; use builtin or pgbench_script"
+                ),
+            );
+        }
+    }
     if errs.list.len() > before {
         return None;
     }
@@ -1741,7 +1776,25 @@ fn workload(
         progress,
         drop_caches,
         run_timeout: run_timeout.map(|(n, _)| n),
+        rate,
+        latency_limit_ms,
     })
+}
+
+/// The highest `rate` (pgbench -R, transactions per second in all).
+pub const MAX_RATE: i64 = 10_000_000;
+
+/// "50ms" or "2s" as milliseconds, 1 ms to 1 h.
+fn parse_millis(s: &str) -> Option<u32> {
+    let (n, unit) = match s.strip_suffix("ms") {
+        Some(n) => (n, 1),
+        None => (s.strip_suffix('s')?, 1000),
+    };
+    if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) || n.len() > 7 {
+        return None;
+    }
+    let ms = n.parse::<u32>().ok()?.checked_mul(unit)?;
+    (1..=3_600_000).contains(&ms).then_some(ms)
 }
 
 /// Most counted repeats a client count may ask for.
@@ -2090,6 +2143,50 @@ mod vary_tests {
     }
 
     const WL: &str = "[[workload]]\nname = \"w\"\nbuiltin = \"tpcb-like\"\nscale = 1\nclients = [1]\nduration = \"5s\"\n";
+
+    #[test]
+    fn rate_and_latency_limit_are_pgbench_options_of_a_workload() {
+        let fs = "[[filesystem]]\nname = \"e\"\ntype = \"ext4\"\n";
+        let m = parse(&format!(
+            "name = \"m\"\n{WL}rate = 200\nlatency_limit = \"50ms\"\n{fs}"
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.workloads[0].rate, Some(200));
+        assert_eq!(m.workloads[0].latency_limit_ms, Some(50));
+        let m = parse(&format!("name = \"m\"\n{WL}latency_limit = \"2s\"\n{fs}"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            (m.workloads[0].rate, m.workloads[0].latency_limit_ms),
+            (None, Some(2000))
+        );
+        for (extra, want) in [
+            ("rate = 0\n", "`rate`"),
+            ("rate = \"fast\"\n", "`rate`"),
+            ("latency_limit = \"50\"\n", "\"50ms\" or \"2s\""),
+            ("latency_limit = \"0ms\"\n", "1 ms to 1 h"),
+            ("latency_limit = \"-5ms\"\n", "1 ms to 1 h"),
+            ("latency_limit = \"2h\"\n", "1 ms to 1 h"),
+        ] {
+            let e = parse(&format!("name = \"m\"\n{WL}{extra}{fs}"))
+                .expect_err(extra)
+                .to_string();
+            assert!(e.contains(want), "{extra}: {e}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("load.sql"), "SELECT 1;\n").unwrap();
+        let sql = "[[workload]]\nname = \"s\"\nsql_script = \"load.sql\"\nrate = 10\n";
+        let e = Matrix::parse(
+            &dir.path().join("m.toml"),
+            format!("name = \"m\"\n{sql}{fs}"),
+        )
+        .expect_err("rate on a sql script")
+        .to_string();
+        assert!(e.contains("psql"), "{e}");
+        assert_eq!(parse_millis("1500ms"), Some(1500));
+        assert_eq!(parse_millis("3600s"), Some(3_600_000));
+        assert_eq!(parse_millis("3601s"), None);
+        assert_eq!(parse_millis("1.5s"), None);
+    }
 
     #[test]
     fn run_timeout_from_the_matrix_or_the_workload_and_longer_than_the_run() {

@@ -42,6 +42,10 @@ pub fn measure_pgbench(
             latency_stddev_ms: r.summary.latency_stddev_ms,
             transactions: r.summary.transactions_processed.unwrap_or(0),
             failed_transactions: r.summary.failed.as_ref().map(|f| f.count),
+            schedule_lag_avg_ms: r.summary.schedule_lag_avg_ms,
+            schedule_lag_max_ms: r.summary.schedule_lag_max_ms,
+            skipped_transactions: r.summary.skipped.as_ref().map(|s| s.count),
+            late_transactions: r.summary.late,
             duration_s: match length {
                 Length::Seconds(s) => s as f64,
                 _ => r.summary.duration_s.map(|d| d as f64).unwrap_or(0.0),
@@ -95,6 +99,10 @@ pub fn measure_psql(stdout: &str, status: Option<i32>) -> Measured {
             latency_stddev_ms: None,
             transactions: n as u64,
             failed_transactions: None,
+            schedule_lag_avg_ms: None,
+            schedule_lag_max_ms: None,
+            skipped_transactions: None,
+            late_transactions: None,
             duration_s: secs,
             progress: Vec::new(),
         })

@@ -101,6 +101,12 @@ pub struct RunSummary {
     pub retried: Option<CountPct>,
     pub total_retries: Option<u64>,
     pub skipped: Option<CountPct>,
+    /// `-L`: `number of transactions above the L ms latency limit: a/b (p%)`:
+    /// a, the late transactions.
+    pub late: Option<u64>,
+    /// `-R`: `rate limit schedule lag: avg X (max Y) ms`.
+    pub schedule_lag_avg_ms: Option<f64>,
+    pub schedule_lag_max_ms: Option<f64>,
     pub latency_avg_ms: Option<f64>,
     /// 15+: `latency average = … ms (including failures)`.
     pub latency_includes_failures: bool,
@@ -313,6 +319,22 @@ pub fn parse_run(stdout: &str, stderr: &str, exit_status: Option<i32>) -> RunOut
             s.total_retries = first(v);
         } else if let Some(v) = line.strip_prefix("number of transactions skipped:") {
             s.skipped = count_pct(v);
+        } else if let Some(v) = line
+            .strip_prefix("number of transactions above the ")
+            .and_then(|v| v.split_once("latency limit:"))
+        {
+            s.late =
+                v.1.trim()
+                    .split('/')
+                    .next()
+                    .and_then(|n| n.trim().parse().ok());
+        } else if let Some(v) = line.strip_prefix("rate limit schedule lag:") {
+            // " avg 0.123 (max 4.567) ms"
+            let words: Vec<&str> = v.split_whitespace().collect();
+            if let ["avg", avg, "(max", max, "ms", ..] = words.as_slice() {
+                s.schedule_lag_avg_ms = finite(avg);
+                s.schedule_lag_max_ms = finite(max.trim_end_matches(')'));
+            }
         } else if let Some(v) = line.strip_prefix("latency average") {
             s.latency_avg_ms = ms_after_sep(v);
             s.latency_includes_failures = v.contains("(including failures)");
@@ -556,6 +578,37 @@ mod tests {
         assert_eq!(p.clock, ProgressClock::Epoch);
         assert!(parse_progress(" 1.0 s").is_none());
         assert!(parse_progress("garbage").is_none());
+    }
+
+    /// `-R` and `-L` summary lines as PostgreSQL 14 and 15+ print them
+    /// (15 dropped the space before `%`).
+    #[test]
+    fn rate_limit_lag_and_late_transactions() {
+        for (late_line, skipped_line) in [
+            (
+                "number of transactions above the 50.0 ms latency limit: 3/1234 (0.243 %)",
+                "number of transactions skipped: 2 (0.162 %)",
+            ),
+            (
+                "number of transactions above the 50.0 ms latency limit: 3/1234 (0.243%)",
+                "number of transactions skipped: 2 (0.162%)",
+            ),
+        ] {
+            let out = format!(
+                "transaction type: <builtin: select only>\nscaling factor: 1\nquery mode: simple\n\
+                 number of clients: 2\nnumber of threads: 2\nduration: 5 s\n\
+                 number of transactions actually processed: 1234\n{skipped_line}\n{late_line}\n\
+                 latency average = 0.512 ms\nlatency stddev = 0.201 ms\n\
+                 rate limit schedule lag: avg 0.081 (max 4.212) ms\n\
+                 initial connection time = 3.100 ms\ntps = 246.9 (without initial connection time)\n"
+            );
+            let r = parse_run(&out, "", Some(0));
+            assert!(r.valid, "{:?}", r.invalid_reasons);
+            assert_eq!(r.summary.late, Some(3));
+            assert_eq!(r.summary.skipped.as_ref().map(|s| s.count), Some(2));
+            assert_eq!(r.summary.schedule_lag_avg_ms, Some(0.081));
+            assert_eq!(r.summary.schedule_lag_max_ms, Some(4.212));
+        }
     }
 
     #[test]

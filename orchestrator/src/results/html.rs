@@ -974,6 +974,10 @@ mod tests {
                     latency_stddev_ms: None,
                     transactions: 100,
                     failed_transactions: None,
+                    schedule_lag_avg_ms: None,
+                    schedule_lag_max_ms: None,
+                    skipped_transactions: None,
+                    late_transactions: None,
                     duration_s: 3.0,
                     progress: if with_extras {
                         (1..=3)

@@ -133,6 +133,8 @@ impl RunMeasures {
             ("tps_including_connect", self.tps_including_connect),
             ("latency_avg_ms", self.latency_avg_ms),
             ("latency_stddev_ms", self.latency_stddev_ms),
+            ("schedule_lag_avg_ms", self.schedule_lag_avg_ms),
+            ("schedule_lag_max_ms", self.schedule_lag_max_ms),
             ("duration_s", Some(self.duration_s)),
         ] {
             if bad(v) {
@@ -169,6 +171,18 @@ pub struct RunMeasures {
     pub transactions: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_transactions: Option<u64>,
+    /// Under `rate` (pgbench -R): the mean and largest delay between a
+    /// transaction's scheduled and actual start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_lag_avg_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_lag_max_ms: Option<f64>,
+    /// Under `rate` with `latency_limit`: transactions skipped (too late to start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped_transactions: Option<u64>,
+    /// Under `latency_limit`: transactions slower than the limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late_transactions: Option<u64>,
     pub duration_s: f64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub progress: Vec<ProgressSample>,

@@ -527,6 +527,10 @@ mod tests {
                     latency_stddev_ms: None,
                     transactions: 0,
                     failed_transactions: None,
+                    schedule_lag_avg_ms: None,
+                    schedule_lag_max_ms: None,
+                    skipped_transactions: None,
+                    late_transactions: None,
                     duration_s: 3.0,
                     progress: (1..=3)
                         .map(|t| ProgressSample {

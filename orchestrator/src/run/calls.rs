@@ -254,6 +254,12 @@ impl Calls<'_> {
             Length::Transactions(t) => call.arg("transactions", t.to_string()),
             Length::ToCompletion { .. } => call,
         };
+        if let Some(r) = c.workload.rate {
+            call = call.arg("rate", r.to_string());
+        }
+        if let Some(ms) = c.workload.latency_limit_ms {
+            call = call.arg("latency_limit", ms.to_string());
+        }
         call.arg("progress", if c.progress { "1" } else { "0" })
     }
 
