@@ -16,4 +16,5 @@ mod plan_errors;
 mod plan_examples;
 mod plan_props;
 mod plan_run_same;
+mod report_drift;
 mod report_html;

@@ -8,6 +8,8 @@
 //!    host × workload, 95% CI error bars;
 //! 3. `tps-timeline`: per-second tps (pgbench `-P` progress) of every counted
 //!    repeat, per host × workload × clients (another study's second figure);
+//!    a variant with more than [`TIMELINE_MAX_LINES`] runs is drawn as its
+//!    median per second inside a min–max band;
 //! 4. `size-on-disk`: logical (du apparent) vs physical (du on disk) per
 //!    variant, compressratio written over the bars;
 //! 5. `init-phases`: `pgbench -i` phases stacked per variant.
@@ -29,7 +31,7 @@ use super::report::Report;
 use super::stats::Summary;
 use super::view::{
     Kind, ReportView, SizeText, TableView, NO_COUNTED_RUN, NO_RESULTS, NO_WINNER, PROBLEMS_HEADING,
-    TITLE, WINNER_WHY,
+    TITLE, WARN, WINNER_WHY,
 };
 use crate::text;
 
@@ -86,7 +88,8 @@ table{border-collapse:collapse;font-size:.85em;margin:.5em 0 1em}th,td{border:1p
 th{background:#f0f0f0}td.n{text-align:right;font-variant-numeric:tabular-nums}tr.noisy td{background:#fff6e0}\
 .winner{color:#060;font-weight:bold}.empty{color:#666;font-style:italic}\
 figure{margin:1em 0}figcaption{font-size:.9em;color:#444}svg.fsmx-plot{max-width:100%;height:auto;background:#fff}\
-ul.notes{font-size:.9em;color:#333}";
+ul.notes{font-size:.9em;color:#333}tr.warn td:first-child{border-left:4px solid #d55e00}\
+ul.warnings{font-size:.9em;color:#8a3300}";
 
 /// Render the report and the plots of its cells as one HTML document.
 /// `cells` are the cell records the report was built from (all bundles);
@@ -679,6 +682,30 @@ fn plots_timelines(
             }
             for (fs, runs) in &vs {
                 let c = variant_color(order, fs);
+                if runs.len() > TIMELINE_MAX_LINES {
+                    let band = median_band(runs);
+                    let clipped = |t: f64, v: f64| (clip(t, tmax), clip(v, ymax));
+                    let outline: Vec<(f64, f64)> = band
+                        .iter()
+                        .map(|&(t, _, _, hi)| clipped(t, hi))
+                        .chain(band.iter().rev().map(|&(t, lo, _, _)| clipped(t, lo)))
+                        .collect();
+                    chart
+                        .draw_series(std::iter::once(Polygon::new(outline, c.mix(0.25).filled())))
+                        .map_err(e2s)?;
+                    let label = format!("{fs} (median of {} runs, min–max band)", runs.len());
+                    chart
+                        .draw_series(LineSeries::new(
+                            band.iter().map(|&(t, _, med, _)| clipped(t, med)),
+                            c.stroke_width(2),
+                        ))
+                        .map_err(e2s)?
+                        .label(label)
+                        .legend(move |(x, y)| {
+                            PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
+                        });
+                    continue;
+                }
                 for (i, run) in runs.iter().enumerate() {
                     let s = chart
                         .draw_series(LineSeries::new(
@@ -712,6 +739,37 @@ fn plots_timelines(
         figs.push(figure("tps-timeline", &title, svg));
     }
     Ok(figs)
+}
+
+/// Above this many runs of a variant, a timeline draws their median per
+/// second and a min–max band instead of every run: eight overlapping lines
+/// of one colour read as one thick smear.
+pub const TIMELINE_MAX_LINES: usize = 5;
+
+/// Per second of the runs (samples at the same time, to the millisecond):
+/// (t, min, median, max), in time order.
+fn median_band(runs: &[Vec<(f64, f64)>]) -> Vec<(f64, f64, f64, f64)> {
+    let mut at: BTreeMap<i64, (f64, Vec<f64>)> = BTreeMap::new();
+    for &(t, v) in runs.iter().flatten() {
+        if t.is_finite() && v.is_finite() {
+            at.entry((t * 1000.0).round() as i64)
+                .or_insert_with(|| (t, Vec::new()))
+                .1
+                .push(v);
+        }
+    }
+    at.into_values()
+        .map(|(t, mut vs)| {
+            vs.sort_by(f64::total_cmp);
+            let n = vs.len();
+            let med = if n % 2 == 1 {
+                vs[n / 2]
+            } else {
+                (vs[n / 2 - 1] + vs[n / 2]) / 2.0
+            };
+            (t, vs[0], med, vs[n - 1])
+        })
+        .collect()
 }
 
 fn bytes_axis(y: &f64) -> String {
@@ -897,6 +955,13 @@ fn tables_html(out: &mut String, v: &ReportView) {
     for s in &v.sections {
         let _ = writeln!(out, "<h2>{}</h2>", s.heading(&esc(&s.workload)));
         table_html(out, &s.table);
+        if !s.warnings.is_empty() {
+            out.push_str("<ul class=\"warnings\">\n");
+            for w in &s.warnings {
+                let _ = writeln!(out, "<li>{WARN} {}</li>", esc(w));
+            }
+            out.push_str("</ul>\n");
+        }
         let verdicts: Vec<String> = s
             .verdicts
             .iter()
@@ -928,10 +993,11 @@ fn table_html(out: &mut String, t: &TableView) {
     }
     out.push_str("</tr>\n");
     for row in &t.rows {
-        out.push_str(if row.noisy {
-            "<tr class=\"noisy\">"
-        } else {
-            "<tr>"
+        out.push_str(match (row.noisy, row.warned) {
+            (true, true) => "<tr class=\"noisy warn\">",
+            (true, false) => "<tr class=\"noisy\">",
+            (false, true) => "<tr class=\"warn\">",
+            (false, false) => "<tr>",
         });
         for (c, text) in t.columns.iter().zip(&row.cells) {
             let class = match c.kind {

@@ -7,6 +7,7 @@
 //! - [`model`]: what a cell's `result.json` / a `results.jsonl` line holds.
 //! - [`compare`]: variants against a baseline on one host (Welch, ratio CI).
 //! - [`stats`]: summaries and Student's t over counted repeats.
+//! - [`drift`]: order effects over a group's runs, and size agreement.
 //! - [`report`]: reports of results ([`report::build_report`]) as Markdown,
 //!   CSV and JSON ([`report::render_markdown`]).
 //! - [`view`]: the report's tables and sentences as text, shared by the
@@ -17,6 +18,7 @@ use std::path::{Path, PathBuf};
 pub mod archive;
 pub mod bundle;
 pub mod compare;
+pub mod drift;
 pub mod html;
 pub mod journal;
 pub mod manifest;

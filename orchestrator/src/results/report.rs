@@ -13,11 +13,12 @@ use serde::Serialize;
 
 use super::bundle::{read_results_jsonl, RESULTS_JSONL};
 use super::compare::{self, Comparison};
+use super::drift::{self, Drift, SizeCheck};
 use super::model::{CellResult, CellStatus};
-use super::stats::{group_stats, GroupStats, StatsOptions};
+use super::stats::{group_stats, GroupKey, GroupStats, StatsOptions};
 use super::view::{
     Kind, ReportView, SizeText, TableView, NO_COUNTED_RUN, NO_RESULTS, NO_WINNER, PROBLEMS_HEADING,
-    TITLE, WINNER_WHY,
+    TITLE, WARN, WINNER_WHY,
 };
 use super::BundleError;
 use crate::text::csv_text;
@@ -250,6 +251,9 @@ pub struct Report {
     pub trim_end_s: f64,
     /// Method and blocking notes, in the order shown.
     pub notes: Vec<String>,
+    /// Rows whose runs drift or whose first run is an outlier, and rows
+    /// whose sizes disagree, in words, in table order ([`super::drift`]).
+    pub warnings: Vec<String>,
     /// One table per (workload, clients), sorted.
     pub tables: Vec<Table>,
     pub warmups_excluded: usize,
@@ -291,6 +295,52 @@ pub struct Row {
     pub stats: GroupStats,
     /// `None` on the baseline row itself.
     pub comparison: Option<Comparison>,
+    /// Order effects over the counted runs in run order; `None`: not
+    /// tested (fewer than [`drift::MIN_RUNS`] runs).
+    pub drift: Option<Drift>,
+    /// du's compression ratio against ZFS's; `None` without both.
+    pub sizes_check: Option<SizeCheck>,
+}
+
+impl Row {
+    /// `lab1 ext4 tpcb c=4`: how the row's warnings name it.
+    pub fn label(&self) -> String {
+        let k = &self.stats.key;
+        drift::row_label(&k.host, &k.filesystem, &k.workload, k.clients)
+    }
+
+    /// The row's warnings in words: drift, first-run outlier, sizes.
+    pub fn warnings(&self) -> Vec<String> {
+        let label = self.label();
+        let mut out = match &self.drift {
+            Some(d) => drift::drift_sentences(&label, d, self.stats.warmups_excluded),
+            None => Vec::new(),
+        };
+        if let Some(s) = self.sizes_check.as_ref().filter(|s| !s.agree) {
+            out.push(drift::size_sentence(&label, s));
+        }
+        out
+    }
+    /// The same, a few words each, for the terminal summary.
+    pub fn warning_tags(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(d) = &self.drift {
+            if d.first_run.outlier {
+                out.push("first run an outlier".to_owned());
+            }
+            if let Some(t) = d.trend.as_ref().filter(|t| t.drift) {
+                out.push(format!(
+                    "tps {} {:.1}% over its runs",
+                    if t.change < 0.0 { "fell" } else { "rose" },
+                    t.change.abs() * 100.0
+                ));
+            }
+        }
+        if self.sizes_check.as_ref().is_some_and(|s| !s.agree) {
+            out.push("sizes disagree".to_owned());
+        }
+        out
+    }
 }
 
 /// A cell that failed or did not run.
@@ -310,6 +360,24 @@ const METHOD_NOTE: &str =
     "Counted repeats only (warm-up runs excluded). 95% CI of the mean: Student t. \
 Ratio: variant mean / baseline mean on the same host, 95% CI by the delta method on the log scale. \
 p: Welch's t-test, two-sided. A verdict or winner is named only at p < 0.05.";
+/// How rows are checked for order effects and size agreement
+/// ([`super::drift`]); the thresholds are its constants.
+fn checks_note() -> String {
+    format!(
+        "Order effects (rows with at least {} counted runs, in run order: bundle, then repeat): \
+drift when the least-squares slope of tps over the run index has p < {} (t-test, n − 2 df) and moves tps by at least {:.0}% of the mean over the runs; \
+a first-run outlier when the first counted run is at least {:.0}% from the others' median and its modified z-score \
+(0.6745 × distance ÷ the others' MAD) exceeds {} (the trend is then fitted without it). \
+Sizes (ZFS rows): du's apparent ÷ on-disk bytes is compared with compressratio and flagged when more than {:.0}% apart.",
+        drift::MIN_RUNS,
+        compare::ALPHA,
+        drift::MIN_TREND_CHANGE * 100.0,
+        drift::MIN_OUTLIER_CHANGE * 100.0,
+        drift::OUTLIER_Z,
+        drift::SIZE_TOLERANCE * 100.0,
+    )
+}
+
 const BLOCKING_NOTE: &str =
     "Variants are compared on the same host only; hosts are never compared with each other.";
 
@@ -453,7 +521,11 @@ fn build(
             });
         }
     }
-    let mut notes = vec![METHOD_NOTE.to_owned(), BLOCKING_NOTE.to_owned()];
+    let mut notes = vec![
+        METHOD_NOTE.to_owned(),
+        checks_note(),
+        BLOCKING_NOTE.to_owned(),
+    ];
     match &opts.baseline {
         _ if side.is_some() => notes.push(format!(
             "Bundles side by side: a row is a variant of one bundle (\"variant @ bundle\"), compared with the same variant of {} on the same host; a significant difference means the run did not reproduce.",
@@ -489,6 +561,7 @@ fn build(
     }
 
     let groups = group_stats(cells, &opts.stats);
+    let run_order = counted_in_run_order(sources);
     let warmups_excluded = cells
         .iter()
         .filter(|c| c.params.warmup && matches!(c.status, CellStatus::Done { .. }))
@@ -557,9 +630,20 @@ fn build(
                             verdict: compare::Verdict::NoBaseline,
                         }),
                     };
+                    let in_order = run_order.get(&g.key).map(Vec::as_slice).unwrap_or(&[]);
+                    // The same runs as the group's, or no test.
+                    let drift = (in_order.len() == g.tps_values.len())
+                        .then(|| drift::drift(in_order))
+                        .flatten();
                     Row {
                         stats: g.clone(),
                         comparison,
+                        drift,
+                        sizes_check: drift::size_check(
+                            g.du_on_disk_bytes,
+                            g.du_apparent_bytes,
+                            g.zfs_compressratio,
+                        ),
                     }
                 })
                 .collect();
@@ -619,6 +703,12 @@ fn build(
             b.repeat,
         ))
     });
+    let warnings = tables
+        .iter()
+        .flat_map(|t: &Table| &t.hosts)
+        .flat_map(|h| &h.rows)
+        .flat_map(Row::warnings)
+        .collect();
     Ok(Report {
         bundles: sources.iter().map(|s| s.name.to_owned()).collect(),
         baseline_requested: opts.baseline.clone(),
@@ -626,12 +716,46 @@ fn build(
         trim_start_s: opts.stats.trim_start_s,
         trim_end_s: opts.stats.trim_end_s,
         notes,
+        warnings,
         tables,
         warmups_excluded,
         not_needed,
         problems,
         checksums: Vec::new(),
     })
+}
+
+/// Each group's counted tps in run order: the order the bundles were given,
+/// then the repeat number, which is the order a host runs a group's repeats
+/// in (README, "The plan").  Start times are not compared: bundles of other
+/// sweeps may write them differently.
+fn counted_in_run_order(sources: &[Source]) -> BTreeMap<GroupKey, Vec<f64>> {
+    let mut runs: BTreeMap<GroupKey, Vec<(usize, u32, f64)>> = BTreeMap::new();
+    for (i, s) in sources.iter().enumerate() {
+        for c in s.cells {
+            let CellStatus::Done { run } = &c.status else {
+                continue;
+            };
+            if c.params.warmup {
+                continue;
+            }
+            let p = &c.params;
+            runs.entry(GroupKey {
+                host: p.host.clone(),
+                filesystem: p.filesystem.clone(),
+                workload: p.workload.clone(),
+                clients: p.clients,
+            })
+            .or_default()
+            .push((i, p.repeat, run.tps));
+        }
+    }
+    runs.into_iter()
+        .map(|(k, mut v)| {
+            v.sort_by_key(|&(i, repeat, _)| (i, repeat));
+            (k, v.into_iter().map(|(_, _, tps)| tps).collect())
+        })
+        .collect()
 }
 
 /// Make text safe inside a Markdown table cell (and a line of a list).
@@ -674,6 +798,12 @@ pub fn render_markdown_report(r: &Report) -> String {
         let _ = writeln!(out, "## {}\n", s.heading(&md_text(&s.workload)));
         md_table(&mut out, &s.table);
         out.push('\n');
+        for w in &s.warnings {
+            let _ = writeln!(out, "- {WARN} {}", md_text(w));
+        }
+        if !s.warnings.is_empty() {
+            out.push('\n');
+        }
         for h in &s.verdicts {
             let host = md_text(&h.host);
             let _ = match &h.winner {

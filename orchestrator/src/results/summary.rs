@@ -137,6 +137,19 @@ pub fn render_summary(r: &Report, width: usize) -> String {
                     noisy.join(", ")
                 ));
             }
+            let warned: Vec<String> = rows
+                .iter()
+                .filter_map(|r| {
+                    let tags = r.warning_tags();
+                    (!tags.is_empty()).then(|| format!("{} {}", fs(r), tags.join(", ")))
+                })
+                .collect();
+            if !warned.is_empty() {
+                lines.push(format!(
+                    "  warning (see the full report): {}",
+                    warned.join("; ")
+                ));
+            }
             for l in lines {
                 wrap_into(&mut out, &l, width);
             }

@@ -25,6 +25,8 @@ pub const PROBLEMS_HEADING: &str = "Failed and not run";
 pub const WINNER_WHY: &str = "(more tps than every other variant, p < 0.05)";
 /// After a host without a winner.
 pub const NO_WINNER: &str = "no winner (differences within noise or untestable)";
+/// Marks a row's cell that a warning under its table explains.
+pub const WARN: &str = "⚠";
 
 /// How a column is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +96,8 @@ pub struct RowView {
     pub noisy: bool,
     /// The row's variant is its host's winner.
     pub winner: bool,
+    /// A warning under the table is about this row (HTML marks it).
+    pub warned: bool,
 }
 
 /// One (workload, clients) table and the winners under it.
@@ -104,6 +108,9 @@ pub struct SectionView {
     pub table: TableView,
     /// Hosts with at least two variants, in table order.
     pub verdicts: Vec<HostVerdict>,
+    /// The rows' warnings in words ([`super::report::Row::warnings`]),
+    /// in row order.
+    pub warnings: Vec<String>,
 }
 
 impl SectionView {
@@ -184,6 +191,7 @@ impl ReportView {
                                 noisy: row.stats.noisy,
                                 winner: h.winner.as_deref()
                                     == Some(row.stats.key.filesystem.as_str()),
+                                warned: !row.warnings().is_empty(),
                             })
                         })
                         .collect(),
@@ -196,6 +204,12 @@ impl ReportView {
                         host: h.host.clone(),
                         winner: h.winner.clone(),
                     })
+                    .collect(),
+                warnings: t
+                    .hosts
+                    .iter()
+                    .flat_map(|h| &h.rows)
+                    .flat_map(|row| row.warnings())
                     .collect(),
             })
             .collect();
@@ -217,6 +231,7 @@ impl ReportView {
                     ],
                     noisy: false,
                     winner: false,
+                    warned: false,
                 })
                 .collect(),
         });
@@ -258,10 +273,25 @@ pub fn not_needed_sentence(n: usize) -> String {
 fn result_cells(row: &super::report::Row, sizes: SizeText) -> Vec<String> {
     let g = &row.stats;
     let s = &g.tps;
-    let cv = match s.cv {
+    let mut cv = match s.cv {
         Some(cv) if g.noisy => format!("{:.1}% noisy", cv * 100.0),
         Some(cv) => format!("{:.1}%", cv * 100.0),
         None => DASH.into(),
+    };
+    // Order effects are a property of the runs' spread: marked beside it.
+    if let Some(d) = &row.drift {
+        if d.first_run.outlier {
+            cv.push_str(&format!(" {WARN} first run"));
+        }
+        if d.trend.as_ref().is_some_and(|t| t.drift) {
+            cv.push_str(&format!(" {WARN} drift"));
+        }
+    }
+    let ratio_cell = match &row.sizes_check {
+        Some(c) if !c.agree => format!("{WARN} du {:.2}x ≠ ZFS {:.2}x", c.du_ratio, c.zfs_ratio),
+        _ => g
+            .zfs_compressratio
+            .map_or(DASH.into(), |x| format!("{x:.2}x")),
     };
     let (ratio, p, verdict) = match &row.comparison {
         None => ("1".to_owned(), DASH.to_owned(), "baseline".to_owned()),
@@ -300,8 +330,7 @@ fn result_cells(row: &super::report::Row, sizes: SizeText) -> Vec<String> {
         verdict,
         sizes.of(g.du_on_disk_bytes),
         sizes.of(g.du_apparent_bytes),
-        g.zfs_compressratio
-            .map_or(DASH.into(), |x| format!("{x:.2}x")),
+        ratio_cell,
     ]
 }
 
