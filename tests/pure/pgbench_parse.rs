@@ -437,6 +437,10 @@ fn fifteen_plus_specific_lines() {
     );
     assert_eq!(o.progress[1].lag_ms, Some(0.148));
     assert_eq!(o.progress[1].skipped, Some(4));
+    // `rate` and `latency_limit`: the schedule lag and the late transactions.
+    assert_eq!(o.summary.schedule_lag_avg_ms, Some(0.128));
+    assert_eq!(o.summary.schedule_lag_max_ms, Some(2.753));
+    assert_eq!(o.summary.late, Some(24));
     assert_eq!(
         o.summary.tps.as_ref().map(|t| t.text.as_str()),
         Some("219.232112")
