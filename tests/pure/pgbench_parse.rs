@@ -97,6 +97,96 @@ fn cases() -> Vec<RunCase> {
             aborted_clients: 0,
         },
         RunCase {
+            fixture: "pgbench/10/rds-c1-r",
+            valid: false,
+            reasons: UNKNOWN,
+            client_version: None,
+            server_version: None,
+            clients: 1,
+            threads: 1,
+            scaling_factor: 1,
+            duration_s: Some(20),
+            processed: 13,
+            intended: None,
+            failed: None,
+            latency_avg_ms: Some(1601.420),
+            latency_stddev_ms: None,
+            initial_connection_ms: None,
+            tps: Some(("0.666016", ExcludingConnectionsEstablishing)),
+            tps_lines: 2,
+            progress: 0,
+            aborted_clients: 0,
+        },
+        RunCase {
+            // 80 clients > max_connections: no latency, no tps lines; the
+            // ≤13 message `connection to database "pgbench" failed:`.
+            fixture: "pgbench/10/rds-c80-slots",
+            valid: false,
+            reasons: &[
+                InvalidReason::ExitStatusUnknown,
+                InvalidReason::ConnectionFailed,
+                InvalidReason::NoSummary,
+            ],
+            client_version: None,
+            server_version: None,
+            clients: 80,
+            threads: 1,
+            scaling_factor: 1,
+            duration_s: Some(20),
+            processed: 0,
+            intended: None,
+            failed: None,
+            latency_avg_ms: None,
+            latency_stddev_ms: None,
+            initial_connection_ms: None,
+            tps: None,
+            tps_lines: 0,
+            progress: 0,
+            aborted_clients: 0,
+        },
+        RunCase {
+            fixture: "pgbench/12/t-mode",
+            valid: false,
+            reasons: UNKNOWN,
+            client_version: None,
+            server_version: None,
+            clients: 10,
+            threads: 2,
+            scaling_factor: 100,
+            duration_s: None,
+            processed: 100000,
+            intended: Some(100000),
+            failed: None,
+            latency_avg_ms: Some(29.348),
+            latency_stddev_ms: None,
+            initial_connection_ms: None,
+            tps: Some(("340.739787", ExcludingConnectionsEstablishing)),
+            tps_lines: 2,
+            progress: 0,
+            aborted_clients: 0,
+        },
+        RunCase {
+            fixture: "pgbench/13/run-P60-tail",
+            valid: false,
+            reasons: UNKNOWN,
+            client_version: None,
+            server_version: None,
+            clients: 8,
+            threads: 1,
+            scaling_factor: 1,
+            duration_s: Some(600),
+            processed: 448120,
+            intended: None,
+            failed: None,
+            latency_avg_ms: Some(10.710),
+            latency_stddev_ms: Some(17.467),
+            initial_connection_ms: None,
+            tps: Some(("746.837514", ExcludingConnectionsEstablishing)),
+            tps_lines: 2,
+            progress: 1,
+            aborted_clients: 0,
+        },
+        RunCase {
             fixture: "pgbench/14/run-P60",
             valid: false,
             reasons: UNKNOWN,
@@ -593,6 +683,127 @@ fn init_fixtures() {
     // an aborted run is not a completed init
     let (out, err, _) = load("pgbench/15", "run-no-server");
     assert!(!parse_init(&out, &err).completed);
+}
+
+/// 10–13 print both tps lines; the "excluding" one is the figure kept.
+#[test]
+fn ten_to_thirteen_two_tps_lines() {
+    use TpsKind::*;
+    for (dir, name, incl, excl) in [
+        ("pgbench/10", "rds-c1-r", "0.624446", "0.666016"),
+        ("pgbench/12", "t-mode", "340.734481", "340.739787"),
+        ("pgbench/13", "run-P60-tail", "746.834296", "746.837514"),
+    ] {
+        let (out, err, exit) = load(dir, name);
+        let o = parse_run(&out, &err, exit);
+        let got: Vec<(&str, TpsKind)> = o
+            .summary
+            .tps_lines
+            .iter()
+            .map(|t| (t.text.as_str(), t.kind))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (incl, IncludingConnectionsEstablishing),
+                (excl, ExcludingConnectionsEstablishing)
+            ],
+            "{dir}/{name}"
+        );
+        assert_eq!(
+            o.summary.client_version, None,
+            "{dir}/{name}: no banner before 14"
+        );
+        assert_eq!(o.summary.initial_connection_ms, None, "{dir}/{name}");
+    }
+    // 13's -P line has the ≤14 form (no `, 0 failed`).
+    let (out, err, _) = load("pgbench/13", "run-P60-tail");
+    let o = parse_run(&out, &err, Some(0));
+    assert!(o.valid, "{:?}", o.invalid_reasons);
+    let p = &o.progress[0];
+    assert_eq!(p.clock, ProgressClock::Elapsed);
+    assert_eq!(
+        (p.t_s, p.tps, p.lat_ms, p.stddev_ms, p.failed),
+        (600.0, 296.9, Some(26.934), Some(14.317), None)
+    );
+    // A connection failure stays invalid even with exit status 0.
+    let (out, err, _) = load("pgbench/10", "rds-c80-slots");
+    let o = parse_run(&out, &err, Some(0));
+    assert!(!o.valid);
+    assert!(
+        o.invalid_reasons.contains(&InvalidReason::ConnectionFailed),
+        "{:?}",
+        o.invalid_reasons
+    );
+}
+
+#[test]
+fn init_fixtures_10_12_13() {
+    // 13: the first `done in` summary (client-side generate).
+    let (out, err, _) = load("pgbench/13", "init-done");
+    let o = parse_init(&out, &err);
+    assert!(o.completed);
+    assert_eq!(o.total_s, Some(0.44));
+    let phases: Vec<(&str, f64)> = o
+        .phases
+        .iter()
+        .map(|p| (p.name.as_str(), p.seconds))
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            ("drop tables", 0.00),
+            ("create tables", 0.01),
+            ("client-side generate", 0.29),
+            ("vacuum", 0.08),
+            ("primary keys", 0.07)
+        ]
+    );
+    assert_eq!(o.progress.len(), 1);
+    let p = &o.progress[0];
+    assert_eq!(
+        (
+            p.done,
+            p.total,
+            p.elapsed_s,
+            p.remaining_s,
+            p.table.as_deref()
+        ),
+        (100000, 100000, Some(0.10), Some(0.0), None)
+    );
+
+    // 12: no summary, `done.` after a long tail of progress lines.
+    let (out, err, _) = load("pgbench/12", "init-tail-s20000");
+    let o = parse_init(&out, &err);
+    assert!(o.completed);
+    assert_eq!(o.total_s, None);
+    assert!(o.phases.is_empty());
+    assert_eq!(o.progress.len(), 7);
+    let (first, last) = (&o.progress[0], &o.progress[6]);
+    assert_eq!(
+        (first.done, first.elapsed_s, first.remaining_s),
+        (1999400000, Some(11030.34), Some(3.31))
+    );
+    assert_eq!(
+        (last.done, last.total, last.elapsed_s, last.remaining_s),
+        (2000000000, 2000000000, Some(11033.28), Some(0.0))
+    );
+
+    // 10: the pre-11 step messages (`vacuum...`, `set primary keys...`), `done.`
+    let (out, err, _) = load("pgbench/10", "init-rds");
+    let o = parse_init(&out, &err);
+    assert!(o.completed);
+    assert_eq!(o.total_s, None);
+    assert!(o.phases.is_empty());
+    assert_eq!(o.progress.len(), 1);
+    assert_eq!(
+        (
+            o.progress[0].done,
+            o.progress[0].total,
+            o.progress[0].elapsed_s
+        ),
+        (100000, 100000, Some(1.12))
+    );
 }
 
 #[test]

@@ -368,6 +368,8 @@ pub fn parse_run(stdout: &str, stderr: &str, exit_status: Option<i32>) -> RunOut
             } else if msg.contains("could not connect to server")
                 || msg.contains("could not create connection")
                 || (msg.starts_with("connection to server") && msg.contains("failed"))
+                // ≤ 13: `connection to database "pgbench" failed:`
+                || (msg.starts_with("connection to database") && msg.contains("failed"))
             {
                 connection_failed = true;
             }
