@@ -720,7 +720,13 @@ verb_run() {
 	run_step "$OUT" "$PG_BIN/pgbench" ${1+"$@"} -c "$_r_clients" -j "$_r_jobs" -h "$SOCK" -p "$PORT" -U "$PG_USER" "$DB"
 }
 
-# verb_sizes mnt= fs= [pool=]: the data directory's sizes after a sync.
+# verb_sizes mnt= fs= [pool=]: the data directory's sizes once the data is on
+# disk.  Sizes read before the filesystem has written the data are not sizes:
+# ZFS updates st_blocks (du) and its own used/referenced only when the
+# transaction group holding the data commits, up to zfs_txg_timeout later
+# (openzfs/zfs#16463, #2134; zfsprops(7): fsync does not update the usage).
+# So: sync(1), then the hook fs_flush FS MNT POOL (prints flush= and, for a
+# wait, flush_wait_s=/flush_settled=), then the sizes.
 # Hooks: du_sizes DIR prints du_bytes (on disk) and du_apparent_bytes;
 # df_k MNT prints df's "size used avail" line in KiB blocks (header first).
 verb_sizes() {
@@ -728,10 +734,17 @@ verb_sizes() {
 	check_abs mnt "$_s_mnt"
 	_s_fs=$(need fs ${1+"$@"})
 	check_fs "$_s_fs"
+	_s_pool=
+	if [ "$_s_fs" = zfs ]; then
+		_s_pool=$(need pool ${1+"$@"})
+		check_pool "$_s_pool"
+	fi
 	_s_pgdata=${_s_mnt%/}/pgdata
 	[ -d "$_s_pgdata" ] || die "no data directory $_s_pgdata"
 	kv pgdata "$_s_pgdata"
+	log "+ sync"
 	sync
+	fs_flush "$_s_fs" "$_s_mnt" "$_s_pool"
 	du_sizes "$_s_pgdata"
 	# "Filesystem 1K-blocks Used Avail(able) Capacity Mounted on" (POSIX df -P,
 	# FreeBSD bin/df/df.c).  printf, not print: mawk prints numbers past 2^31
@@ -742,17 +755,85 @@ verb_sizes() {
 	kv df_used_bytes "${_s_df%% *}"
 	kv df_avail_bytes "${_s_df#* }"
 	if [ "$_s_fs" = zfs ]; then
-		_s_pool=$(need pool ${1+"$@"})
-		check_pool "$_s_pool"
-		# `zfs get -H -p -o value`: one raw value; compressratio is "1.83x" in
-		# older libzfs, "1.83" in newer [OZ lib/libzfs/libzfs_dataset.c].
+		# The dataset's own accounting is ZFS's on-disk measure (du a second
+		# one).  `zfs get -H -p -o value`: one raw value, bytes; compressratio
+		# is "1.83x" in older libzfs, "1.83" in newer [OZ
+		# lib/libzfs/libzfs_dataset.c]; pool version 23 (zfs-fuse) has no
+		# logicalused/logicalreferenced: the key is absent.
 		for _s_p in compressratio used logicalused referenced logicalreferenced; do
 			if _s_v=$(timeout 60 zfs get -H -p -o value "$_s_p" "$_s_pool" 2>/dev/null); then
 				case $_s_v in '' | -) continue ;; esac
-				kv "zfs_$_s_p" "${_s_v%x}"
+				case $_s_p in
+				compressratio) kv zfs_compressratio "${_s_v%x}" ;;
+				*) kv "zfs_${_s_p}_bytes" "$_s_v" ;;
+				esac
 			fi
 		done
 	fi
+}
+
+# zfs_flush POOL: commit the pool's dirty data so that its accounting is
+# true.  sync(2) and fsync only commit the ZIL (Linux zfs_sync -> zil_commit);
+# `zpool sync [pool]` "forces all in-core dirty data to be written to the
+# primary pool storage and not the ZIL.  It will also update administrative
+# information including quota reporting" [OZ man/man8/zpool-sync.8; ZFS on
+# Linux >= 0.7.0, FreeBSD 13+ (OpenZFS 2.x)].  A zpool without it (zfs-fuse,
+# pool version 23) gets zfs_txg_wait.  Prints flush=zpool-sync or the wait's
+# keys.
+zfs_flush() {
+	if zpool_has_sync; then
+		log "+ zpool sync $1"
+		timeout 300 zpool sync "$1" || die "zpool sync $1 exited $?"
+		kv flush zpool-sync
+	else
+		zfs_txg_wait "$1" "$(zfs_txg_timeout)"
+	fi
+}
+
+# zpool_has_sync: true when zpool's usage (printed by a bare `zpool`, exit 2)
+# lists the `sync` subcommand ("\tsync [-f] [pool] ..." [OZ
+# cmd/zpool/zpool_main.c]); zfs-fuse's answers "unrecognized command".
+zpool_has_sync() {
+	zpool 2>&1 | grep -Eq '^[[:space:]]+sync([[:space:]]|$)'
+}
+
+# zfs_txg_wait POOL TXG_TIMEOUT_S: wait for the next transaction group commit,
+# seen as the dataset's `used` changing, then holding still for one more poll
+# (every 0.5 s).  A txg commits at the latest TXG_TIMEOUT_S after the data
+# was dirtied, so `used` unchanged for a whole interval means nothing was left
+# to commit.  Bounded by the interval + 5 s; prints flush=txg-wait,
+# flush_wait_s= (time slept) and flush_settled=yes|no (no: the bound was hit
+# while `used` still moved).
+zfs_txg_wait() {
+	_tw_quiet=$((($2 + 1) * 2))
+	_tw_limit=$((($2 + 5) * 2))
+	log "+ waiting for a txg commit of $1 (zfs get used every 0.5 s, at most $(($2 + 5)) s)"
+	_tw_first=$(zfs_used_now "$1")
+	_tw_prev=$_tw_first
+	_tw_n=0
+	_tw_moved=no
+	_tw_settled=no
+	while [ "$_tw_n" -lt "$_tw_limit" ]; do
+		sleep 0.5
+		_tw_n=$((_tw_n + 1))
+		_tw_v=$(zfs_used_now "$1")
+		[ "$_tw_v" = "$_tw_first" ] || _tw_moved=yes
+		if [ "$_tw_v" = "$_tw_prev" ] && { [ "$_tw_moved" = yes ] || [ "$_tw_n" -ge "$_tw_quiet" ]; }; then
+			_tw_settled=yes
+			break
+		fi
+		_tw_prev=$_tw_v
+	done
+	log "  used $_tw_first -> $_tw_v after $_tw_n polls"
+	kv flush txg-wait
+	kv flush_wait_s "$((_tw_n / 2)).$((_tw_n % 2 * 5))"
+	kv flush_settled "$_tw_settled"
+}
+
+# zfs_used_now POOL: the dataset's used bytes.
+zfs_used_now() {
+	_zu=$(timeout 60 zfs get -H -p -o value used "$1") || die "zfs get used $1 failed"
+	printf '%s' "$_zu"
 }
 
 # zfs_reimport POOL DEV: drop the pool's cache by `zpool export` and import

@@ -458,6 +458,15 @@ verb_make_fs() {
 	kv mkfs_cmd "$(quote_all ${1+"$@"})"
 }
 
+# fs_flush FS MNT POOL: after sync(1), what makes FS's sizes true.  DragonFly
+# has no ZFS (check_fs refuses it); UFS allocates blocks as they are written
+# and sync(2) asks HAMMER and HAMMER2 to flush too (their own commands,
+# `hammer synctid`, `hammer2` flushes, are not used: uncertain whether they
+# would change du): flush=sync.
+fs_flush() {
+	kv flush sync
+}
+
 # du_sizes DIR: on-disk bytes from du -k ("%lld\t%s" [DF usr.bin/du/du.c]);
 # DragonFly's du has no -A, so the apparent size is st_size summed over
 # every entry (stat -f %z [DF usr.bin/stat/stat.c]).  printf %.0f: mawk

@@ -510,6 +510,29 @@ verb_make_fs() {
 }
 
 
+# fs_flush FS MNT POOL: after sync(1), what makes FS's sizes true.  zfs:
+# zfs_flush (common.sh): `zpool sync` where zpool has it (FreeBSD 13+ is
+# OpenZFS 2.x, zpool-sync(8) [OZ man/man8/zpool-sync.8]; the legacy ZFS of
+# older releases may lack it), else the wait for a txg commit; ufs: blocks
+# are allocated as they are written (st_blocks is true at once) and sync(2)
+# writes the dirty buffers out [FB lib/libc/sys/sync.2].
+fs_flush() {
+	case $1 in
+	zfs) zfs_flush "$3" ;;
+	*) kv flush sync ;;
+	esac
+}
+
+# zfs_txg_timeout: seconds between txg commits, the sysctl
+# vfs.zfs.txg.timeout (zfs_txg_timeout, 5 s [OZ man/man4/zfs.4]).
+zfs_txg_timeout() {
+	_tt=$(sysctl -n vfs.zfs.txg.timeout 2>/dev/null || true)
+	case $_tt in
+	'' | *[!0-9]*) printf '5' ;;
+	*) printf '%s' "$_tt" ;;
+	esac
+}
+
 # du_sizes DIR: on-disk bytes from du -k, whose rows are "%jd\t%s"
 # [FB usr.bin/du/du.c]; the apparent size summed from st_size of every entry
 # as GNU du --apparent-size does: du -A -B 1 counts bytes but prints them in

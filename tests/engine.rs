@@ -377,6 +377,14 @@ duration = "10s"
                     .as_f64()
                     .expect("compressratio recorded");
                 assert!(ratio >= 1.0, "compressratio {ratio}");
+                // zfs-fuse has no `zpool sync`: the sizes waited for a txg
+                // commit, and ZFS's own accounting is recorded (issue 14).
+                assert_eq!(r["sizes"]["flush_method"], "txg-wait", "{r}");
+                assert!(r["sizes"]["flush_wait_s"].as_f64().is_some(), "{r}");
+                assert!(
+                    r["sizes"]["zfs_used_bytes"].as_u64().unwrap_or(0) > 0,
+                    "{r}"
+                );
             }
             _ => assert!(
                 !opts.is_empty(),
@@ -387,6 +395,10 @@ duration = "10s"
             r["sizes"]["du_on_disk_bytes"].as_u64().unwrap_or(0) > 0,
             "cell {id}: du recorded"
         );
+        let flush = if fs == "btrfs" { "btrfs-sync" } else { "sync" };
+        if fs != "zfs" {
+            assert_eq!(r["sizes"]["flush_method"], flush, "cell {id}: {r}");
+        }
         for f in ["run.err", "pgstats.json", "progress.csv", "cell.json"] {
             assert!(
                 bundle.join(format!("data/cells/{id}/{f}")).is_file(),

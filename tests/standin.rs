@@ -715,3 +715,111 @@ fn the_dragonfly_emulators_pass_their_own_checks_on_the_stand_in() {
         200,
     );
 }
+
+/// `sizes` on the FreeBSD stand-in's ZFS counts data written just before it:
+/// freebsd.sh runs `zpool sync` (FreeBSD 13+ has it) and records it, and the
+/// dataset's own accounting (used, logicalused, referenced) comes with
+/// compressratio.  The stand-in's `zpool sync` waits for zfs-fuse's next
+/// txg; the tree's emulator is bound over the installed one in a private
+/// mount namespace made after the pool is mounted (zfs-fuse mounts in the
+/// host's namespace), so a lab brought up before the emulator changed tests
+/// it too.
+#[test]
+fn freebsd_zfs_sizes_count_what_was_written_just_before() {
+    use std::io::Write;
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = standin(&lab, "freebsd");
+    upload_scripts(&lab.inv, &h);
+    let pid = std::fs::read_to_string(common::lab_dir().join(format!("hosts/{}/init.pid", h.name)))
+        .expect("the stand-in's init.pid");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lab/standin/freebsd");
+    let zpool = std::fs::read(src.join("zpool")).expect("the zpool emulator");
+    let real = "/run/fsmx-standin/real";
+    let script = format!(
+        r#"set -u; R={real}; PATH=$R/bin:$R/sbin; export PATH
+d={DIR}; s=$d/freebsd.sh; dev={dev}; mnt=$d/mnt
+cat >"$d/zpool.new"; chmod 0755 "$d/zpool.new"
+ident=$(/bin/sh "$s" facts dev="$dev" | sed -n 's/^device\.0\.ident=//p')
+/bin/sh "$s" make-fs dev="$dev" allowed="$dev" ident="$ident" fs=zfs pool=fsmx-t mnt="$mnt" \
+    zfs_prop=compression=gzip >"$d/make-fs.out" 2>&1 || {{ echo "make-fs failed"; cat "$d/make-fs.out"; }}
+$R/bin/unshare -m --propagation private $R/bin/sh -c '
+    R=$1; d=$2; mnt=$3
+    $R/bin/mount --bind "$d/zpool.new" "$(readlink -f /usr/sbin/zpool)" || exit 1
+    mkdir -p "$mnt/pgdata"
+    head -c 20971520 /dev/urandom >"$mnt/pgdata/random"
+    yes "fsmatrix: sizes that are true, a compressible line" | head -c 4194304 >"$mnt/pgdata/text"
+    echo "used_before=$(zfs get -H -p -o value used fsmx-t)"
+    t0=$(date +%s)
+    /bin/sh "$d/freebsd.sh" sizes mnt="$mnt" fs=zfs pool=fsmx-t 2>"$d/sizes.err"; echo "sizes_rc=$?"
+    echo "took_s=$(($(date +%s) - t0))"
+    cat "$d/sizes.err" >&2' sh "$R" "$d" "$mnt"
+/bin/sh "$s" teardown dev="$dev" allowed="$dev" fs=zfs mnt="$mnt" pool=fsmx-t >"$d/teardown.out" 2>&1
+sed -n 's/^device=/teardown_device=/p' "$d/teardown.out"
+rm -rf "$d"
+"#,
+        dev = h.device
+    );
+    let mut child = std::process::Command::new("timeout")
+        .args([
+            "--kill-after=10",
+            "180",
+            "nsenter",
+            "-t",
+            pid.trim(),
+            "-m",
+            "-p",
+            "--",
+        ])
+        .arg(format!("{real}/bin/sh"))
+        .arg("-c")
+        .arg(&script)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("nsenter");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(&zpool)
+        .expect("send the emulator");
+    let out = child.wait_with_output().expect("wait");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let all = format!(
+        "{text}\n--- stderr\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("{all}");
+    let kv = |key: &str| -> String {
+        text.lines()
+            .filter_map(|l| l.strip_prefix(&format!("{key}=")))
+            .next_back()
+            .unwrap_or_else(|| panic!("no {key}:\n{all}"))
+            .to_string()
+    };
+    let num = |key: &str| -> f64 {
+        kv(key)
+            .parse()
+            .unwrap_or_else(|_| panic!("{key} is not a number:\n{all}"))
+    };
+    assert_eq!(kv("sizes_rc"), "0", "{all}");
+    assert_eq!(kv("flush"), "zpool-sync", "{all}");
+    let mib = 1024.0 * 1024.0;
+    assert!(num("zfs_used_bytes") >= 18.0 * mib, "{all}");
+    assert!(num("zfs_referenced_bytes") >= 18.0 * mib, "{all}");
+    assert!(num("du_bytes") >= 18.0 * mib, "{all}");
+    let (logical, used, ratio) = (
+        num("zfs_logicalused_bytes"),
+        num("zfs_used_bytes"),
+        num("zfs_compressratio"),
+    );
+    assert!(
+        ratio > 1.05 && (logical / used - ratio).abs() <= 0.1 * ratio,
+        "logicalused/used {} against compressratio {ratio}:\n{all}",
+        logical / used
+    );
+    assert_eq!(kv("teardown_device"), "blank", "{all}");
+    assert_clean_bsd(&lab.inv, &h);
+}

@@ -28,7 +28,19 @@ pub fn cell(id: &str, fs: &str, clients: u32, repeat: u32, status: CellStatus) -
             df_used_bytes: Some(40 << 20),
             zfs_compressratio: fs.starts_with("zfs").then_some(2.5),
             zfs_logicalused_bytes: fs.starts_with("zfs").then_some(60 << 20),
+            zfs_used_bytes: fs.starts_with("zfs").then_some(24 << 20),
+            zfs_referenced_bytes: fs.starts_with("zfs").then_some(24 << 20),
             pg_database_bytes: Some(22 << 20),
+            flush_method: Some(
+                if fs.starts_with("zfs") {
+                    "zpool-sync"
+                } else {
+                    "sync"
+                }
+                .into(),
+            ),
+            flush_wait_s: None,
+            flush_settled: None,
         }),
         init: Some(InitTimings {
             total_s: Some(1.25),

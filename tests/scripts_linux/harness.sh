@@ -6,7 +6,7 @@
 # filesystems and a real PostgreSQL.  Run as root, in a private mount
 # namespace (tests/scripts_linux.rs does this):
 #   unshare --mount --propagation private dash tests/scripts_linux/harness.sh SCENARIO [ARGS]
-# Scenarios: cell FS [mount_opt...] | guard | half | refused-opt | swap
+# Scenarios: cell FS [mount_opt...] | guard | half | refused-opt | swap | sizes [FS...]
 # Output: `step.key=value` lines (every data line of every verb, prefixed by
 # the step) and `check.<name>=ok` lines; any failed check exits non-zero with
 # `FAIL: ...` on stderr.  Everything it makes (loop device, image, zfs-fuse
@@ -75,11 +75,15 @@ ident_of() {
 }
 
 # zfs_daemon: a zfs-fuse of our own, with private socket, lock and cache
-# folders (tmpfs in this private mount namespace), killed by PID on exit.
+# folders (/run, /etc/zfs, /var/lib/zfs: tmpfs in this private mount
+# namespace), killed by PID on exit.
 zfs_daemon() {
 	mount -t tmpfs fsmx-test-run /run
 	mkdir -p /run/zfs /run/lock
 	mount -t tmpfs fsmx-test-etczfs /etc/zfs
+	# Debian's zfs-fuse keeps its pool cache here: a pool left in it by
+	# anyone would be imported by our daemon (and refused by the guard).
+	[ ! -d /var/lib/zfs ] || mount -t tmpfs fsmx-test-varlibzfs /var/lib/zfs
 	zfs-fuse --no-daemon --no-kstat-mount --pidfile /run/zfs/zfs-fuse.pid >"$TMP/zfs-fuse.log" 2>&1 &
 	ZFS_PID=$!
 	_i=0
@@ -198,7 +202,9 @@ scenario_cell() {
 	if [ "$FS" = zfs ]; then
 		[ -n "$(value zfs_compressratio)" ] || fail "no zfs_compressratio"
 		case $(value zfs_compressratio) in *x) fail "compressratio keeps its x" ;; esac
+		[ "$(value zfs_used_bytes)" -gt 1000000 ] || fail "zfs used implausibly small: $(value zfs_used_bytes)"
 	fi
+	[ -n "$(value flush)" ] || fail "sizes recorded no flush method"
 	ok sizes
 	step pg_stop 0 pg-stop $(pg_args)
 	step pg_stop_again 0 pg-stop $(pg_args)
@@ -238,6 +244,66 @@ scenario_cell() {
 	[ "$(value signature)" = none ] || fail "signature after teardown: $(value signature_detail)"
 	grep -q " $TMP/mnt " /proc/mounts && fail "still mounted after teardown"
 	ok clean_after_teardown
+}
+
+# sizes_after FS MIB: write MIB MiB of incompressible data (and half as much
+# compressible text on zfs) into <mnt>/pgdata, then call `sizes` at once:
+# the flush must make du (and on zfs the dataset's used) count it.
+sizes_after() {
+	mkdir -p "$TMP/mnt/pgdata"
+	head -c "$(($2 * 1048576))" /dev/urandom >"$TMP/mnt/pgdata/random"
+	if [ "$1" = zfs ]; then
+		yes 'fsmatrix: sizes that are true, a compressible line' | head -c "$(($2 * 1048576 / 5))" >"$TMP/mnt/pgdata/text"
+		# What the dataset counted before the flush (zfs-fuse: its last txg).
+		printf 'sizes_zfs.used_before=%s\n' "$(zfs get -H -p -o value used "$POOL")"
+	fi
+	_sa_t0=$(date +%s)
+	step "sizes_$1" 0 sizes mnt="$TMP/mnt" fs="$1" pool="$POOL"
+	printf 'sizes_%s.took_s=%s\n' "$1" "$(($(date +%s) - _sa_t0))"
+	_sa_min=$((($2 - 2) * 1048576))
+	[ "$(value du_bytes)" -ge "$_sa_min" ] || fail "$1: du says $(value du_bytes) bytes on disk for $2 MiB just written"
+	[ "$(value du_apparent_bytes)" -ge "$(($2 * 1048576))" ] || fail "$1: apparent size $(value du_apparent_bytes)"
+}
+
+# sizes [FS...]: on ext4, xfs, btrfs and zfs (default: all) (zfs-fuse, which has no `zpool sync`),
+# `sizes` right after a write counts the data (flush recorded); on zfs the
+# dataset's own accounting agrees with its compressratio.
+scenario_sizes() {
+	# 1G: on a smaller pool zfs-fuse commits 20 MiB at once (ZFS reserves a
+	# write's worst-case inflated size against the pool's free space and
+	# syncs a txg early when that runs short), which would hide the wait.
+	setup 1G
+	for FS in ext4 xfs btrfs; do
+		case " ${*:-ext4 xfs btrfs zfs} " in *" $FS "*) ;; *) continue ;; esac
+		step "make_fs_$FS" 0 make-fs ident="$IDENT" dev="$LOOP" allowed="$LOOP" fs="$FS"
+		step "mount_$FS" 0 mount dev="$LOOP" fs="$FS" mnt="$TMP/mnt"
+		sizes_after "$FS" 20
+		_want=sync
+		[ "$FS" != btrfs ] || _want=btrfs-sync
+		[ "$(value flush)" = "$_want" ] || fail "$FS: flush=$(value flush), not $_want"
+		ok "sizes_$FS"
+		step "teardown_$FS" 0 teardown dev="$LOOP" allowed="$LOOP" fs="$FS" mnt="$TMP/mnt"
+	done
+	case " ${*:-zfs} " in *" zfs "*) ;; *) return 0 ;; esac
+	FS=zfs
+	zfs_daemon
+	step make_fs_zfs 0 make-fs ident="$IDENT" dev="$LOOP" allowed="$LOOP" fs=zfs pool="$POOL" mnt="$TMP/mnt" \
+		zfs_prop=compression=gzip
+	sizes_after zfs 20
+	[ "$(value flush)" = txg-wait ] || fail "zfs-fuse: flush=$(value flush), not txg-wait"
+	[ "$(value flush_settled)" = yes ] || fail "zfs-fuse: the txg wait ran out"
+	_used=$(value zfs_used_bytes)
+	[ "$_used" -ge $((18 * 1048576)) ] || fail "zfs used $_used for 20 MiB of random data just written"
+	# The text compresses (gzip): used stays well below the 30 MiB written.
+	[ "$_used" -le $((25 * 1048576)) ] || fail "zfs used $_used: the text did not compress"
+	# logicalused / used is compressratio (pool version 23 has no logicalused:
+	# the apparent size stands in for it).
+	_logical=$(value zfs_logicalused_bytes)
+	[ -n "$_logical" ] || _logical=$(value du_apparent_bytes)
+	awk -v l="$_logical" -v u="$_used" -v r="$(value zfs_compressratio)" \
+		'BEGIN { q = l / u; exit !(r > 1.1 && q > r * 0.9 && q < r * 1.1) }' ||
+		fail "zfs: logical $_logical / used $_used does not agree with compressratio $(value zfs_compressratio)"
+	ok sizes_zfs
 }
 
 # guard: refusals leave the first MiB byte-identical; consent proceeds.
@@ -421,7 +487,8 @@ main() {
 	half) scenario_half ;;
 	refused-opt) scenario_refused_opt ;;
 	swap) scenario_swap ;;
-	*) fail "unknown scenario '$_scenario' (cell FS [opts] | guard | half | refused-opt | swap)" ;;
+	sizes) scenario_sizes "$@" ;;
+	*) fail "unknown scenario '$_scenario' (cell FS [opts] | guard | half | refused-opt | swap | sizes [FS...])" ;;
 	esac
 	printf 'harness.result=pass\n'
 }

@@ -21,7 +21,7 @@ use time::OffsetDateTime;
 
 use super::journal::{self, Journal, JournalEvent, SweepStatus, JOURNAL_FILE};
 use super::manifest::{self, check_rel_path, sha256_file, TMP_PREFIX};
-use super::model::{CellResult, CSV_HEADER};
+use super::model::{CellResult, Sizes, CSV_HEADER};
 use super::BundleError;
 use crate::config::values::Label;
 use crate::text::{rfc3339, sha256_hex};
@@ -614,6 +614,9 @@ pub fn parse_cell_result(text: &str) -> Result<CellResult, String> {
             "cell {}: field {f} is not a finite number",
             c.cell_id
         ));
+    }
+    if let Some(why) = c.sizes.as_ref().and_then(Sizes::invalid) {
+        return Err(format!("cell {}: {why}", c.cell_id));
     }
     Ok(c)
 }

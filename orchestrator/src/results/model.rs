@@ -108,8 +108,15 @@ impl CellResult {
             }
         }
         let bad = |v: Option<f64>| v.is_some_and(|x| !x.is_finite());
-        if bad(self.sizes.as_ref().and_then(|s| s.zfs_compressratio)) {
-            return Some("sizes.zfs_compressratio".into());
+        if let Some(s) = &self.sizes {
+            for (name, v) in [
+                ("zfs_compressratio", s.zfs_compressratio),
+                ("flush_wait_s", s.flush_wait_s),
+            ] {
+                if bad(v) {
+                    return Some(format!("sizes.{name}"));
+                }
+            }
         }
         if let Some(init) = &self.init {
             if bad(init.total_s) {
@@ -201,7 +208,11 @@ pub struct ProgressSample {
     pub failed: Option<u64>,
 }
 
-/// The three views of size one study compared, plus ZFS's own.
+/// The three views of size one study compared, plus ZFS's own.  Taken after
+/// the data is on disk (`sync`, then the filesystem's own flush:
+/// [`Sizes::flush_method`]); on ZFS the dataset's accounting (`used`,
+/// `logicalused`, `referenced`, `compressratio`) is the on-disk measure and
+/// `du` a second one (issue 14).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Sizes {
     /// `du` of the data directory: blocks on disk.
@@ -215,11 +226,61 @@ pub struct Sizes {
     pub df_used_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zfs_compressratio: Option<f64>,
+    /// `zfs get -p logicalused`: bytes before compression (absent on pool
+    /// version 23, zfs-fuse).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zfs_logicalused_bytes: Option<u64>,
+    /// `zfs get -p used`: the dataset's bytes on disk, descendants and
+    /// snapshots included (what compressratio is over).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zfs_used_bytes: Option<u64>,
+    /// `zfs get -p referenced`: the bytes the dataset can reach.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zfs_referenced_bytes: Option<u64>,
     /// `pg_database_size` of the benchmark database.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pg_database_bytes: Option<u64>,
+    /// How the data was put on disk before the sizes were read: `sync`,
+    /// `btrfs-sync` (`btrfs filesystem sync`), `zpool-sync`, or `txg-wait`
+    /// (a ZFS without `zpool sync`: waited for a transaction group commit).
+    /// Absent in bundles made before issue 14.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush_method: Option<String>,
+    /// Seconds `txg-wait` waited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush_wait_s: Option<f64>,
+    /// `txg-wait` only: false when the wait hit its bound while `used` still
+    /// moved (the sizes may miss the last data).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flush_settled: Option<bool>,
+}
+
+impl Sizes {
+    /// The first value no size can have, said as "sizes.<field> …": a
+    /// compressratio below 1 (ZFS never reports less than 1.00x), a negative
+    /// wait, a flush method that is not one lowercase word (`txg-wait`).
+    /// Numbers that are not finite are [`CellResult::non_finite_field`]'s.
+    pub fn invalid(&self) -> Option<String> {
+        if let Some(r) = self.zfs_compressratio.filter(|r| *r < 1.0) {
+            return Some(format!(
+                "sizes.zfs_compressratio is {r}: ZFS never reports less than 1.00"
+            ));
+        }
+        if let Some(w) = self.flush_wait_s.filter(|w| *w < 0.0) {
+            return Some(format!("sizes.flush_wait_s is {w}: a wait is not negative"));
+        }
+        if let Some(m) = self.flush_method.as_deref().filter(|m| {
+            m.is_empty()
+                || !m
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        }) {
+            return Some(format!(
+                "sizes.flush_method is {m:?}: not a method word such as txg-wait"
+            ));
+        }
+        None
+    }
 }
 
 /// Load phase timings: pgbench -i's `done in T s (drop tables .. s, ...)`.
@@ -280,6 +341,10 @@ pub const CSV_HEADER: &[&str] = &[
     "df_used_bytes",
     "zfs_compressratio",
     "zfs_logicalused_bytes",
+    "zfs_used_bytes",
+    "zfs_referenced_bytes",
+    "flush_method",
+    "flush_wait_s",
     "pg_database_bytes",
     "init_total_s",
     "mount_options",
@@ -333,6 +398,10 @@ impl CellResult {
             opt(sizes.df_used_bytes),
             opt(sizes.zfs_compressratio),
             opt(sizes.zfs_logicalused_bytes),
+            opt(sizes.zfs_used_bytes),
+            opt(sizes.zfs_referenced_bytes),
+            csv_text(&opt(sizes.flush_method.clone())),
+            opt(sizes.flush_wait_s),
             opt(sizes.pg_database_bytes),
             opt(self.init.as_ref().and_then(|i| i.total_s)),
             csv_text(&opt(self
@@ -381,6 +450,64 @@ mod tests {
         let back: CellResult = serde_json::from_str(&s).unwrap();
         assert_eq!(back, c);
         assert_eq!(c.csv_row().len(), CSV_HEADER.len());
+    }
+
+    #[test]
+    fn sizes_before_issue_14_read_and_bad_sizes_are_named() {
+        // A record's sizes as bundles wrote them before the flush was recorded.
+        let old: Sizes = serde_json::from_str(
+            r#"{"du_on_disk_bytes":2097152,"du_apparent_bytes":39740006,"zfs_compressratio":1.0}"#,
+        )
+        .unwrap();
+        assert_eq!(old.flush_method, None);
+        assert_eq!(old.zfs_used_bytes, None);
+        assert_eq!(old.invalid(), None);
+        let new = Sizes {
+            zfs_used_bytes: Some(22 << 20),
+            zfs_referenced_bytes: Some(21 << 20),
+            zfs_logicalused_bytes: Some(26 << 20),
+            zfs_compressratio: Some(1.19),
+            flush_method: Some("txg-wait".into()),
+            flush_wait_s: Some(30.0),
+            flush_settled: Some(true),
+            ..Sizes::default()
+        };
+        let back: Sizes = serde_json::from_str(&serde_json::to_string(&new).unwrap()).unwrap();
+        assert_eq!(back, new);
+        assert_eq!(new.invalid(), None);
+        for (bad, field) in [
+            (
+                Sizes {
+                    zfs_compressratio: Some(0.5),
+                    ..new.clone()
+                },
+                "sizes.zfs_compressratio",
+            ),
+            (
+                Sizes {
+                    flush_wait_s: Some(-1.0),
+                    ..new.clone()
+                },
+                "sizes.flush_wait_s",
+            ),
+            (
+                Sizes {
+                    flush_method: Some("txg wait; rm -rf /".into()),
+                    ..new.clone()
+                },
+                "sizes.flush_method",
+            ),
+            (
+                Sizes {
+                    flush_method: Some(String::new()),
+                    ..new.clone()
+                },
+                "sizes.flush_method",
+            ),
+        ] {
+            let why = bad.invalid().unwrap_or_default();
+            assert!(why.starts_with(field), "{field}: {why}");
+        }
     }
 
     #[test]

@@ -333,6 +333,15 @@ pub struct GroupStats {
     pub du_on_disk_bytes: Option<f64>,
     pub du_apparent_bytes: Option<f64>,
     pub zfs_compressratio: Option<f64>,
+    /// ZFS's own accounting (`zfs get -p`), medians like the others; absent
+    /// from the JSON report where not measured (other filesystems, bundles
+    /// made before issue 14).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zfs_used_bytes: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zfs_logicalused_bytes: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zfs_referenced_bytes: Option<f64>,
 }
 
 /// Group the finished, counted cells and summarise each group.  Groups come
@@ -348,6 +357,9 @@ pub fn group_stats(cells: &[CellResult], opts: &StatsOptions) -> Vec<GroupStats>
         on_disk: Vec<f64>,
         apparent: Vec<f64>,
         ratio: Vec<f64>,
+        zfs_used: Vec<f64>,
+        zfs_logical: Vec<f64>,
+        zfs_referenced: Vec<f64>,
     }
     let mut order: Vec<GroupKey> = Vec::new();
     let mut accs: std::collections::HashMap<GroupKey, Acc> = std::collections::HashMap::new();
@@ -382,6 +394,11 @@ pub fn group_stats(cells: &[CellResult], opts: &StatsOptions) -> Vec<GroupStats>
             acc.on_disk.extend(s.du_on_disk_bytes.map(|b| b as f64));
             acc.apparent.extend(s.du_apparent_bytes.map(|b| b as f64));
             acc.ratio.extend(s.zfs_compressratio);
+            acc.zfs_used.extend(s.zfs_used_bytes.map(|b| b as f64));
+            acc.zfs_logical
+                .extend(s.zfs_logicalused_bytes.map(|b| b as f64));
+            acc.zfs_referenced
+                .extend(s.zfs_referenced_bytes.map(|b| b as f64));
         }
     }
     let med = |v: &[f64]| summarize(v).map(|s| s.median);
@@ -402,6 +419,9 @@ pub fn group_stats(cells: &[CellResult], opts: &StatsOptions) -> Vec<GroupStats>
                 du_on_disk_bytes: med(&acc.on_disk),
                 du_apparent_bytes: med(&acc.apparent),
                 zfs_compressratio: med(&acc.ratio),
+                zfs_used_bytes: med(&acc.zfs_used),
+                zfs_logicalused_bytes: med(&acc.zfs_logical),
+                zfs_referenced_bytes: med(&acc.zfs_referenced),
                 tps,
                 key,
             })
@@ -579,5 +599,37 @@ mod tests {
         assert_eq!((ps.n, ps.min, ps.max), (4, 102.0, 105.0));
         let only_warmup = vec![cell("zfs", 0, true, 5.0)];
         assert!(group_stats(&only_warmup, &opts).is_empty());
+    }
+
+    #[test]
+    fn zfs_accounting_is_the_median_of_counted_repeats() {
+        let mib = 1u64 << 20;
+        let sized = |repeat: u32, warmup: bool, used: u64| {
+            let mut c = cell("zfs", repeat, warmup, 100.0);
+            c.sizes = Some(crate::results::model::Sizes {
+                zfs_used_bytes: Some(used * mib),
+                zfs_referenced_bytes: Some((used - 1) * mib),
+                zfs_logicalused_bytes: Some(2 * used * mib),
+                zfs_compressratio: Some(2.0),
+                flush_method: Some("txg-wait".into()),
+                ..Default::default()
+            });
+            c
+        };
+        // The warm-up's 1 MiB (read before the data was on disk) is not counted.
+        let cells = vec![
+            sized(0, true, 1),
+            sized(1, false, 40),
+            sized(2, false, 44),
+            sized(3, false, 42),
+        ];
+        let g = group_stats(&cells, &StatsOptions::default());
+        assert_eq!(g[0].zfs_used_bytes, Some((42 * mib) as f64));
+        assert_eq!(g[0].zfs_referenced_bytes, Some((41 * mib) as f64));
+        assert_eq!(g[0].zfs_logicalused_bytes, Some((84 * mib) as f64));
+        assert_eq!(g[0].zfs_compressratio, Some(2.0));
+        // Other filesystems have none.
+        let ext4 = group_stats(&[cell("ext4", 1, false, 1.0)], &StatsOptions::default());
+        assert_eq!(ext4[0].zfs_used_bytes, None);
     }
 }

@@ -559,8 +559,13 @@ impl<'a, R: Remote> Worker<'a, R> {
             du_apparent_bytes: kv.u64("du_apparent_bytes"),
             df_used_bytes: kv.u64("df_used_bytes"),
             zfs_compressratio: kv.f64("zfs_compressratio"),
-            zfs_logicalused_bytes: kv.u64("zfs_logicalused"),
+            zfs_logicalused_bytes: kv.u64("zfs_logicalused_bytes"),
+            zfs_used_bytes: kv.u64("zfs_used_bytes"),
+            zfs_referenced_bytes: kv.u64("zfs_referenced_bytes"),
             pg_database_bytes: db,
+            flush_method: kv.get("flush").map(str::to_owned),
+            flush_wait_s: kv.f64("flush_wait_s"),
+            flush_settled: kv.get("flush_settled").map(|v| v == "yes"),
         })
     }
 

@@ -219,7 +219,19 @@ else
 	run "$E/zdb" -l "$dev"; expect "zdb -l on a pool member: exit 0" 0 "^    name: '$pool'$"
 	grep -q '^    labels = 0 1 2 3 $' <<<"$OUT" && pass "zdb -l: labels line" || fail "zdb -l: labels line" "$OUT"
 	run "$E/zpool" labelclear -f "$dev"; expect "zpool labelclear of an active member refused" 1 '' 'ACTIVE'
-	run "$E/zpool" sync "$pool"; expect "zpool sync" 0
+	# zpool sync returns once the data is committed: `used` counts 8 MiB written just
+	# before (zfs-fuse alone would show them only at its next txg, up to 30 s later).
+	before=$("$REAL/sbin/zfs" get -H -p -o value used "$pool")
+	head -c 8388608 /dev/urandom >"$mnt/sync-test"
+	t0=$(date +%s)
+	run "$E/zpool" sync "$pool"; expect "zpool sync" 0 '^$'
+	after=$("$REAL/sbin/zfs" get -H -p -o value used "$pool")
+	[ "$((after - before))" -ge 7340032 ] && pass "zpool sync: used counts what was written before it ($before -> $after, $(($(date +%s) - t0)) s)" ||
+		fail "zpool sync: used counts what was written before it" "used $before -> $after"
+	rm -f "$mnt/sync-test"
+	run "$E/zpool" sync -x "$pool"; expect "zpool sync -x: invalid option, exit 2" 2 '' "^invalid option 'x'"
+	run "$E/zpool" sync fsmx-no-such-pool; expect "zpool sync of no pool: exit 1" 1 '' "^cannot open 'fsmx-no-such-pool': no such pool$"
+	run "$E/zpool"; expect "zpool usage lists sync" 2 '' $'^\tsync \\[-f\\] \\[pool\\]'
 	run "$E/zpool" export "$pool"; expect "zpool export" 0
 	run "$E/zpool" import -d "$dev" "$pool"; expect "zpool import -d DEVICE" 0
 	run "$E/zpool" export "$pool"; expect "zpool export again" 0
