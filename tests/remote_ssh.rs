@@ -57,7 +57,14 @@ async fn exec_reports_exit_codes_signals_and_separate_streams() {
         std::fs::canonicalize("/bin/sh").unwrap().to_string_lossy()
     );
 
-    let out = sh(&r, RemoteCommand::raw("kill -s KILL $$")).await;
+    // In a session of its own, a command killed by a signal is reported
+    // as such; in the persistent shell as the shell reports it (128 + 9),
+    // and the shell lives on: `$$` is the command's own shell.
+    let kill = RemoteCommand::raw("kill -s KILL $$");
+    let out = r
+        .exec_single(&kill, ExecOptions::with_timeout(Duration::from_secs(10)))
+        .await
+        .expect("runs");
     assert_eq!(
         out.status,
         ExitStatus::Signal {
@@ -65,6 +72,10 @@ async fn exec_reports_exit_codes_signals_and_separate_streams() {
         },
         "{out:?}"
     );
+    let out = sh(&r, kill).await;
+    assert_eq!(out.status, ExitStatus::Code { code: 137 }, "{out:?}");
+    let after = sh(&r, RemoteCommand::raw("echo still here")).await;
+    assert_eq!(after.stdout, b"still here\n", "{after:?}");
 }
 
 #[tokio::test]
@@ -79,6 +90,7 @@ async fn stdin_is_delivered_byte_for_byte_and_lines_are_streamed() {
                 stdin: Some(data.clone()),
                 timeout: Some(Duration::from_secs(60)),
                 on_line: None,
+                own_session: false,
             },
         )
         .await
@@ -96,6 +108,7 @@ async fn stdin_is_delivered_byte_for_byte_and_lines_are_streamed() {
                 stdin: Some(data.clone()),
                 timeout: Some(Duration::from_secs(30)),
                 on_line: None,
+                own_session: false,
             },
         )
         .await
@@ -1213,4 +1226,109 @@ async fn expired_or_foreign_certificates_are_refused_naming_why() {
         "{}",
         sshd.log()
     );
+}
+
+#[tokio::test]
+async fn commands_share_one_persistent_shell_and_keep_their_output_apart() {
+    let sshd = Sshd::start();
+    let r = connect(&sshd).await;
+    let opts = || ExecOptions::with_timeout(Duration::from_secs(30));
+    // 30 commands in a row: one driver (the parent of every command's
+    // shell); a session of its own has sshd as its parent.
+    let mut parents = std::collections::BTreeSet::new();
+    for _ in 0..30 {
+        let out = sh(&r, RemoteCommand::raw("echo $PPID")).await;
+        parents.insert(out.stdout_lossy().trim().to_string());
+    }
+    assert_eq!(parents.len(), 1, "{parents:?}");
+    let out = r
+        .exec_single(&RemoteCommand::raw("echo $PPID"), opts())
+        .await
+        .expect("runs");
+    let sshd_pid = out.stdout_lossy().trim().to_string();
+    assert!(!parents.contains(&sshd_pid), "{parents:?} {sshd_pid}");
+    let driver_parent = sh(&r, RemoteCommand::raw("ps -o ppid= -p $PPID | tr -d ' '")).await;
+    assert_eq!(driver_parent.stdout_lossy().trim(), sshd_pid);
+
+    // Output framing: no final newline, bytes that look like a frame,
+    // binary output, a large output, both streams, any exit status.
+    let out = sh(
+        &r,
+        RemoteCommand::raw("printf 'no newline'; printf 'err' >&2; exit 7"),
+    )
+    .await;
+    assert_eq!(
+        (out.stdout.as_slice(), out.stderr.as_slice(), out.status),
+        (
+            &b"no newline"[..],
+            &b"err"[..],
+            ExitStatus::Code { code: 7 }
+        )
+    );
+    let out = sh(&r, RemoteCommand::raw("printf 'fsmx-\\nfsmx-00:0\\n'")).await;
+    assert_eq!(out.stdout, b"fsmx-\nfsmx-00:0\n");
+    let out = sh(
+        &r,
+        RemoteCommand::raw("head -c 2000000 /dev/zero | tr '\\0' 'x'"),
+    )
+    .await;
+    assert_eq!(out.stdout.len(), 2_000_000);
+    assert!(out.stdout.iter().all(|&b| b == b'x'));
+    let out = sh(&r, RemoteCommand::raw("printf '\\001\\377\\000z'")).await;
+    assert_eq!(out.stdout, [1u8, 255, 0, b'z']);
+
+    // Nothing leaks from one command to the next: directory, variables,
+    // exit, and a command reading stdin gets EOF, not the next command.
+    let home = sh(&r, RemoteCommand::raw("pwd")).await.stdout_lossy();
+    assert_ne!(home.trim(), "/tmp");
+    sh(
+        &r,
+        RemoteCommand::raw("cd /tmp; export FSMX_LEAK=1; fsmx_n=x"),
+    )
+    .await;
+    let out = sh(
+        &r,
+        RemoteCommand::raw("pwd; echo \"[${FSMX_LEAK-}${fsmx_n-}]\""),
+    )
+    .await;
+    assert_eq!(out.stdout_lossy(), format!("{home}[]\n"));
+    let out = sh(&r, RemoteCommand::raw("cat; echo read-all")).await;
+    assert_eq!(out.stdout, b"read-all\n");
+    let out = sh(&r, RemoteCommand::raw("exit 0")).await;
+    assert!(out.status.success());
+    let out = sh(&r, RemoteCommand::raw("echo $PPID")).await;
+    assert!(
+        parents.contains(out.stdout_lossy().trim()),
+        "the shell was replaced"
+    );
+
+    // A background process that writes after its command ended does not
+    // become the next command's output.
+    sh(&r, RemoteCommand::raw("(sleep 0.3; echo late) &")).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let out = sh(&r, RemoteCommand::raw("echo next")).await;
+    assert_eq!(out.stdout, b"next\n");
+
+    // Streaming works in the shell too, line by line as it comes.
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    let started = Instant::now();
+    let out = r
+        .exec(
+            &RemoteCommand::raw("echo one; sleep 0.4; echo two"),
+            ExecOptions {
+                on_line: Some(Arc::new(move |_, l| {
+                    sink.lock()
+                        .unwrap()
+                        .push((l.to_string(), started.elapsed()))
+                })),
+                ..opts()
+            },
+        )
+        .await
+        .expect("runs");
+    assert!(out.status.success());
+    let got = lines.lock().unwrap().clone();
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert!(got[1].1 - got[0].1 >= Duration::from_millis(300), "{got:?}");
 }

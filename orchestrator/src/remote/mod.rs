@@ -46,6 +46,10 @@ pub struct ExecOptions {
     pub timeout: Option<Duration>,
     /// Streaming of output lines (output is captured in full either way).
     pub on_line: Option<LineCallback>,
+    /// Run in an SSH session of its own, not in the host's persistent
+    /// shell: for cleanup that must work even when that shell is gone.
+    /// (Commands with `stdin` always get their own session.)
+    pub own_session: bool,
 }
 
 impl ExecOptions {
@@ -63,6 +67,7 @@ impl std::fmt::Debug for ExecOptions {
             .field("stdin_len", &self.stdin.as_ref().map(Vec::len))
             .field("timeout", &self.timeout)
             .field("on_line", &self.on_line.is_some())
+            .field("own_session", &self.own_session)
             .finish()
     }
 }
@@ -418,7 +423,7 @@ pub fn upload_with<'a, R: Remote + ?Sized>(
     let options = ExecOptions {
         stdin: Some(bytes.to_vec()),
         timeout: Some(crate::timeouts::UPLOAD),
-        on_line: None,
+        ..Default::default()
     };
     let what = format!("upload {remote_path}");
     async move {

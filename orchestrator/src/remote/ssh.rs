@@ -15,9 +15,18 @@
 //!   timeout as the final host, and lives as long as the final connection;
 //!   a reconnect goes through every hop again.  No IP forwarding is needed
 //!   on a jump host, only sshd's AllowTcpForwarding (the default).
+//! - Commands run one after another in a persistent `/bin/sh` per host
+//!   ([`shell`]: one session, then a round trip per command, output and
+//!   exit status framed by a nonce); up to [`shell::MAX_IDLE`] idle shells
+//!   are kept, more open when commands run at once.  Commands with stdin,
+//!   and cleanup that must survive a dead shell
+//!   ([`ExecOptions::own_session`]), get a session of their own
+//!   ([`SshRemote::exec_single`]).
 //! - Every command runs under `/bin/sh` ([`login_shell_safe`]), behind a
-//!   prologue that reports the process group sshd made for it, so a
-//!   timeout kills the whole remote group (TERM, then KILL after 2 s).
+//!   prologue that reports the process group sshd made for its session, so
+//!   a timeout kills the whole remote group (TERM, then KILL after 2 s);
+//!   in a persistent shell that group is the shell's, which is then
+//!   dropped.
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
@@ -39,7 +48,9 @@ use super::{
 };
 
 /// Channels in flight per connection (sshd MaxSessions defaults to 10).
-pub const MAX_CHANNELS: usize = 8;
+pub const MAX_CHANNELS: usize = 7;
+mod shell;
+
 use crate::timeouts::{DRAIN_AFTER_EXIT, KEEPALIVE_INTERVAL, RECONNECT_WINDOW};
 const KEEPALIVE_MAX: usize = 3;
 const OPEN_RETRIES: u32 = 6;
@@ -186,6 +197,8 @@ pub struct SshRemote {
     host_key: String,
     conn: Mutex<Conn>,
     slots: Semaphore,
+    /// Idle persistent shells ([`shell`]), at most [`shell::MAX_IDLE`].
+    shells: StdMutex<Vec<shell::Shell>>,
     reconnects: AtomicU64,
 }
 
@@ -223,6 +236,7 @@ impl SshRemote {
                 generation: 0,
             }),
             slots: Semaphore::new(MAX_CHANNELS),
+            shells: StdMutex::new(Vec::new()),
             reconnects: AtomicU64::new(0),
         })
     }
@@ -307,6 +321,19 @@ impl SshRemote {
         F: Fn(Arc<Handle<Client>>) -> Fut,
         Fut: std::future::Future<Output = Result<T, russh::Error>>,
     {
+        self.open_retrying(open, OPEN_RETRIES).await
+    }
+
+    /// [`SshRemote::open_with`] with `retries` tries after a refused open.
+    async fn open_retrying<T, F, Fut>(
+        &self,
+        open: F,
+        retries: u32,
+    ) -> Result<(T, Arc<Handle<Client>>), RemoteError>
+    where
+        F: Fn(Arc<Handle<Client>>) -> Fut,
+        Fut: std::future::Future<Output = Result<T, russh::Error>>,
+    {
         let (mut handle, generation) = self.current().await;
         let mut reconnected = false;
         let mut attempt = 0;
@@ -317,8 +344,14 @@ impl SshRemote {
             }
             match open(handle.clone()).await {
                 Ok(ch) => return Ok((ch, handle)),
-                Err(russh::Error::ChannelOpenFailure(reason)) if attempt < OPEN_RETRIES => {
+                Err(russh::Error::ChannelOpenFailure(reason)) if attempt < retries => {
                     attempt += 1;
+                    // Idle persistent shells hold sessions: give them back
+                    // to a server that allows fewer than we keep.
+                    self.shells
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .clear();
                     let wait = Duration::from_millis(50 << attempt);
                     tracing::debug!(host = %self.target.host_name, ?reason, ?wait, "channel open refused; retrying");
                     tokio::time::sleep(wait).await;
@@ -353,6 +386,40 @@ impl SshRemote {
         let (channel, handle) = self
             .open_with(|h| async move { h.channel_open_session().await })
             .await?;
+        self.start_exec(channel, handle, script).await
+    }
+
+    /// [`SshRemote::open_exec`] that does not retry a refused open:
+    /// `Ok(None)` when the server refused the session (it is at its
+    /// MaxSessions), for a caller that has something better to wait for.
+    async fn try_open_exec(
+        &self,
+        script: &str,
+    ) -> Result<Option<(ChannelReadHalf, CloseGuard, Arc<Handle<Client>>)>, RemoteError> {
+        let (channel, handle) = self
+            .open_retrying(
+                |h| async move {
+                    match h.channel_open_session().await {
+                        Ok(c) => Ok(Some(c)),
+                        Err(russh::Error::ChannelOpenFailure(_)) => Ok(None),
+                        Err(e) => Err(e),
+                    }
+                },
+                0,
+            )
+            .await?;
+        match channel {
+            Some(c) => self.start_exec(c, handle, script).await.map(Some),
+            None => Ok(None),
+        }
+    }
+
+    async fn start_exec(
+        &self,
+        channel: russh::Channel<Msg>,
+        handle: Arc<Handle<Client>>,
+        script: &str,
+    ) -> Result<(ChannelReadHalf, CloseGuard, Arc<Handle<Client>>), RemoteError> {
         let (rx, tx) = channel.split();
         let guard = CloseGuard(Some(tx));
         if let Some(tx) = guard.0.as_ref() {
@@ -445,6 +512,18 @@ impl SshRemote {
         })
     }
 
+    /// Run `command` in an SSH session of its own (a new channel, a new
+    /// shell), not in the persistent shell: what [`Remote::exec`] does for
+    /// commands with stdin or [`ExecOptions::own_session`].
+    pub async fn exec_single(
+        &self,
+        command: &RemoteCommand,
+        options: ExecOptions,
+    ) -> Result<ExecOutput, RemoteError> {
+        self.run_script(&self.shell_text(command)?, options, true)
+            .await
+    }
+
     /// TERM the remote process group, wait up to 2 s, then KILL it.
     async fn kill_group(&self, pgid: u32) -> Result<(), RemoteError> {
         // `pgid` is a number we parsed; it is still quoted like any value.
@@ -485,8 +564,10 @@ impl Remote for SshRemote {
         command: &RemoteCommand,
         options: ExecOptions,
     ) -> Result<ExecOutput, RemoteError> {
-        self.run_script(&self.shell_text(command)?, options, true)
-            .await
+        if options.stdin.is_some() || options.own_session {
+            return self.exec_single(command, options).await;
+        }
+        shell::exec_in_shell(self, &self.shell_text(command)?, options).await
     }
 
     async fn tunnel(&self, port: u16) -> Result<Self::Tunnel, RemoteError> {
@@ -507,7 +588,7 @@ impl Remote for SshRemote {
         ready_within: Duration,
     ) -> Result<HoldOutcome, RemoteError> {
         // Outside the channel slots: a holder lives as long as the sweep
-        // (MAX_CHANNELS + 1 stays under sshd's MaxSessions).
+        // (MAX_CHANNELS + idle shells + 1 stays within sshd's MaxSessions).
         let (mut rx, mut guard, _) = self.open_exec(&self.shell_text(command)?).await?;
         let tx = guard
             .0

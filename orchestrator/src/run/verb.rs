@@ -97,7 +97,14 @@ impl Verb {
     /// Whether an interrupt (Ctrl-C) stops the verb: the verbs that leave a
     /// host clean (and collecting what already ran) always run to the end.
     pub fn cancellable(self) -> bool {
-        !matches!(self, Verb::PgStop | Verb::Teardown | Verb::Cat)
+        !self.cleanup() && self != Verb::Cat
+    }
+
+    /// Cleanup: runs in an SSH session of its own, not in the host's
+    /// persistent shell, so that it works when that shell is gone
+    /// ([`crate::remote::ExecOptions::own_session`]).
+    pub fn cleanup(self) -> bool {
+        matches!(self, Verb::PgStop | Verb::Teardown)
     }
 
     /// The OSes whose script implements the verb.

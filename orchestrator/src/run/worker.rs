@@ -161,7 +161,13 @@ impl<'a, R: Remote> Worker<'a, R> {
         }
         let cmd = call.command(self.host, &self.paths.scripts);
         log.push_str(&format!("$ {}\n", cmd.to_shell().unwrap_or_default()));
-        let exec = self.remote.exec(&cmd, ExecOptions::with_timeout(timeout));
+        // Cleanup verbs get an SSH session of their own: they must work
+        // even when the host's persistent shell is gone.
+        let options = ExecOptions {
+            own_session: call.verb.cleanup(),
+            ..ExecOptions::with_timeout(timeout)
+        };
+        let exec = self.remote.exec(&cmd, options);
         let out = if cancellable {
             let mut cancel = self.cancel.clone();
             tokio::select! {
