@@ -7,7 +7,7 @@
 
 # Every name a verb may receive.  A word that is not `name=value` with one of
 # these names is a usage error: a typo must not silently become a default.
-FSMX_ARG_NAMES="dev allowed consent ident fs mkfs_opt zfs_prop pool_prop pool mount_opt comp mnt pg_bin pg_user port pg_set cell out db scale init_opt sql builtin script clients jobs duration transactions progress rate latency_limit pgbench_opt work path"
+FSMX_ARG_NAMES="dev allowed consent ident fs mkfs_opt zfs_prop pool_prop pool mount_opt comp mnt pg_bin pg_user port pg_set cell out db scale init_opt sql builtin script clients jobs duration transactions progress rate latency_limit txlog sampling_rate per_statement pgbench_opt work path remove"
 
 # The label fsmatrix writes on every filesystem it makes (pools: name prefix).
 # shellcheck disable=SC2034 # used by the per-OS scripts
@@ -121,6 +121,21 @@ has_arg() {
 check_uint() {
 	case $2 in
 	'' | *[!0-9]*) usage_die "$1=$2 is not a non-negative integer" ;;
+	esac
+}
+
+# check_fraction NAME VALUE: VALUE is 1 or 0.D with 1 to 6 digits, not all
+# zero (pgbench --sampling-rate: more than 0, at most 1).
+check_fraction() {
+	case $2 in
+	1) return 0 ;;
+	0.*) ;;
+	*) usage_die "$1=$2 is not a fraction 0.D..D (1 to 6 digits) or 1" ;;
+	esac
+	case ${2#0.} in
+	'' | *[!0-9]* | ???????*) usage_die "$1=$2 is not a fraction 0.D..D (1 to 6 digits) or 1" ;;
+	*[1-9]*) ;;
+	*) usage_die "$1=$2 is not more than 0" ;;
 	esac
 }
 
@@ -296,8 +311,24 @@ verb_cat() {
 	"${_vc_work%/}"/*) ;;
 	*) usage_die "path=$_vc_path is not under work=$_vc_work" ;;
 	esac
+	_vc_remove=$(opt remove 0 ${1+"$@"})
+	case $_vc_remove in
+	0) ;;
+	1)
+		# Only a run's per-transaction logs are removed once sent.
+		case $_vc_path in
+		"${_vc_work%/}"/runs/*/txlog/pgbench_log.*) ;;
+		*) usage_die "remove=1: path=$_vc_path is not a run's per-transaction log (<work>/runs/*/txlog/pgbench_log.*)" ;;
+		esac
+		case $_vc_path in */../* | */./*) usage_die "path=$_vc_path has . or .. parts" ;; esac
+		;;
+	*) usage_die "remove=$_vc_remove is not 0 or 1" ;;
+	esac
 	[ -f "$_vc_path" ] || die "cat $_vc_path: no such file"
-	cat "$_vc_path"
+	cat "$_vc_path" || die "cat $_vc_path failed"
+	if [ "$_vc_remove" = 1 ]; then
+		rm -f "$_vc_path" || die "rm $_vc_path failed"
+	fi
 }
 
 # ---------------------------------------------------------------- shared verbs
@@ -670,6 +701,9 @@ verb_run() {
 	_r_progress=$(opt progress 0 ${1+"$@"})
 	_r_rate=$(opt rate "" ${1+"$@"})
 	_r_limit=$(opt latency_limit "" ${1+"$@"})
+	_r_txlog=$(opt txlog 0 ${1+"$@"})
+	_r_sampling=$(opt sampling_rate "" ${1+"$@"})
+	_r_per_stmt=$(opt per_statement 0 ${1+"$@"})
 	if [ -n "$_r_builtin" ] && [ -n "$_r_script" ]; then usage_die "give builtin= or script=, not both"; fi
 	if [ -n "$_r_dur" ] && [ -n "$_r_tx" ]; then usage_die "give duration= or transactions=, not both"; fi
 	for _r_a in ${1+"$@"}; do
@@ -688,6 +722,26 @@ verb_run() {
 		check_uint latency_limit "$_r_limit"
 		set -- -L "$_r_limit" ${1+"$@"}
 	fi
+	# -l: a log line per transaction, in a folder of the run's own (never
+	# a path from the matrix), one file per pgbench thread; gzipped after.
+	_r_txdir=${OUT%/}/txlog
+	case $_r_txlog in
+	0) [ -z "$_r_sampling" ] || usage_die "sampling_rate= needs txlog=1" ;;
+	1)
+		if [ -n "$_r_sampling" ]; then
+			check_fraction sampling_rate "$_r_sampling"
+			set -- --sampling-rate="$_r_sampling" ${1+"$@"}
+		fi
+		set -- -l --log-prefix="$_r_txdir/pgbench_log" ${1+"$@"}
+		;;
+	*) usage_die "txlog=$_r_txlog is not 0 or 1" ;;
+	esac
+	# -r: each statement's mean latency in the summary.
+	case $_r_per_stmt in
+	0) ;;
+	1) set -- -r ${1+"$@"} ;;
+	*) usage_die "per_statement=$_r_per_stmt is not 0 or 1" ;;
+	esac
 	if [ "$_r_progress" = 1 ]; then
 		set -- -P 1 ${1+"$@"}
 	elif [ "$_r_progress" != 0 ]; then
@@ -717,7 +771,29 @@ verb_run() {
 	else
 		usage_die "missing argument builtin= or script="
 	fi
+	if [ "$_r_txlog" = 1 ]; then
+		# Every argument checked: an earlier attempt's logs go first.
+		run rm -rf "$_r_txdir"
+		run mkdir -p "$_r_txdir"
+	fi
 	run_step "$OUT" "$PG_BIN/pgbench" ${1+"$@"} -c "$_r_clients" -j "$_r_jobs" -h "$SOCK" -p "$PORT" -U "$PG_USER" "$DB"
+	if [ "$_r_txlog" = 1 ]; then
+		txlog_pack "$_r_txdir"
+	fi
+}
+
+# txlog_pack DIR: gzip every per-transaction log pgbench left in DIR
+# (pgbench_log.PID, pgbench_log.PID.THREAD) and print txlog=PATH for each.
+txlog_pack() {
+	for _tp_f in "$1"/pgbench_log.*; do
+		[ -f "$_tp_f" ] || continue
+		case $_tp_f in *.gz) ;; *)
+			gzip -f "$_tp_f" || die "gzip $_tp_f failed"
+			_tp_f=$_tp_f.gz
+			;;
+		esac
+		kv txlog "$_tp_f"
+	done
 }
 
 # verb_sizes mnt= fs= [pool=]: the data directory's sizes once the data is on

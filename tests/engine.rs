@@ -2070,7 +2070,7 @@ fn a_rate_limited_workload_holds_its_rate_and_records_the_schedule_lag() {
     let matrix = write(
         tmp.path(),
         "matrix.toml",
-        "name = \"rate\"\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n[[workload]]\nname = \"ro\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [2]\nduration = \"5s\"\nrate = 50\nlatency_limit = \"1000ms\"\n",
+        "name = \"rate\"\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n[[workload]]\nname = \"ro\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [2]\njobs = 2\nduration = \"5s\"\nrate = 50\nlatency_limit = \"1000ms\"\nlatency_log = true\nsampling_rate = 0.5\nper_statement = true\n",
     );
     let out = tmp.path().join("out");
     let o = run(&inv, &matrix, &out);
@@ -2087,6 +2087,13 @@ fn a_rate_limited_workload_holds_its_rate_and_records_the_schedule_lag() {
     );
     assert!(r["schedule_lag_avg_ms"].as_f64().is_some(), "{r}");
     assert!(r["schedule_lag_max_ms"].as_f64().is_some(), "{r}");
+    // The record says the rate: the report compares such rows on latency.
+    assert_eq!(rs[0]["params"]["rate"], 50, "{}", rs[0]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("ro with 2 clients at 50 tps (rate-limited: compared on latency)"),
+        "{stdout}"
+    );
     let log = std::fs::read_to_string(bundle.join(format!("data/hosts/{}/commands.log", h.name)))
         .expect("commands.log");
     assert!(
@@ -2094,5 +2101,93 @@ fn a_rate_limited_workload_holds_its_rate_and_records_the_schedule_lag() {
             && l.contains(" rate=50 ")
             && l.contains(" latency_limit=1000 ")),
         "{log}"
+    );
+    // latency_log (pgbench -l --sampling-rate) and per_statement (-r),
+    // issue 14: one gzipped log per pgbench thread, fetched, removed from
+    // the host, checksummed in the cell's folder; exact percentiles.
+    assert!(
+        log.lines().any(|l| l.contains(" run ")
+            && l.contains(" txlog=1 ")
+            && l.contains(" sampling_rate=0.5 ")
+            && l.contains(" per_statement=1 ")),
+        "{log}"
+    );
+    let l = &r["latency_percentiles"];
+    let files: Vec<&str> = l["files"]
+        .as_array()
+        .expect("latency_percentiles.files")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(files.len(), 2, "one log per thread (jobs = 2): {l}");
+    let manifest = std::fs::read_to_string(bundle.join("manifest-sha256.txt")).unwrap();
+    let cell = rs[0]["cell_id"].as_str().expect("cell_id");
+    for f in &files {
+        assert!(
+            f.starts_with("txlog/pgbench_log.") && f.ends_with(".gz"),
+            "{f}"
+        );
+        let rel = format!("data/cells/{cell}/{f}");
+        let bytes = std::fs::read(bundle.join(&rel)).expect("log kept in the cell's folder");
+        assert_eq!(&bytes[..2], b"\x1f\x8b", "{rel} is gzip");
+        assert!(
+            manifest.lines().any(|m| m.ends_with(&rel)),
+            "{rel} not in the manifest"
+        );
+        let name = f.rsplit('/').next().unwrap();
+        assert_eq!(
+            log.lines()
+                .filter(|c| c.contains(" cat ") && c.contains(name) && c.contains(" remove=1"))
+                .count(),
+            1,
+            "{name} fetched with remove=1 once: {log}"
+        );
+    }
+    let p = |k: &str| l[k].as_f64().unwrap_or_else(|| panic!("{k}: {l}"));
+    assert!(
+        p("min_ms") <= p("p50_ms")
+            && p("p50_ms") <= p("p95_ms")
+            && p("p95_ms") <= p("p99_ms")
+            && p("p99_ms") <= p("max_ms"),
+        "{l}"
+    );
+    assert_eq!(p("sampling_rate"), 0.5);
+    let sampled =
+        l["transactions"].as_u64().expect("transactions") + l["skipped"].as_u64().unwrap_or(0);
+    let all = r["transactions"].as_u64().expect("transactions")
+        + r["skipped_transactions"].as_u64().unwrap_or(0);
+    assert!(
+        (all as f64 * 0.25..=all as f64 * 0.75).contains(&(sampled as f64)),
+        "{sampled} logged of {all} at sampling_rate 0.5"
+    );
+    let st = r["statement_latencies"]
+        .as_array()
+        .expect("statement_latencies");
+    assert!(
+        st.iter().any(|s| s["command"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("SELECT abalance"))
+            && s["latency_ms"].as_f64().is_some()),
+        "{st:?}"
+    );
+    // The report: percentiles per group in JSON, the sections in Markdown
+    // and the plot in HTML.
+    let path_after = |label: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(label))
+            .map(PathBuf::from)
+            .unwrap_or_else(|| panic!("no `{label}` line: {stdout}"))
+    };
+    let md = std::fs::read_to_string(path_after("report: ")).expect("the Markdown report");
+    assert!(
+        md.contains("## Latency from the per-transaction log"),
+        "{md}"
+    );
+    assert!(md.contains("## Per-statement latency (pgbench -r)"), "{md}");
+    let html = std::fs::read_to_string(path_after("report (HTML): ")).expect("the HTML report");
+    assert!(
+        html.contains("data-plot=\"latency-percentiles\""),
+        "no latency plot"
     );
 }

@@ -115,6 +115,8 @@ fn cell_ext4() {
     let o = scenario("dash", 300, &["cell", "ext4", "noatime", "nobarrier"]);
     // ext4 accepts nobarrier and shows it as such.
     assert_cell(&o, "ext4", &["noatime", "nobarrier"]);
+    // latency_log / per_statement (issue 14), on ext4 only.
+    assert_eq!(o.get("check.txlog_fetched"), "ok");
     assert!(o.get("make_fs.mkfs_cmd").contains("lazy_itable_init=0"));
 }
 

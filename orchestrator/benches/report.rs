@@ -107,6 +107,8 @@ fn generate(want: usize, n_hosts: usize) -> Vec<CellResult> {
                                 jobs: c,
                                 repeat: r,
                                 warmup: r == 0,
+                                rate: None,
+                                sql_script: false,
                             },
                             status: CellStatus::Done {
                                 run: RunMeasures {
@@ -122,6 +124,9 @@ fn generate(want: usize, n_hosts: usize) -> Vec<CellResult> {
                                     late_transactions: None,
                                     duration_s: 60.0,
                                     progress,
+                                    statements: Vec::new(),
+                                    latency_percentiles: None,
+                                    statement_latencies: Vec::new(),
                                 },
                             },
                             started: None,

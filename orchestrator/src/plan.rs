@@ -14,8 +14,8 @@ use sha2::{Digest, Sha256};
 
 use crate::config::values::{DevicePath, HostName, Label};
 use crate::config::{
-    FsType, FsVariant, Host, Inventory, Length, Matrix, Os, PgSetting, Repeats, Rule, Scale,
-    Workload, WorkloadKind,
+    FsType, FsVariant, Host, Inventory, Length, Matrix, Order, Os, PgSetting, Repeats, Rule,
+    SamplingRate, Scale, Workload, WorkloadKind,
 };
 use crate::text::hms as format_duration;
 
@@ -50,7 +50,8 @@ pub struct Cell {
     pub id: String,
     pub host: HostName,
     pub os: Os,
-    /// The device the variant is built on (the host's first device).
+    /// The device the variant is built on (the host's first device; with
+    /// `order = "interleaved"`/`"random"`, the device of its batch slot).
     pub device: DevicePath,
     /// Shared by all cells of the variant on this host (cheap clones).
     pub fs: Arc<FsVariant>,
@@ -93,6 +94,12 @@ pub struct CellWorkload {
     /// pgbench `-L` in milliseconds, if the workload sets it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_limit_ms: Option<u32>,
+    /// pgbench `-l --sampling-rate`: the per-transaction log, if asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_log: Option<SamplingRate>,
+    /// pgbench `-r`: per-statement latencies.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub per_statement: bool,
 }
 
 /// A host × filesystem combination the host's OS cannot run.
@@ -125,6 +132,33 @@ pub struct HostPlan {
     /// Adaptive repeats that reach their target at `min`: the shortest sweep.
     #[serde(with = "secs")]
     pub eta_min: Duration,
+    /// `order = "interleaved"` or `"random"`: the variants set up at the
+    /// same time, one per device, and the order of their runs.  Empty when
+    /// sequential (and in bundles written before orders existed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub batches: Vec<Batch>,
+}
+
+/// Variants set up at the same time on one host, each on its own device
+/// with its own PostgreSQL cluster and port, and the order of their runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Batch {
+    pub slots: Vec<Slot>,
+    /// The index in `slots` of each run, in run order (its cells are the
+    /// host's `cells` in the same order).
+    pub runs: Vec<u32>,
+}
+
+/// One variant of a [`Batch`]: where it is built.  Derived, never taken
+/// from the matrix: the device is the host's `devices[index]` (one the
+/// inventory names), the port `pg_port + index`, and the mount point and
+/// socket folder under `work_dir` are named by the index.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Slot {
+    pub index: u32,
+    pub device: DevicePath,
+    pub port: u16,
+    pub variant: Label,
 }
 
 /// A workload script's text, kept once per plan.
@@ -156,6 +190,15 @@ pub struct Plan {
     /// As `eta` when every adaptive repeat stops at its `min`.
     #[serde(with = "secs")]
     pub eta_min: Duration,
+    /// The order of each host's runs (absent: sequential).
+    #[serde(default, skip_serializing_if = "Order::is_sequential")]
+    pub order: Order,
+    /// `order = "random"`: the seed of every host's shuffle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// The seed was drawn for this plan (the matrix names none).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub seed_drawn: bool,
 }
 
 /// plan.json as written: the cells without their scripts' texts (bundles
@@ -175,6 +218,12 @@ struct PlanJson {
     eta: Duration,
     #[serde(with = "secs")]
     eta_min: Duration,
+    #[serde(default)]
+    order: Order,
+    #[serde(default)]
+    seed: Option<u64>,
+    #[serde(default)]
+    seed_drawn: bool,
 }
 
 impl From<PlanJson> for Plan {
@@ -207,6 +256,9 @@ impl From<PlanJson> for Plan {
             hosts: p.hosts,
             eta: p.eta,
             eta_min: p.eta_min,
+            order: p.order,
+            seed: p.seed,
+            seed_drawn: p.seed_drawn,
         }
     }
 }
@@ -256,6 +308,10 @@ struct IdPrefix<'a> {
     rate: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     latency_limit_ms: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    latency_log: Option<SamplingRate>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    per_statement: bool,
 }
 
 fn id_prefix(host: &str, fs: &FsVariant, pg_settings: &[PgSetting], w: &CellWorkload) -> Sha256 {
@@ -278,6 +334,8 @@ fn id_prefix(host: &str, fs: &FsVariant, pg_settings: &[PgSetting], w: &CellWork
         scale: w.scale,
         rate: w.rate,
         latency_limit_ms: w.latency_limit_ms,
+        latency_log: w.latency_log,
+        per_statement: w.per_statement,
     };
     let mut h = Sha256::new();
     // Serializing plain data into a Vec cannot fail; were it to, the Debug
@@ -523,6 +581,8 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
                     scale: wl.scale,
                     rate: wl.rate,
                     latency_limit_ms: wl.latency_limit_ms,
+                    latency_log: wl.latency_log,
+                    per_statement: wl.per_statement,
                 });
                 let prefix = id_prefix(host.name.as_str(), fs, &pg_settings, &workload);
                 for (clients, included) in counts {
@@ -574,6 +634,30 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
                 secs_min += eta::FS_SETUP_SECS;
             }
         }
+        let batches = if m.order.is_sequential() {
+            Vec::new()
+        } else {
+            let (order, batches) = schedule(
+                m.order,
+                m.seed.unwrap_or(0),
+                host,
+                &variants,
+                &cells[first..],
+            );
+            let mut taken: Vec<Option<Cell>> = cells.drain(first..).map(Some).collect();
+            cells.extend(order.into_iter().filter_map(|i| taken[i].take()));
+            // Each cell names the device its variant is built on.
+            for c in &mut cells[first..] {
+                let slot = batches
+                    .iter()
+                    .flat_map(|b| &b.slots)
+                    .find(|s| s.variant == c.fs.name);
+                if let Some(s) = slot {
+                    c.device = s.device.clone();
+                }
+            }
+            batches
+        };
         hosts.push(HostPlan {
             host: host.name.clone(),
             os: host.os,
@@ -582,6 +666,7 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
             fs_variants: variants,
             eta: Duration::from_secs(secs),
             eta_min: Duration::from_secs(secs_min),
+            batches,
         });
     }
     let eta = hosts.iter().map(|h| h.eta).max().unwrap_or_default();
@@ -619,7 +704,148 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
         hosts,
         eta,
         eta_min,
+        order: m.order,
+        seed: (m.order == Order::Random).then_some(m.seed).flatten(),
+        seed_drawn: m.order == Order::Random && m.seed_drawn,
     }
+}
+
+/// SplitMix64: a tiny generator whose output is fixed by its seed forever
+/// (no crate version can change a recorded order).
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `0..n` (n > 0), without modulo bias.
+    fn below(&mut self, n: u64) -> u64 {
+        let zone = u64::MAX - u64::MAX % n;
+        loop {
+            let x = self.next();
+            if x < zone {
+                return x % n;
+            }
+        }
+    }
+}
+
+/// FNV-1a of a host name: mixes the host into the seed, so that hosts of
+/// one sweep get their own shuffles, the same ones on every re-run.
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The run order of `lists` (each list's items in its own order).
+/// Interleaved: round-robin, the i-th item of every list before the
+/// (i+1)-th of any (A1 B1 A2 B2 …; an exhausted list is skipped).
+/// Random: a seeded shuffle of the items in which every list keeps its
+/// own order (a uniformly random interleaving).  Sequential: one list
+/// after the other.
+pub fn order_runs<T: Copy>(order: Order, seed: u64, lists: &[Vec<T>]) -> Vec<T> {
+    let total: usize = lists.iter().map(Vec::len).sum();
+    let mut out = Vec::with_capacity(total);
+    match order {
+        Order::Sequential => lists.iter().for_each(|l| out.extend(l.iter().copied())),
+        Order::Interleaved => {
+            let longest = lists.iter().map(Vec::len).max().unwrap_or(0);
+            for i in 0..longest {
+                out.extend(lists.iter().filter_map(|l| l.get(i).copied()));
+            }
+        }
+        Order::Random => {
+            // Which list each run takes from: list i appears len(i) times,
+            // shuffled (Fisher-Yates); the k-th appearance takes its k-th item.
+            let mut labels: Vec<usize> = lists
+                .iter()
+                .enumerate()
+                .flat_map(|(i, l)| std::iter::repeat_n(i, l.len()))
+                .collect();
+            let mut rng = SplitMix64(seed);
+            for i in (1..labels.len()).rev() {
+                let j = rng.below(i as u64 + 1) as usize;
+                labels.swap(i, j);
+            }
+            let mut next = vec![0usize; lists.len()];
+            for l in labels {
+                out.push(lists[l][next[l]]);
+                next[l] += 1;
+            }
+        }
+    }
+    out
+}
+
+/// A host's batches and the run order of its cells (indices into `cells`,
+/// which come in plan order: variant, workload, clients, repeat).  Variants
+/// are set up `devices.len()` at a time, variant k of a batch on device k
+/// with port `pg_port + k`.  Within a batch the workloads come one after
+/// the other (each is loaded on every variant of the batch first); the
+/// runs of one workload are ordered by [`order_runs`] over one list per
+/// variant (interleaved) or per variant and client count (random).
+fn schedule(
+    order: Order,
+    seed: u64,
+    host: &Host,
+    variants: &[Label],
+    cells: &[Cell],
+) -> (Vec<usize>, Vec<Batch>) {
+    let width = host.devices.len().max(1);
+    let mut rng_seed = seed ^ fnv1a(host.name.as_str());
+    let mut out = Vec::with_capacity(cells.len());
+    let mut batches = Vec::new();
+    for chunk in variants.chunks(width) {
+        let slots: Vec<Slot> = chunk
+            .iter()
+            .enumerate()
+            .map(|(k, v)| Slot {
+                index: k as u32,
+                device: host.devices[k].clone(),
+                port: host.pg_port.saturating_add(k as u16),
+                variant: v.clone(),
+            })
+            .collect();
+        let slot_of = |c: &Cell| chunk.iter().position(|v| v == &c.fs.name);
+        // Workloads in plan order, as the first variant of the batch has them.
+        let mut workloads: Vec<&Label> = Vec::new();
+        for c in cells.iter().filter(|c| slot_of(c).is_some()) {
+            if !workloads.contains(&&c.workload.name) {
+                workloads.push(&c.workload.name);
+            }
+        }
+        let mut runs = Vec::new();
+        for w in workloads {
+            let mut lists: Vec<Vec<usize>> = Vec::new();
+            let mut keys: Vec<(usize, u32)> = Vec::new();
+            for (i, c) in cells.iter().enumerate() {
+                let Some(k) = slot_of(c).filter(|_| &c.workload.name == w) else {
+                    continue;
+                };
+                let key = (k, if order == Order::Random { c.clients } else { 0 });
+                match keys.iter().position(|x| *x == key) {
+                    Some(j) => lists[j].push(i),
+                    None => {
+                        keys.push(key);
+                        lists.push(vec![i]);
+                    }
+                }
+            }
+            // One stream of random numbers per host, consumed batch by batch.
+            rng_seed = SplitMix64(rng_seed).next();
+            for i in order_runs(order, rng_seed, &lists) {
+                runs.push(slot_of(&cells[i]).unwrap_or(0) as u32);
+                out.push(i);
+            }
+        }
+        batches.push(Batch { slots, runs });
+    }
+    (out, batches)
 }
 
 fn length_str(l: &Length) -> String {
@@ -719,6 +945,7 @@ pub fn render(p: &Plan) -> String {
         ]);
     }
     out.push_str(&table(&rows, &[3, 4]));
+    out.push_str(&render_order(p));
     if !p.dropped.is_empty() {
         let _ = writeln!(
             out,
@@ -748,6 +975,83 @@ pub fn render(p: &Plan) -> String {
         }
     }
     out
+}
+
+/// The most runs of a batch `plan` spells out (A B A B …).
+const SHOWN_RUNS: usize = 48;
+
+/// The order of the runs: nothing for sequential; otherwise what it means,
+/// the seed, and per host its batches (which variant on which device and
+/// port) with their run order as letters.
+pub fn render_order(p: &Plan) -> String {
+    let mut out = String::new();
+    match p.order {
+        Order::Sequential => return out,
+        Order::Interleaved => {
+            let _ = writeln!(
+                out,
+                "\norder: interleaved: per host, one variant set up on each device (its own \
+                 PostgreSQL cluster and port), their runs alternated round-robin by repeat \
+                 (A B A B …), so that drift hits every variant alike"
+            );
+        }
+        Order::Random => {
+            let seed = p.seed.map(|s| s.to_string()).unwrap_or_else(|| "?".into());
+            let _ = writeln!(
+                out,
+                "\norder: random, seed {seed}{}: per host, one variant set up on each device (its \
+                 own PostgreSQL cluster and port), their runs in a shuffled order (each variant's \
+                 warm-ups first, its repeats in order)",
+                if p.seed_drawn {
+                    " (drawn now: a run draws its own and records it in the bundle; \
+                     set seed = N in the matrix to run this very order)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    for h in p.hosts.iter().filter(|h| !h.batches.is_empty()) {
+        let _ = writeln!(out, "  {}:", h.host);
+        for (i, b) in h.batches.iter().enumerate() {
+            let slots: Vec<String> = b
+                .slots
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{} = {} on {} (port {})",
+                        slot_letter(s.index),
+                        s.variant,
+                        s.device,
+                        s.port
+                    )
+                })
+                .collect();
+            let _ = writeln!(out, "    batch {}: {}", i + 1, slots.join(", "));
+            let letters: Vec<String> = b
+                .runs
+                .iter()
+                .take(SHOWN_RUNS)
+                .map(|k| slot_letter(*k).to_string())
+                .collect();
+            let _ = writeln!(
+                out,
+                "      runs: {}{} ({} runs)",
+                letters.join(" "),
+                if b.runs.len() > SHOWN_RUNS {
+                    " …"
+                } else {
+                    ""
+                },
+                b.runs.len()
+            );
+        }
+    }
+    out
+}
+
+fn slot_letter(k: u32) -> char {
+    char::from_u32(u32::from(b'A') + k.min(25)).unwrap_or('?')
 }
 
 /// Every cell in run order, one line each (for `--cells`-style listings and tests).
@@ -1188,5 +1492,276 @@ duration = "1m"
         let fixed = plan(&inv(INV), &mat(BASE));
         assert_eq!(fixed.eta, fixed.eta_min);
         assert!(!render(&fixed).contains("adaptive"));
+    }
+
+    const INV2: &str = r#"
+[defaults]
+os = "linux"
+identity_file = "/k"
+known_hosts = "/kh"
+[[host]]
+name = "l1"
+address = "10.203.0.11"
+devices = ["/dev/vdb", "/dev/vdc"]
+"#;
+
+    fn ordered(order: &str) -> String {
+        format!("order = {order:?}\n{BASE}")
+    }
+
+    fn run_keys(p: &Plan) -> Vec<(String, String, u32, bool, u32)> {
+        p.cells
+            .iter()
+            .map(|c| {
+                (
+                    c.fs.name.to_string(),
+                    c.workload.name.to_string(),
+                    c.clients,
+                    c.warmup,
+                    c.repeat,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn order_runs_interleaves_and_shuffles_reproducibly() {
+        let a = vec![1, 2, 3];
+        let b = vec![11, 12, 13];
+        let c = vec![21];
+        let lists = [a.clone(), b.clone(), c.clone()];
+        assert_eq!(
+            order_runs(Order::Sequential, 0, &lists),
+            [1, 2, 3, 11, 12, 13, 21]
+        );
+        // Round-robin by index; an exhausted list is skipped.
+        assert_eq!(
+            order_runs(Order::Interleaved, 0, &lists),
+            [1, 11, 21, 2, 12, 3, 13]
+        );
+        let mut seen = std::collections::HashSet::new();
+        for seed in 0..50u64 {
+            let r = order_runs(Order::Random, seed, &lists);
+            // A permutation of every run …
+            let mut sorted = r.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, [1, 2, 3, 11, 12, 13, 21], "seed {seed}");
+            // … in which each list keeps its own order …
+            for l in &lists {
+                let pos: Vec<usize> = l
+                    .iter()
+                    .map(|x| r.iter().position(|y| y == x).unwrap_or(usize::MAX))
+                    .collect();
+                assert!(pos.windows(2).all(|w| w[0] < w[1]), "seed {seed}: {r:?}");
+            }
+            // … the same for the same seed.
+            assert_eq!(order_runs(Order::Random, seed, &lists), r);
+            seen.insert(r);
+        }
+        // Different seeds give different orders (7!/(3!3!1!) = 140 exist).
+        assert!(seen.len() > 20, "{} distinct orders of 50", seen.len());
+        // Fixed forever by the seed: a recorded seed replays this very order.
+        assert_eq!(
+            order_runs(Order::Random, 42, &[a, b]),
+            order_runs(Order::Random, 42, &[vec![1, 2, 3], vec![11, 12, 13]])
+        );
+    }
+
+    #[test]
+    fn interleaved_sets_up_one_variant_per_device_and_alternates() {
+        let seq = plan(&inv(INV2), &mat(BASE));
+        let p = plan(&inv(INV2), &mat(&ordered("interleaved")));
+        assert_eq!(p.order, Order::Interleaved);
+        // The same cells and ETA as sequential: only the order changes.
+        let ids = |p: &Plan| {
+            let mut v: Vec<String> = p.cells.iter().map(|c| c.id.clone()).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(ids(&p), ids(&seq));
+        assert_eq!(p.eta, seq.eta);
+        let h = &p.hosts[0];
+        assert_eq!(
+            h.cells,
+            p.cells.iter().map(|c| c.id.clone()).collect::<Vec<_>>()
+        );
+        // 3 variants on 2 devices: two batches.
+        let slots: Vec<Vec<(u32, String, u16, String)>> = h
+            .batches
+            .iter()
+            .map(|b| {
+                b.slots
+                    .iter()
+                    .map(|s| (s.index, s.device.to_string(), s.port, s.variant.to_string()))
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            slots,
+            vec![
+                vec![
+                    (0, "/dev/vdb".into(), 5432, "ext4".into()),
+                    (1, "/dev/vdc".into(), 5433, "zfs-off".into())
+                ],
+                vec![(0, "/dev/vdb".into(), 5432, "zfs-lz4".into())],
+            ]
+        );
+        // Batch 1: per workload, the runs of ext4 and zfs-off alternate,
+        // warm-up with warm-up, repeat with repeat.
+        let keys = run_keys(&p);
+        let tpcb: Vec<_> = keys
+            .iter()
+            .filter(|k| k.0 != "zfs-lz4" && k.1 == "tpcb")
+            .cloned()
+            .collect();
+        let mut want = Vec::new();
+        for c in [1, 4] {
+            for (w, r) in [(true, 1), (false, 1), (false, 2)] {
+                for fs in ["ext4", "zfs-off"] {
+                    want.push((fs.to_string(), "tpcb".to_string(), c, w, r));
+                }
+            }
+        }
+        assert_eq!(tpcb, want);
+        assert_eq!(
+            h.batches[0].runs,
+            [0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1]
+        );
+        assert!(p.cells.iter().all(|c| c.device.as_str()
+            == if c.fs.name.as_str() == "zfs-off" {
+                "/dev/vdc"
+            } else {
+                "/dev/vdb"
+            }));
+        // The second batch is zfs-lz4 alone, after the first.
+        assert!(keys[16..].iter().all(|k| k.0 == "zfs-lz4"));
+        let text = render(&p);
+        assert!(text.contains("order: interleaved"), "{text}");
+        assert!(
+            text.contains(
+                "batch 1: A = ext4 on /dev/vdb (port 5432), B = zfs-off on /dev/vdc (port 5433)"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("runs: A B A B A B"), "{text}");
+        // Sequential plans say nothing of an order, and keep plan order.
+        assert!(!render(&seq).contains("order:"));
+        assert!(seq.hosts[0].batches.is_empty());
+    }
+
+    #[test]
+    fn random_order_is_a_seeded_reproducible_shuffle() {
+        let m7 = mat(&ordered("random").replacen("name = \"t\"", "name = \"t\"\nseed = 7", 1));
+        let p = plan(&inv(INV2), &m7);
+        assert_eq!(
+            (p.order, p.seed, p.seed_drawn),
+            (Order::Random, Some(7), false)
+        );
+        assert_eq!(run_keys(&plan(&inv(INV2), &m7)), run_keys(&p));
+        let m8 = mat(&ordered("random").replacen("name = \"t\"", "name = \"t\"\nseed = 8", 1));
+        assert_ne!(run_keys(&plan(&inv(INV2), &m8)), run_keys(&p));
+        // Each (variant, workload, clients) keeps its own order: warm-ups
+        // first, repeats ascending.
+        let keys = run_keys(&p);
+        for k in &keys {
+            let same: Vec<_> = keys
+                .iter()
+                .filter(|x| (x.0.as_str(), x.1.as_str(), x.2) == (k.0.as_str(), k.1.as_str(), k.2))
+                .map(|x| (!x.3, x.4))
+                .collect();
+            assert!(same.windows(2).all(|w| w[0] < w[1]), "{same:?}");
+        }
+        // Batches still hold the workloads one after the other.
+        let batch1: Vec<&str> = keys[..16].iter().map(|k| k.1.as_str()).collect();
+        assert_eq!(batch1.iter().filter(|w| **w == "tpcb").count(), 12);
+        assert!(batch1[..12].iter().all(|w| *w == "tpcb"));
+        // Recorded in plan.json, and read back; a plan.json of before
+        // orders existed reads as sequential.
+        let json = serde_json::to_value(&p).unwrap_or_default();
+        assert_eq!(json["order"], "random");
+        assert_eq!(json["seed"], 7);
+        assert_eq!(
+            json["hosts"][0]["batches"][0]["runs"]
+                .as_array()
+                .map(Vec::len),
+            Some(16)
+        );
+        let back: Plan = serde_json::from_value(json).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back, p);
+        let mut old = serde_json::to_value(plan(&inv(INV2), &mat(BASE))).unwrap_or_default();
+        assert!(old.get("order").is_none() && old["hosts"][0].get("batches").is_none());
+        old.as_object_mut().map(|o| o.remove("eta_min"));
+        old["eta_min"] = serde_json::json!(0);
+        let back: Plan = serde_json::from_value(old).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back.order, Order::Sequential);
+        // Without a seed one is drawn, and said.
+        let mut drawn = mat(&ordered("random"));
+        assert_eq!(drawn.seed, None);
+        drawn.draw_seed();
+        let p = plan(&inv(INV2), &drawn);
+        assert!(p.seed.is_some() && p.seed_drawn);
+        let text = render(&p);
+        assert!(
+            text.contains(&format!(
+                "order: random, seed {} (drawn now",
+                p.seed.unwrap_or(0)
+            )),
+            "{text}"
+        );
+        // A recorded seed replaces a drawn one (resume, run --from).
+        drawn.use_recorded_seed(Some(7));
+        assert_eq!(
+            run_keys(&plan(&inv(INV2), &drawn)),
+            run_keys(&plan(&inv(INV2), &m7))
+        );
+    }
+
+    #[test]
+    fn interleaving_one_device_is_refused_and_seed_needs_random() {
+        let m = mat(&ordered("interleaved"));
+        let e = m
+            .check_against(&inv(INV))
+            .expect_err("l1 has one device for 3 variants")
+            .to_string();
+        assert!(
+            e.contains("m.toml:1:9: error: order = \"interleaved\" needs one device per variant"),
+            "{e}"
+        );
+        assert!(
+            e.contains("host l1 of inv.toml lists one device (/dev/vdb) for 3 variants"),
+            "{e}"
+        );
+        assert!(
+            e.contains("list more devices on host l1 (devices = [...] in the inventory) or use order = \"sequential\""),
+            "{e}"
+        );
+        // f1 (freebsd) runs the two zfs variants; d1 (dragonfly) none of them.
+        assert!(
+            e.contains("host f1 of inv.toml lists one device (/dev/ada1) for 2 variants"),
+            "{e}"
+        );
+        assert!(!e.contains("host d1"), "{e}");
+        assert!(m.check_against(&inv(INV2)).is_ok());
+        assert!(mat(BASE).check_against(&inv(INV)).is_ok());
+        for (text, want) in [
+            (
+                ordered("shuffled"),
+                "unknown order `shuffled`; valid: sequential, interleaved, random",
+            ),
+            (
+                format!("seed = 3\n{BASE}"),
+                "`seed` is for order = \"random\" only",
+            ),
+            (format!("seed = -1\n{}", ordered("random")), "`seed`"),
+        ] {
+            let e = Matrix::parse(Path::new("m.toml"), text)
+                .expect_err("refused")
+                .to_string();
+            assert!(e.contains(want), "{e}");
+        }
+        // The ports derived per device must exist.
+        let high = INV2.replace("os = \"linux\"", "os = \"linux\"\npg_port = 65535");
+        let e = m.check_against(&inv(&high)).expect_err("65536").to_string();
+        assert!(e.contains("pg_port = 65535 + 1 is beyond 65535"), "{e}");
     }
 }

@@ -18,6 +18,8 @@ pub fn cell(id: &str, fs: &str, clients: u32, repeat: u32, status: CellStatus) -
             jobs: clients,
             repeat,
             warmup: false,
+            rate: None,
+            sql_script: false,
         },
         status,
         started: Some("2026-12-01T10:00:00Z".into()),
@@ -77,6 +79,9 @@ pub fn done(tps: f64) -> CellStatus {
                 latency_stddev_ms: Some(0.4),
                 failed: Some(0),
             }],
+            statements: Vec::new(),
+            latency_percentiles: None,
+            statement_latencies: Vec::new(),
         },
     }
 }

@@ -640,6 +640,9 @@ fn statistics_never_put_nan_or_inf_into_a_report() {
                             late_transactions: None,
                             duration_s: 1.0,
                             progress: Vec::new(),
+                            statements: Vec::new(),
+                            latency_percentiles: None,
+                            statement_latencies: Vec::new(),
                         },
                     },
                 );

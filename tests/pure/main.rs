@@ -18,3 +18,4 @@ mod plan_props;
 mod plan_run_same;
 mod report_drift;
 mod report_html;
+mod report_metric;

@@ -877,3 +877,108 @@ proptest! {
         let _ = parse_psql(&text, Some(0));
     }
 }
+
+/// `-r` (`per_statement`): the statement latencies of PostgreSQL 10 (one
+/// column) and 15 (failures and retries), in script order.
+#[test]
+fn per_statement_latencies_of_10_and_15() {
+    let (out, err, _) = load("pgbench/10", "rds-c1-r");
+    let o = parse_run(&out, &err, Some(0));
+    let got: Vec<(u32, f64, &str)> = o
+        .statements
+        .iter()
+        .map(|s| (s.script, s.latency_ms, s.command.as_str()))
+        .collect();
+    assert_eq!(got.len(), 11, "{got:?}");
+    assert_eq!(got[0], (0, 0.011, "\\set aid random(1, 100000 * :scale)"));
+    assert_eq!(got[4], (0, 213.795, "BEGIN;"));
+    assert_eq!(
+        got[9],
+        (
+            0,
+            214.306,
+            "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (:tid, :bid, :aid, :delta, CURRENT_TIMESTAMP);"
+        )
+    );
+    assert_eq!(got[10], (0, 214.961, "END;"));
+    assert!(o
+        .statements
+        .iter()
+        .all(|s| s.failures.is_none() && s.retries.is_none()));
+
+    let (out, err, exit) = load("pgbench/15", "run-retries");
+    let o = parse_run(&out, &err, exit);
+    let got: Vec<(f64, Option<u64>, Option<u64>, &str)> = o
+        .statements
+        .iter()
+        .map(|s| (s.latency_ms, s.failures, s.retries, s.command.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (0.001, Some(0), Some(0), "\\set aid random(1, 3)"),
+            (
+                0.213,
+                Some(0),
+                Some(0),
+                "BEGIN ISOLATION LEVEL SERIALIZABLE;"
+            ),
+            (
+                0.307,
+                Some(0),
+                Some(0),
+                "SELECT abalance FROM pgbench_accounts WHERE aid = :aid;"
+            ),
+            (
+                0.301,
+                Some(1002),
+                Some(3546),
+                "UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = :aid;"
+            ),
+            (2.559, Some(0), Some(0), "SELECT pg_sleep(0.001);"),
+            (0.312, Some(0), Some(0), "END;"),
+        ]
+    );
+    // Runs without -r have none.
+    let (out, err, exit) = load("pgbench/15", "run-tpcb-P1");
+    assert!(parse_run(&out, &err, exit).statements.is_empty());
+}
+
+/// 15+ without --max-tries (`… and failures:`, one count column), and two
+/// scripts (`SQL script N:` blocks, ` - statement latencies …`).
+#[test]
+fn per_statement_latencies_of_failures_only_and_several_scripts() {
+    let out = "tps = 812.5 (without initial connection time)\n\
+statement latencies in milliseconds and failures:\n\
+         0.002           0  \\set aid random(1, 100000 * :scale)\n\
+         1.098         320  UPDATE pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;\n";
+    let o = parse_run(out, "", Some(0));
+    let got: Vec<_> = o
+        .statements
+        .iter()
+        .map(|s| (s.latency_ms, s.failures, s.retries))
+        .collect();
+    assert_eq!(got, [(0.002, Some(0), None), (1.098, Some(320), None)]);
+    assert_eq!(
+        o.statements[1].command,
+        "UPDATE pgbench_tellers SET tbalance = tbalance + :delta WHERE tid = :tid;"
+    );
+    let out = "tps = 100.0 (without initial connection time)\n\
+SQL script 1: <builtin: TPC-B (sort of)>\n\
+ - weight: 1 (targets 50.0% of total)\n\
+ - 1000 transactions (50.0% of total, tps = 50.0)\n\
+ - statement latencies in milliseconds and failures:\n\
+         0.300           0  BEGIN;\n\
+SQL script 2: <builtin: select only>\n\
+ - weight: 1 (targets 50.0% of total)\n\
+ - statement latencies in milliseconds and failures:\n\
+         0.100           0  SELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n";
+    let o = parse_run(out, "", Some(0));
+    let got: Vec<_> = o
+        .statements
+        .iter()
+        .map(|s| (s.script, s.latency_ms))
+        .collect();
+    assert_eq!(got, [(0, 0.3), (1, 0.1)]);
+    assert!(o.valid);
+}

@@ -72,6 +72,9 @@ fn generated() -> Vec<CellResult> {
                                     late_transactions: None,
                                     duration_s: 30.0,
                                     progress,
+                                    statements: Vec::new(),
+                                    latency_percentiles: None,
+                                    statement_latencies: Vec::new(),
                                 },
                             }
                         };
@@ -88,6 +91,8 @@ fn generated() -> Vec<CellResult> {
                                 jobs: clients,
                                 repeat,
                                 warmup: repeat == 0,
+                                rate: None,
+                                sql_script: false,
                             },
                             status,
                             started: None,

@@ -196,6 +196,30 @@ scenario_cell() {
 	printf 'run.tps=%s\n' "$_tps"
 	grep -q '^progress: ' "$TMP/cell/run-2-1/stderr" || fail "no -P progress lines"
 	ok run_raw_kept
+	if [ "$FS" = ext4 ]; then
+		# latency_log / per_statement: -l --sampling-rate into the run's own
+		# txlog folder, gzipped, named on stdout; cat remove=1 fetches and
+		# removes them (only them); -r statement latencies on stdout.
+		step run_txlog 0 run $(pg_args) port="$PORT" out="$TMP/runs/c1" builtin=select-only clients=2 jobs=2 duration=2 txlog=1 sampling_rate=0.5 per_statement=1
+		[ "$(value status)" = 0 ] || fail "pgbench -l run failed: $(cat "$TMP/runs/c1/stderr")"
+		grep -q -- "--sampling-rate=0.5" "$TMP/runs/c1/cmd" || fail "no --sampling-rate in $(cat "$TMP/runs/c1/cmd")"
+		grep -q '^statement latencies in milliseconds' "$TMP/runs/c1/stdout" || fail "no -r block in the run output"
+		_logs=$(sed -n 's/^txlog=//p' "$TMP/step.out")
+		[ "$(printf '%s\n' "$_logs" | grep -c '/txlog/pgbench_log\.[0-9.]*\.gz$')" = 2 ] || fail "not 2 gzipped logs (one per thread): $_logs"
+		for _l in $_logs; do
+			step cat_txlog 0 cat work="$TMP" path="$_l" remove=1
+			[ ! -e "$_l" ] || fail "cat remove=1 left $_l"
+			if grep -Eq '^[0-9]+ [0-9]+ [0-9]+ 0 [0-9]+ [0-9]+$' "$TMP/step.out"; then
+				fail "cat printed the log uncompressed"
+			fi
+		done
+		printf 'x\n' >"$TMP/runs/c1/stdout.keep"
+		step cat_remove_other 2 cat work="$TMP" path="$TMP/runs/c1/stdout.keep" remove=1
+		[ -e "$TMP/runs/c1/stdout.keep" ] || fail "cat remove=1 removed a file that is not a log"
+		step run_bad_rate 2 run $(pg_args) port="$PORT" out="$TMP/runs/c2" builtin=select-only clients=1 duration=1 txlog=1 sampling_rate=0.0
+		step run_rate_no_log 2 run $(pg_args) port="$PORT" out="$TMP/runs/c2" builtin=select-only clients=1 duration=1 sampling_rate=0.5
+		ok txlog_fetched
+	fi
 	step sizes 0 sizes mnt="$TMP/mnt" fs="$FS" pool="$POOL"
 	[ "$(value du_bytes)" -gt 1000000 ] || fail "du of pgdata implausibly small"
 	[ "$(value du_apparent_bytes)" -gt 1000000 ] || fail "apparent size implausibly small"

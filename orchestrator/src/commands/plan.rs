@@ -10,6 +10,13 @@ pub fn plan(args: &PlanArgs) -> CmdResult {
     if args.commands {
         let hosts = super::runtime()?.block_on(dry::commands(&inv, &p));
         println!("{}", dry::LIVE_VALUES);
+        if let (true, Some(seed)) = (p.seed_drawn, p.seed) {
+            println!(
+                "# order = \"random\" without a seed: these commands use seed {seed}, drawn now; \
+                 a run draws its own and records it in its bundle (set seed = {seed} in the \
+                 matrix to run this very order)"
+            );
+        }
         for (host, text) in hosts {
             print!("## {host}\n{text}");
         }

@@ -231,6 +231,66 @@ pub struct Workload {
     /// counted apart; with `rate`, late ones are skipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_limit_ms: Option<u32>,
+    /// `latency_log = true`: pgbench `-l` (a log line per transaction) at
+    /// this `--sampling-rate` (`sampling_rate`, default 1: every one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_log: Option<SamplingRate>,
+    /// `per_statement = true`: pgbench `-r` (mean latency per statement).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub per_statement: bool,
+}
+
+/// pgbench `--sampling-rate`: the share of transactions logged, more than 0
+/// and at most 1, kept in millionths (`0.1` is 100 000) so that it is exact,
+/// hashable and prints the same everywhere.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "f64", into = "f64")]
+pub struct SamplingRate(u32);
+
+impl SamplingRate {
+    pub const ALL: SamplingRate = SamplingRate(1_000_000);
+
+    /// `0 < r <= 1` with at most 6 decimals that matter (r >= 0.000001).
+    pub fn from_f64(r: f64) -> Option<SamplingRate> {
+        if !(r.is_finite() && r > 0.0 && r <= 1.0) {
+            return None;
+        }
+        let ppm = (r * 1e6).round();
+        (ppm >= 1.0).then_some(SamplingRate(ppm as u32))
+    }
+
+    pub fn fraction(self) -> f64 {
+        f64::from(self.0) / 1e6
+    }
+
+    pub fn is_all(self) -> bool {
+        self.0 == 1_000_000
+    }
+}
+
+impl TryFrom<f64> for SamplingRate {
+    type Error = String;
+    fn try_from(r: f64) -> Result<Self, String> {
+        SamplingRate::from_f64(r).ok_or_else(|| format!("sampling rate {r} is not in (0, 1]"))
+    }
+}
+
+impl From<SamplingRate> for f64 {
+    fn from(r: SamplingRate) -> f64 {
+        r.fraction()
+    }
+}
+
+/// `1`, `0.1`, `0.000001`: what pgbench's `--sampling-rate` gets (and what
+/// the remote script checks: `1` or `0.` and 1 to 6 digits).
+impl fmt::Display for SamplingRate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_all() {
+            return write!(f, "1");
+        }
+        let digits = format!("{:06}", self.0);
+        write!(f, "0.{}", digits.trim_end_matches('0'))
+    }
 }
 
 /// How many counted repeats a workload runs per client count: a fixed
@@ -347,6 +407,53 @@ pub struct Rule {
     pub clients: Vec<u32>,
 }
 
+/// The order of a host's measured runs (`order = "..."`).
+///
+/// - `sequential` (the default): one variant after the other on the host's
+///   first device, as the plan lists the cells.
+/// - `interleaved`: on a host that lists several devices, one variant set
+///   up per device (each with its own PostgreSQL cluster and port), and
+///   their runs alternated round-robin by repeat index (A B A B …), so that
+///   drift (background load, caches, a warming disk) hits every variant
+///   alike.  Variants beyond the number of devices run in batches.
+/// - `random`: as interleaved, but the runs of a batch in a seeded random
+///   order (each variant's own runs keep their order: warm-ups first,
+///   repeats ascending).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Order {
+    #[default]
+    Sequential,
+    Interleaved,
+    Random,
+}
+
+impl Order {
+    pub const ALL: [Order; 3] = [Order::Sequential, Order::Interleaved, Order::Random];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Order::Sequential => "sequential",
+            Order::Interleaved => "interleaved",
+            Order::Random => "random",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Order> {
+        Order::ALL.into_iter().find(|o| o.as_str() == s)
+    }
+    pub fn is_sequential(&self) -> bool {
+        *self == Order::Sequential
+    }
+}
+
+impl fmt::Display for Order {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The largest `seed` (TOML integers are signed 64-bit).
+pub const MAX_SEED: u64 = i64::MAX as u64;
+
 /// Which inventory hosts a matrix runs on: every criterion given must hold.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostFilter {
@@ -374,6 +481,19 @@ pub struct Matrix {
     /// by host (`split_hosts = true`); by default one agent runs all of it.
     #[serde(default)]
     pub split_hosts: bool,
+    /// The order of a host's measured runs (`order`; default sequential).
+    #[serde(default)]
+    pub order: Order,
+    /// The seed of `order = "random"`: the matrix's `seed`, or one drawn
+    /// when it names none ([`Matrix::draw_seed`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// The seed was drawn, not written in the matrix.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub seed_drawn: bool,
+    /// Where `order` is, for errors about it against the inventory.
+    #[serde(skip)]
+    order_at: Option<ConfigError>,
     /// Where a plan over `max_cells` is reported.
     #[serde(skip)]
     max_cells_at: Option<ConfigError>,
@@ -415,6 +535,8 @@ const TOP_KEYS: &[&str] = &[
     "hosts",
     "max_cells",
     "split_hosts",
+    "order",
+    "seed",
     "postgres",
     "filesystem",
     "workload",
@@ -449,6 +571,9 @@ const WL_KEYS: &[&str] = &[
     "run_timeout",
     "rate",
     "latency_limit",
+    "latency_log",
+    "sampling_rate",
+    "per_statement",
 ];
 const RULE_KEYS: &[&str] = &[
     "host",
@@ -459,6 +584,21 @@ const RULE_KEYS: &[&str] = &[
     "workload",
     "clients",
 ];
+
+/// A seed for `order = "random"` from the OS's randomness (std's hasher
+/// keys come from it) and the clock; at most [`MAX_SEED`], so that it can
+/// be written back as `seed = N`.
+fn draw_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    h.write_u128(nanos);
+    h.write_u32(std::process::id());
+    h.finish() & MAX_SEED
+}
 
 /// At most this many variants from one `[[filesystem]]`'s `vary`.
 pub const MAX_VARIANTS_PER_ENTRY: usize = 1000;
@@ -596,6 +736,7 @@ impl Matrix {
             }
         }
         out.extend(self.check_settings_allowed(inv));
+        out.extend(self.check_order(inv));
         let mut list = ConfigErrors(out);
         list.sort();
         if list.is_empty() {
@@ -603,6 +744,86 @@ impl Matrix {
         } else {
             Err(list)
         }
+    }
+
+    /// `order = "random"` without a `seed`: draw one (recorded in the plan,
+    /// so that the run can be repeated exactly).  Nothing otherwise.
+    pub fn draw_seed(&mut self) {
+        if self.order == Order::Random && self.seed.is_none() {
+            self.seed = Some(draw_seed());
+            self.seed_drawn = true;
+        }
+    }
+
+    /// Use `seed` (the one a bundle or a queued sweep recorded) when the
+    /// matrix names none.
+    pub fn use_recorded_seed(&mut self, seed: Option<u64>) {
+        if self.order == Order::Random && (self.seed.is_none() || self.seed_drawn) {
+            if let Some(s) = seed {
+                self.seed = Some(s);
+                self.seed_drawn = true;
+            }
+        }
+    }
+
+    /// Interleaved and random orders need one device per variant set up at
+    /// a time: a selected host with one device and several variants is
+    /// refused (rebuilding between runs is not supported), and the ports
+    /// derived per device (pg_port + device index) must exist.
+    fn check_order(&self, inv: &Inventory) -> Vec<ConfigError> {
+        if self.order.is_sequential() {
+            return Vec::new();
+        }
+        let at = || {
+            self.order_at.clone().unwrap_or_else(|| ConfigError {
+                file: self.path.clone(),
+                line: 1,
+                column: 1,
+                message: String::new(),
+            })
+        };
+        let mut out = Vec::new();
+        for h in inv.hosts.iter().filter(|h| self.selects(h)) {
+            let variants = self
+                .filesystems
+                .iter()
+                .filter(|f| {
+                    f.fs_type.runs_on(h.os)
+                        && super::fsopts::os_refuses(f.fs_type, h.os, &f.mkfs_options).is_none()
+                })
+                .count();
+            if h.devices.len() < 2 && variants > 1 {
+                let mut e = at();
+                e.message = format!(
+                    "order = \"{}\" needs one device per variant set up at the same time, \
+                     but host {} of {} lists one device ({}) for {variants} variants, and \
+                     rebuilding the filesystem between runs is not supported; valid: list more \
+                     devices on host {} (devices = [...] in the inventory) or use order = \"sequential\"",
+                    self.order,
+                    h.name,
+                    inv.path.display(),
+                    h.device(),
+                    h.name
+                );
+                out.push(e);
+            }
+            let slots = h.devices.len().min(variants.max(1));
+            if u32::from(h.pg_port) + slots as u32 - 1 > u32::from(u16::MAX) {
+                let mut e = at();
+                e.message = format!(
+                    "order = \"{}\" gives each device of host {} its own PostgreSQL port \
+                     (pg_port + device index), but pg_port = {} + {} is beyond 65535; \
+                     valid: a lower pg_port for host {}",
+                    self.order,
+                    h.name,
+                    h.pg_port,
+                    slots - 1,
+                    h.name
+                );
+                out.push(e);
+            }
+        }
+        out
     }
 
     /// Whether the matrix's `[hosts]` filter keeps `h` (as the plan decides).
@@ -701,6 +922,36 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Matrix> {
         .as_ref()
         .map_or(DEFAULT_MAX_CELLS, |n| *n.get_ref() as u64);
     let split_hosts = root.bool(errs, "split_hosts").unwrap_or(false);
+    let order_v = root.str(errs, "order");
+    let order = match &order_v {
+        None => Order::Sequential,
+        Some(v) => Order::parse(v.get_ref()).unwrap_or_else(|| {
+            let valid: Vec<&str> = Order::ALL.iter().map(|o| o.as_str()).collect();
+            errs.push(
+                &v.span(),
+                format!(
+                    "unknown order `{}`; valid: {}",
+                    v.get_ref(),
+                    valid.join(", ")
+                ),
+            );
+            Order::Sequential
+        }),
+    };
+    let seed_v = root.int(errs, "seed", 0, MAX_SEED as i64);
+    if let Some(v) = &seed_v {
+        if order != Order::Random {
+            errs.push(
+                &v.span(),
+                format!(
+                    "`seed` is for order = \"random\" only (this matrix's order is {order}); \
+                     valid: remove seed, or set order = \"random\""
+                ),
+            );
+        }
+    }
+    let seed = seed_v.as_ref().map(|n| *n.get_ref() as u64);
+    let order_at = Some(src.error(&order_v.as_ref().map_or(0..0, |v| v.span()), String::new()));
     let max_cells_at = Some(src.error(
         &max_cells_v.as_ref().map_or(0..0, |n| n.span()),
         String::new(),
@@ -822,6 +1073,10 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Matrix> {
         hosts,
         max_cells,
         split_hosts,
+        order,
+        seed,
+        seed_drawn: false,
+        order_at,
         max_cells_at,
         refs,
         guarded,
@@ -1761,6 +2016,7 @@ fn workload(
             );
         }
     }
+    let (latency_log, per_statement) = latency_keys(errs, &w, &ctx, is_sql);
     if errs.list.len() > before {
         return None;
     }
@@ -1778,7 +2034,62 @@ fn workload(
         run_timeout: run_timeout.map(|(n, _)| n),
         rate,
         latency_limit_ms,
+        latency_log,
+        per_statement,
     })
+}
+
+/// `latency_log`, `sampling_rate` and `per_statement`: pgbench's `-l
+/// --sampling-rate` and `-r`.
+fn latency_keys(
+    errs: &mut Errors<'_>,
+    w: &Tbl<'_, '_>,
+    ctx: &str,
+    is_sql: bool,
+) -> (Option<SamplingRate>, bool) {
+    let log = w.bool(errs, "latency_log").unwrap_or(false);
+    let per_statement = w.bool(errs, "per_statement").unwrap_or(false);
+    let rate = w.get("sampling_rate").and_then(|v| {
+        let text = match v.get_ref() {
+            DeValue::Float(f) => Some(f.as_str().replace('_', "")),
+            DeValue::Integer(i) if i.radix() == 10 => Some(i.as_str().replace('_', "")),
+            _ => None,
+        };
+        let r = text
+            .and_then(|t| t.parse::<f64>().ok())
+            .and_then(SamplingRate::from_f64);
+        if r.is_none() {
+            errs.push(
+                &v.span(),
+                format!(
+                    "`sampling_rate` in {ctx} must be a number more than 0 and at most 1 (e.g. 0.1: one transaction in ten logged), at least 0.000001; valid: 0 < sampling_rate <= 1"
+                ),
+            );
+        }
+        r.map(|r| (r, v.span()))
+    });
+    if let Some((_, at)) = &rate {
+        if !log {
+            errs.push(
+                at,
+                format!("`sampling_rate` in {ctx} applies to the per-transaction log: add `latency_log = true`"),
+            );
+        }
+    }
+    if is_sql && (log || per_statement) {
+        if let Some(v) = w.get("latency_log").or_else(|| w.get("per_statement")) {
+            errs.push(
+                &v.span(),
+                format!(
+                    "`latency_log` and `per_statement` in {ctx} are pgbench's (-l, -r): a sql_script runs through psql, which times each statement already; use builtin or pgbench_script"
+                ),
+            );
+        }
+    }
+    (
+        log.then(|| rate.map_or(SamplingRate::ALL, |(r, _)| r)),
+        per_statement,
+    )
 }
 
 /// The highest `rate` (pgbench -R, transactions per second in all).
@@ -2186,6 +2497,79 @@ mod vary_tests {
         assert_eq!(parse_millis("3600s"), Some(3_600_000));
         assert_eq!(parse_millis("3601s"), None);
         assert_eq!(parse_millis("1.5s"), None);
+    }
+
+    #[test]
+    fn latency_log_sampling_rate_and_per_statement_of_a_workload() {
+        let fs = "[[filesystem]]\nname = \"e\"\ntype = \"ext4\"\n";
+        let wl = |extra: &str| parse(&format!("name = \"m\"\n{WL}{extra}{fs}"));
+        let m = wl("latency_log = true\nsampling_rate = 0.1\nper_statement = true\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let r = m.workloads[0].latency_log.expect("latency_log");
+        assert_eq!((r.to_string(), r.fraction()), ("0.1".to_string(), 0.1));
+        assert!(m.workloads[0].per_statement);
+        let m = wl("latency_log = true\n").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.workloads[0].latency_log, Some(SamplingRate::ALL));
+        assert_eq!(SamplingRate::ALL.to_string(), "1");
+        let m = wl("latency_log = true\nsampling_rate = 1\n").unwrap_or_else(|e| panic!("{e}"));
+        assert!(m.workloads[0].latency_log.unwrap().is_all());
+        let m =
+            wl("latency_log = true\nsampling_rate = 0.000_001\n").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.workloads[0].latency_log.unwrap().to_string(), "0.000001");
+        let m = wl("").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            (m.workloads[0].latency_log, m.workloads[0].per_statement),
+            (None, false)
+        );
+        for (extra, want) in [
+            (
+                "latency_log = true\nsampling_rate = 0\n",
+                "`sampling_rate` in [[workload]]",
+            ),
+            (
+                "latency_log = true\nsampling_rate = 0.0\n",
+                "0 < sampling_rate <= 1",
+            ),
+            (
+                "latency_log = true\nsampling_rate = 1.5\n",
+                "0 < sampling_rate <= 1",
+            ),
+            (
+                "latency_log = true\nsampling_rate = -0.1\n",
+                "0 < sampling_rate <= 1",
+            ),
+            (
+                "latency_log = true\nsampling_rate = 0.0000001\n",
+                "at least 0.000001",
+            ),
+            (
+                "latency_log = true\nsampling_rate = nan\n",
+                "0 < sampling_rate <= 1",
+            ),
+            (
+                "latency_log = true\nsampling_rate = \"0.1\"\n",
+                "0 < sampling_rate <= 1",
+            ),
+            ("sampling_rate = 0.1\n", "add `latency_log = true`"),
+            ("latency_log = 1\n", "`latency_log` in [[workload]]"),
+            (
+                "per_statement = \"yes\"\n",
+                "`per_statement` in [[workload]]",
+            ),
+        ] {
+            let e = wl(extra).expect_err(extra).to_string();
+            assert!(e.contains(want), "{extra}: {e}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("load.sql"), "SELECT 1;\n").unwrap();
+        let sql = "[[workload]]\nname = \"s\"\nsql_script = \"load.sql\"\nper_statement = true\n";
+        let e = Matrix::parse(
+            &dir.path().join("m.toml"),
+            format!("name = \"m\"\n{sql}{fs}"),
+        )
+        .expect_err("-r on a sql script")
+        .to_string();
+        assert!(e.contains("`per_statement`") && e.contains("psql"), "{e}");
     }
 
     #[test]

@@ -17,8 +17,8 @@ use std::path::Path;
 pub use error::{ConfigError, ConfigErrors};
 pub use inventory::{Auth, Become, Host, Inventory, Os, Platform};
 pub use matrix::{
-    Builtin, CiTarget, FsType, FsVariant, HostFilter, Jobs, Length, Matrix, PgSetting, Repeats,
-    Rule, Scale, Workload, WorkloadKind, ZfsProperty,
+    Builtin, CiTarget, FsType, FsVariant, HostFilter, Jobs, Length, Matrix, Order, PgSetting,
+    Repeats, Rule, SamplingRate, Scale, Workload, WorkloadKind, ZfsProperty,
 };
 
 pub(crate) fn read_file(path: &Path) -> Result<String, ConfigErrors> {
@@ -59,8 +59,9 @@ pub fn load(
     let inv = Inventory::load(inventory_path);
     let m = Matrix::load(matrix_path);
     match (inv, m) {
-        (Ok(inv), Ok(m)) => {
+        (Ok(inv), Ok(mut m)) => {
             m.check_against(&inv)?;
+            m.draw_seed();
             Ok((inv, m))
         }
         (inv, m) => {

@@ -184,7 +184,7 @@ async fn one_sweep(
 ) -> Result<SweepTurn, DbError> {
     let row = client
         .query_one(
-            "SELECT inventory, matrix, inventory_path, matrix_path FROM fsmatrix_sweeps WHERE id = $1",
+            "SELECT inventory, matrix, inventory_path, matrix_path, (plan->>'seed')::bigint FROM fsmatrix_sweeps WHERE id = $1",
             &[&id],
         )
         .await
@@ -198,8 +198,11 @@ async fn one_sweep(
     // Parsed again where it was written, by the same validators as `plan`.
     let loaded =
         Inventory::parse(&inputs.inventory_path, inputs.inventory_text.clone()).and_then(|inv| {
-            let m = Matrix::parse(&inputs.matrix_path, inputs.matrix_text.clone())?;
+            let mut m = Matrix::parse(&inputs.matrix_path, inputs.matrix_text.clone())?;
             m.check_against(&inv)?;
+            // order = "random" without a seed: the one drawn at submit.
+            let seed: Option<i64> = row.get(4);
+            m.use_recorded_seed(seed.and_then(|s| u64::try_from(s).ok()));
             Ok((inv, m))
         });
     let (inv, m) = match loaded {

@@ -4,7 +4,7 @@
 use super::pgbench::{parse_init, parse_run, ProgressSample as PgbenchSample, TpsKind};
 use super::psql::parse_psql;
 use crate::config::Length;
-use crate::results::model::{InitTimings, Phase, ProgressSample, RunMeasures};
+use crate::results::model::{InitTimings, Phase, ProgressSample, RunMeasures, StatementTime};
 use crate::text::json_pretty_bytes;
 
 /// A run's output read: its measures, or why it has none, and the files
@@ -61,12 +61,36 @@ pub fn measure_pgbench(
                     failed: p.failed,
                 })
                 .collect(),
+            statements: Vec::new(),
+            latency_percentiles: None,
+            statement_latencies: r.statements.clone(),
         }),
         _ => Err(reasons(r.invalid_reasons.iter().map(|r| r.to_string()))),
     };
     Measured {
         measures: finite_only(measures),
         files,
+    }
+}
+
+/// `latency_log`: the run's percentiles from its gzipped per-transaction
+/// logs (name, bytes).  A run that counts but whose log cannot be read is
+/// recorded as failed, saying why: its latency would silently be missing.
+pub fn with_latency_log(m: Measured, logs: &[(String, Vec<u8>)], sampling_rate: f64) -> Measured {
+    let measures = match m.measures {
+        Ok(mut run) => match super::pgbench_log::percentiles_of_gz(logs, sampling_rate) {
+            Ok(mut p) => {
+                p.files = p.files.iter().map(|f| format!("txlog/{f}")).collect();
+                run.latency_percentiles = Some(p);
+                finite_only(Ok(run))
+            }
+            Err(e) => Err(e),
+        },
+        e => e,
+    };
+    Measured {
+        measures,
+        files: m.files,
     }
 }
 
@@ -84,8 +108,10 @@ fn finite_only(m: Result<RunMeasures, String>) -> Result<RunMeasures, String> {
     }
 }
 
-/// A SQL script run by psql: "tps" is statements per second of the
-/// statements' own timings, latency their mean.
+/// A SQL script run by psql: every statement's time (what the report
+/// leads with), their sum as the run's duration (the total load time);
+/// "tps" (statements per second) and latency (their mean) are kept for old
+/// readers but mean little for a data load.
 pub fn measure_psql(stdout: &str, status: Option<i32>) -> Measured {
     let p = parse_psql(stdout, status);
     let files = vec![("statements.json".to_string(), json_pretty_bytes(&p))];
@@ -105,6 +131,16 @@ pub fn measure_psql(stdout: &str, status: Option<i32>) -> Measured {
             late_transactions: None,
             duration_s: secs,
             progress: Vec::new(),
+            statements: p
+                .statements
+                .iter()
+                .map(|s| StatementTime {
+                    statement: s.statement.clone(),
+                    ms: s.ms,
+                })
+                .collect(),
+            latency_percentiles: None,
+            statement_latencies: Vec::new(),
         })
     } else {
         Err(reasons(p.invalid_reasons.iter().map(|r| r.to_string())))
@@ -196,6 +232,13 @@ mod tests {
         assert_eq!(r.transactions, 2);
         assert_eq!(r.latency_avg_ms, Some(2.5));
         assert!((r.tps - 400.0).abs() < 1e-9);
+        assert_eq!(r.duration_s, 0.005);
+        let st: Vec<(&str, f64)> = r
+            .statements
+            .iter()
+            .map(|s| (s.statement.as_str(), s.ms))
+            .collect();
+        assert_eq!(st, [("SELECT 1;", 2.0), ("SELECT 2;", 3.0)]);
         let t = init_timings("", "done in 1.23 s (drop tables 0.01 s, vacuum 0.50 s).\n")
             .expect("completed");
         assert_eq!(t.total_s, Some(1.23));

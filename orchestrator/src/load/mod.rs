@@ -6,7 +6,8 @@
 //! `LC_ALL=C` (their messages are translated otherwise), and the raw
 //! stdout/stderr come back to be parsed here.  The bundle keeps the raw
 //! files; the outcome types below hold only parsed values, and [`measures`]
-//! turns them into what `result.json` records.
+//! turns them into what `result.json` records; [`pgbench_log`] reads
+//! pgbench's per-transaction logs (`-l`) into latency percentiles.
 //!
 //! The output formats across versions, and where they changed, are in
 //! `tests/fixtures/pgbench/README.md`, with real output from PostgreSQL
@@ -14,6 +15,7 @@
 
 pub mod measures;
 pub mod pgbench;
+pub mod pgbench_log;
 pub mod psql;
 
 pub use pgbench::{

@@ -14,6 +14,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::results::model::StatementLatency;
+
 /// Everything parsed from one `pgbench` run (not `-i`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunOutcome {
@@ -27,6 +29,10 @@ pub struct RunOutcome {
     pub aborted_clients: u32,
     /// `-P` lines, in order.
     pub progress: Vec<ProgressSample>,
+    /// `-r`: the `statement latencies in milliseconds` rows (10+; 15+ with
+    /// failures, and retries under `--max-tries`), every script's in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub statements: Vec<StatementLatency>,
 }
 
 /// Why a run does not count.  `Display` reads after "run not valid: ".
@@ -264,8 +270,44 @@ pub fn parse_run(stdout: &str, stderr: &str, exit_status: Option<i32>) -> RunOut
     let mut aborted_ids: Vec<&str> = Vec::new();
     let mut run_aborted = false;
     let mut connection_failed = false;
+    let mut statements = Vec::new();
+    // In a `statement latencies` block: (script, number of count columns).
+    let mut block: Option<(u32, usize)> = None;
+    let mut script = 0u32;
 
     for line in lines(stdout, stderr) {
+        if let Some((script, counts)) = block {
+            match statement_row(line, script, counts) {
+                Some(st) => {
+                    statements.push(st);
+                    continue;
+                }
+                None => block = None,
+            }
+        }
+        // Several scripts: `SQL script 2: <builtin: simple update>`.
+        if let Some(n) = line
+            .strip_prefix("SQL script ")
+            .and_then(|r| r.split_once(':'))
+            .and_then(|(n, _)| n.trim().parse::<u32>().ok())
+        {
+            script = n.saturating_sub(1);
+            continue;
+        }
+        // ≤ 14 `statement latencies in milliseconds:`, 15+ `… and
+        // failures:` / `…, failures and retries:`, under a script ` - `.
+        if let Some(h) = line
+            .trim_start_matches(['-', ' '])
+            .strip_prefix("statement latencies in milliseconds")
+        {
+            let counts = if h.contains("retries") {
+                2
+            } else {
+                usize::from(h.contains("failures"))
+            };
+            block = Some((script, counts));
+            continue;
+        }
         if let Some(rest) = line.strip_prefix("progress:") {
             if let Some(p) = parse_progress(rest) {
                 progress.push(p);
@@ -407,7 +449,36 @@ pub fn parse_run(stdout: &str, stderr: &str, exit_status: Option<i32>) -> RunOut
         summary: s,
         aborted_clients,
         progress,
+        statements,
     }
+}
+
+/// One `-r` row: `%11.3f  cmd` (≤ 14) or `%11.3f %10d [%10d]  cmd` (15+).
+fn statement_row(line: &str, script: u32, counts: usize) -> Option<StatementLatency> {
+    let word = |s: &str| -> Option<(String, String)> {
+        let s = s.trim_start();
+        let end = s.find(char::is_whitespace).unwrap_or(s.len());
+        Some((s[..end].to_string(), s[end..].to_string()))
+    };
+    let (lat, mut rest) = word(line)?;
+    let latency_ms = finite(&lat)?;
+    let mut nums = Vec::new();
+    for _ in 0..counts {
+        let (n, r) = word(&rest)?;
+        nums.push(n.parse::<u64>().ok()?);
+        rest = r;
+    }
+    let command = rest.trim().to_string();
+    if command.is_empty() {
+        return None;
+    }
+    Some(StatementLatency {
+        script,
+        command,
+        latency_ms,
+        failures: nums.first().copied(),
+        retries: nums.get(1).copied(),
+    })
 }
 
 /// ` = 85.184871 (including connections establishing)` → [`Tps`].

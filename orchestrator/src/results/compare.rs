@@ -15,7 +15,7 @@
 //! - A winner is named only when significant at [`ALPHA`].
 use serde::Serialize;
 
-use super::stats::{mean, t_quantile, t_two_sided_p, variance};
+use super::stats::{mean, t_quantile, t_two_sided_p, variance, Metric};
 
 /// Significance level of every verdict.
 pub const ALPHA: f64 = 0.05;
@@ -88,16 +88,21 @@ pub fn ratio_of_means(a: &[f64], b: &[f64]) -> Option<Ratio> {
     Some(Ratio { ratio, ci95 })
 }
 
-/// What a comparison with the baseline concluded (higher tps is better).
+/// What a comparison with the baseline concluded, on the row's
+/// [`Metric`] (more tps, a lower latency, a shorter load time is better).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// This row is the baseline.
     Baseline,
-    /// Significantly more tps than the baseline.
+    /// Significantly more tps (or a shorter load time) than the baseline.
     Faster,
-    /// Significantly fewer tps than the baseline.
+    /// Significantly fewer tps (or a longer load time) than the baseline.
     Slower,
+    /// Rate-limited: a significantly lower mean latency than the baseline.
+    LowerLatency,
+    /// Rate-limited: a significantly higher mean latency than the baseline.
+    HigherLatency,
     /// p ≥ 0.05: within noise.
     NotSignificant,
     /// Fewer than two counted repeats on a side, or no spread at all.
@@ -112,6 +117,8 @@ impl Verdict {
             Verdict::Baseline => "baseline",
             Verdict::Faster => "faster",
             Verdict::Slower => "slower",
+            Verdict::LowerLatency => "lower latency",
+            Verdict::HigherLatency => "higher latency",
             Verdict::NotSignificant => "no significant difference",
             Verdict::Untestable => "too few repeats to test",
             Verdict::NoBaseline => "no baseline on this host",
@@ -128,14 +135,25 @@ pub struct Comparison {
     pub verdict: Verdict,
 }
 
-/// Compare `variant` tps values with `baseline` tps values.
-pub fn compare(baseline_name: &str, variant: &[f64], baseline: &[f64]) -> Comparison {
+/// Compare `variant` values of `metric` with the `baseline`'s; the ratio
+/// is variant mean / baseline mean of that metric (a latency ratio below 1
+/// is better).
+pub fn compare(
+    baseline_name: &str,
+    variant: &[f64],
+    baseline: &[f64],
+    metric: Metric,
+) -> Comparison {
     let ratio = ratio_of_means(variant, baseline);
     let welch = welch(variant, baseline);
+    let (better, worse) = match metric {
+        Metric::Latency => (Verdict::LowerLatency, Verdict::HigherLatency),
+        Metric::Tps | Metric::LoadTime => (Verdict::Faster, Verdict::Slower),
+    };
     let verdict = match welch {
         None => Verdict::Untestable,
-        Some(w) if w.p < ALPHA && w.t > 0.0 => Verdict::Faster,
-        Some(w) if w.p < ALPHA => Verdict::Slower,
+        Some(w) if w.p < ALPHA && (w.t > 0.0) == metric.higher_is_better() => better,
+        Some(w) if w.p < ALPHA => worse,
         Some(_) => Verdict::NotSignificant,
     };
     Comparison {
@@ -146,27 +164,51 @@ pub fn compare(baseline_name: &str, variant: &[f64], baseline: &[f64]) -> Compar
     }
 }
 
-/// The variant whose mean is highest and whose Welch test against every
-/// other variant is significant at [`ALPHA`]; `None` when any difference is
-/// within noise or untestable, or there is only one variant.
-pub fn winner<'a>(variants: &[(&'a str, &[f64])]) -> Option<&'a str> {
+/// The best variant on `metric` (highest mean tps, lowest mean latency or
+/// load time), when its Welch test against every other variant is
+/// significant at [`ALPHA`]; `None` when any difference is within noise or
+/// untestable, or there is only one variant.
+pub fn winner<'a>(variants: &[(&'a str, &[f64])], metric: Metric) -> Option<&'a str> {
     if variants.len() < 2 {
         return None;
     }
-    let (best, best_values) = variants
-        .iter()
-        .filter(|(_, v)| !v.is_empty())
-        .max_by(|a, b| mean(a.1).total_cmp(&mean(b.1)))?;
+    let (best, best_values) = best(variants, metric)?;
     for (name, values) in variants {
-        if name == best {
+        if *name == best {
             continue;
         }
         let w = welch(best_values, values)?;
-        if !(w.p < ALPHA && w.t > 0.0) {
+        if !(w.p < ALPHA && (w.t > 0.0) == metric.higher_is_better()) {
             return None;
         }
     }
     Some(best)
+}
+
+/// The variant with the best mean on `metric`, significant or not.
+pub fn best<'a, 'v>(
+    variants: &[(&'a str, &'v [f64])],
+    metric: Metric,
+) -> Option<(&'a str, &'v [f64])> {
+    let ranked = variants.iter().filter(|(_, v)| !v.is_empty());
+    let by_mean = |a: &&(&str, &[f64]), b: &&(&str, &[f64])| mean(a.1).total_cmp(&mean(b.1));
+    let found = if metric.higher_is_better() {
+        ranked.max_by(by_mean)
+    } else {
+        ranked.min_by(by_mean)
+    };
+    found.copied()
+}
+
+/// How many times better `best` is than `other` on `metric`, ≥ 1 when
+/// `best` is better (tps: best / other; latency and load time: other /
+/// best), with its 95% CI: the "1.23 ± 0.04 times" of the summary.
+pub fn times_better(best: &[f64], other: &[f64], metric: Metric) -> Option<Ratio> {
+    if metric.higher_is_better() {
+        ratio_of_means(best, other)
+    } else {
+        ratio_of_means(other, best)
+    }
 }
 
 #[cfg(test)]
@@ -230,25 +272,55 @@ mod tests {
 
     #[test]
     fn verdicts_and_winner() {
-        assert_eq!(compare("ext4", &ZFS, &EXT4).verdict, Verdict::Slower);
+        let tps = Metric::Tps;
+        assert_eq!(compare("ext4", &ZFS, &EXT4, tps).verdict, Verdict::Slower);
         assert_eq!(
-            compare("ext4", &XFS, &EXT4).verdict,
+            compare("ext4", &XFS, &EXT4, tps).verdict,
             Verdict::NotSignificant
         );
         assert_eq!(
-            compare("ext4", &[900.0], &EXT4).verdict,
+            compare("ext4", &[900.0], &EXT4, tps).verdict,
             Verdict::Untestable
         );
         assert_eq!(
-            compare("ext4", &[5.0, 5.0], &[5.0, 5.0]).verdict,
+            compare("ext4", &[5.0, 5.0], &[5.0, 5.0], tps).verdict,
             Verdict::Untestable
         );
         // ext4 and xfs are within noise of each other: no winner.
         assert_eq!(
-            winner(&[("ext4", &EXT4), ("zfs", &ZFS), ("xfs", &XFS)]),
+            winner(&[("ext4", &EXT4), ("zfs", &ZFS), ("xfs", &XFS)], tps),
             None
         );
-        assert_eq!(winner(&[("ext4", &EXT4), ("zfs", &ZFS)]), Some("ext4"));
-        assert_eq!(winner(&[("ext4", &EXT4)]), None);
+        assert_eq!(winner(&[("ext4", &EXT4), ("zfs", &ZFS)], tps), Some("ext4"));
+        assert_eq!(winner(&[("ext4", &EXT4)], tps), None);
+    }
+
+    #[test]
+    fn lower_is_better_for_latency_and_load_time() {
+        // The same numbers read as latencies: zfs's are lower, so zfs wins.
+        let lat = Metric::Latency;
+        assert_eq!(
+            compare("ext4", &ZFS, &EXT4, lat).verdict,
+            Verdict::LowerLatency
+        );
+        assert_eq!(
+            compare("zfs", &EXT4, &ZFS, lat).verdict,
+            Verdict::HigherLatency
+        );
+        assert_eq!(winner(&[("ext4", &EXT4), ("zfs", &ZFS)], lat), Some("zfs"));
+        assert_eq!(
+            compare("ext4", &ZFS, &EXT4, Metric::LoadTime).verdict,
+            Verdict::Faster
+        );
+        // "zfs had 1.29 times lower latency than ext4": ext4 / zfs ≥ 1.
+        let r = times_better(&ZFS, &EXT4, lat).unwrap();
+        close(r.ratio, 1.0 / PY_RATIO.0, 1e-12);
+        let (lo, hi) = r.ci95.unwrap();
+        close(lo, 1.0 / PY_RATIO.2, 1e-10);
+        close(hi, 1.0 / PY_RATIO.1, 1e-10);
+        assert_eq!(
+            best(&[("ext4", &EXT4), ("zfs", &ZFS)], lat).unwrap().0,
+            "zfs"
+        );
     }
 }

@@ -12,7 +12,10 @@
 //!    median per second inside a min–max band;
 //! 4. `size-on-disk`: logical (du apparent) vs physical (du on disk) per
 //!    variant, compressratio written over the bars;
-//! 5. `init-phases`: `pgbench -i` phases stacked per variant.
+//! 5. `init-phases`: `pgbench -i` phases stacked per variant;
+//! 6. `latency-percentiles` ([`LATENCY_PLOT`], only where a workload has
+//!    `latency_log`): latency at each percentile per variant, with the
+//!    latency and per-statement tables (`html/latency_plot.rs`).
 //!
 //! Every plot is an `<svg class="fsmx-plot" data-plot="KIND">`; a kind with
 //! no data is left out with a sentence saying why, never drawn as an empty
@@ -28,12 +31,15 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::model::{CellResult, CellStatus};
 use super::report::Report;
-use super::stats::Summary;
+use super::stats::{Metric, Summary};
 use super::view::{
     Kind, ReportView, SizeText, TableView, NO_COUNTED_RUN, NO_RESULTS, NO_WINNER, PROBLEMS_HEADING,
-    TITLE, WARN, WINNER_WHY,
+    TITLE, WARN,
 };
 use crate::text;
+
+mod latency_plot;
+pub use latency_plot::LATENCY_PLOT;
 
 /// The plot kinds, in the order the report shows them (`data-plot` values).
 pub const PLOT_KINDS: [&str; 5] = [
@@ -145,6 +151,7 @@ pub fn render_html(r: &Report, cells: &[CellResult]) -> String {
         plots_init(cells, &order),
     );
 
+    latency_plot::latency_html(&mut out, r, &order);
     tables_html(&mut out, &v);
     out.push_str("</body>\n</html>\n");
     out
@@ -282,9 +289,19 @@ fn ci_of(s: &Summary) -> (f64, f64) {
 /// (host, workload) → variant → [(clients, tps summary)], in table order.
 type ByHostWorkload<'a> = BTreeMap<(String, String), BTreeMap<String, Vec<(u32, &'a Summary)>>>;
 
+fn no_tps(r: &Report) -> String {
+    if r.tables.is_empty() {
+        "No counted run finished, so there is no tps to plot.".into()
+    } else {
+        "No workload here is compared on tps (a rate-limited one is compared on latency, a SQL script on its load time: see the tables), so there is no tps to plot.".into()
+    }
+}
+
+/// The tables compared on tps only: a rate-limited workload's tps is its
+/// rate, a SQL script's means nothing (their tables say so).
 fn by_host_workload(r: &Report) -> ByHostWorkload<'_> {
     let mut m: ByHostWorkload = BTreeMap::new();
-    for t in &r.tables {
+    for t in r.tables.iter().filter(|t| t.metric == Metric::Tps) {
         for h in &t.hosts {
             for row in &h.rows {
                 m.entry((h.host.clone(), t.workload.clone()))
@@ -310,7 +327,7 @@ fn sorted_variants<'a, V>(
 fn plots_tps_vs_clients(r: &Report, order: &[String]) -> Result<Vec<Figure>, String> {
     let m = by_host_workload(r);
     if m.is_empty() {
-        return Err("No counted run finished, so there is no tps to plot.".into());
+        return Err(no_tps(r));
     }
     let mut figs = Vec::new();
     let mut single = Vec::new();
@@ -545,7 +562,7 @@ fn plain_y(y: &f64) -> String {
 fn plots_tps_bars(r: &Report, order: &[String]) -> Result<Vec<Figure>, String> {
     let m = by_host_workload(r);
     if m.is_empty() {
-        return Err("No counted run finished, so there is no tps to plot.".into());
+        return Err(no_tps(r));
     }
     let mut figs = Vec::new();
     for ((host, workload), variants) in &m {
@@ -954,6 +971,12 @@ fn tables_html(out: &mut String, v: &ReportView) {
     }
     for s in &v.sections {
         let _ = writeln!(out, "<h2>{}</h2>", s.heading(&esc(&s.workload)));
+        if let Some(n) = &s.metric_note {
+            let _ = writeln!(out, "<p>{}</p>", esc(n));
+        }
+        if let Some(st) = &s.statements {
+            table_html(out, st);
+        }
         table_html(out, &s.table);
         if !s.warnings.is_empty() {
             out.push_str("<ul class=\"warnings\">\n");
@@ -970,7 +993,7 @@ fn tables_html(out: &mut String, v: &ReportView) {
                     "<li>{}: winner <span class=\"winner\">{}</span> {}</li>",
                     esc(&h.host),
                     esc(w),
-                    esc(WINNER_WHY)
+                    esc(h.why)
                 ),
                 None => format!("<li>{}: {}</li>", esc(&h.host), esc(NO_WINNER)),
             })
@@ -988,8 +1011,8 @@ fn tables_html(out: &mut String, v: &ReportView) {
 /// A table: numbers right-aligned, noisy rows shaded, the winner marked.
 fn table_html(out: &mut String, t: &TableView) {
     out.push_str("<table class=\"fsmx-table\">\n<tr>");
-    for c in t.columns {
-        let _ = write!(out, "<th>{}</th>", esc(c.header));
+    for c in &t.columns {
+        let _ = write!(out, "<th>{}</th>", esc(&c.header));
     }
     out.push_str("</tr>\n");
     for row in &t.rows {
@@ -1031,6 +1054,8 @@ mod tests {
                 jobs: clients,
                 repeat,
                 warmup: false,
+                rate: None,
+                sql_script: false,
             },
             status: CellStatus::Done {
                 run: RunMeasures {
@@ -1058,6 +1083,9 @@ mod tests {
                     } else {
                         vec![]
                     },
+                    statements: Vec::new(),
+                    latency_percentiles: None,
+                    statement_latencies: Vec::new(),
                 },
             },
             started: None,

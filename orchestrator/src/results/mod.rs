@@ -8,6 +8,8 @@
 //! - [`compare`]: variants against a baseline on one host (Welch, ratio CI).
 //! - [`stats`]: summaries and Student's t over counted repeats.
 //! - [`drift`]: order effects over a group's runs, and size agreement.
+//! - [`latency`]: latency percentiles (pgbench `-l`) and per-statement
+//!   latencies (`-r`) of a group, and their Markdown.
 //! - [`report`]: reports of results ([`report::build_report`]) as Markdown,
 //!   CSV and JSON ([`report::render_markdown`]).
 //! - [`view`]: the report's tables and sentences as text, shared by the
@@ -21,6 +23,7 @@ pub mod compare;
 pub mod drift;
 pub mod html;
 pub mod journal;
+pub mod latency;
 pub mod manifest;
 pub mod model;
 pub mod report;

@@ -57,9 +57,24 @@ pub struct CellParams {
     /// A warm-up run: run and kept, never counted in statistics.
     #[serde(default)]
     pub warmup: bool,
+    /// pgbench `-R`: the workload's fixed load in transactions per second
+    /// (all clients together).  Its tps is then the rate, so rows are
+    /// compared on latency ([`crate::results::stats::Metric`]).  Absent in
+    /// bundles made before issue 14 and for workloads without a rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<u32>,
+    /// The workload is a SQL script run once per cell by psql (a data load):
+    /// rows are compared on its total load time and sizes.  Absent (false)
+    /// in bundles made before issue 14; such cells are still known by their
+    /// [`RunMeasures::statements`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sql_script: bool,
 }
 
 /// A cell's outcome; each state carries only the data that can exist in it.
+// One per cell, built once and read by reference: the size of the Done
+// variant (a run's measures) costs nothing worth a Box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum CellStatus {
@@ -148,6 +163,22 @@ impl RunMeasures {
                 return Some(name.into());
             }
         }
+        if let Some(i) = self.statements.iter().position(|s| !s.ms.is_finite()) {
+            return Some(format!("statements[{i}].ms"));
+        }
+        if let Some(i) = self
+            .statement_latencies
+            .iter()
+            .position(|s| !s.latency_ms.is_finite())
+        {
+            return Some(format!("statement_latencies[{i}].latency_ms"));
+        }
+        if let Some(l) = &self.latency_percentiles {
+            let all = [l.min_ms, l.mean_ms, l.p50_ms, l.p95_ms, l.p99_ms, l.max_ms];
+            if all.iter().chain(&l.curve_ms).any(|v| !v.is_finite()) {
+                return Some("latency_percentiles".into());
+            }
+        }
         for (i, p) in self.progress.iter().enumerate() {
             for (name, v) in [
                 ("t_s", Some(p.t_s)),
@@ -193,6 +224,75 @@ pub struct RunMeasures {
     pub duration_s: f64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub progress: Vec<ProgressSample>,
+    /// A SQL-script run: each statement and its time as psql's `\timing`
+    /// printed it, in script order (the one parser: `load::psql`).  Empty
+    /// for pgbench runs and in bundles made before issue 14.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub statements: Vec<StatementTime>,
+    /// `latency_log = true` (pgbench `-l`): exact percentiles over the
+    /// logged transactions ([`crate::load::pgbench_log`]).  Absent without
+    /// it and in bundles made before issue 14.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_percentiles: Option<LatencyPercentiles>,
+    /// `per_statement = true` (pgbench `-r`): each statement's mean latency,
+    /// in script order.  Empty without it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub statement_latencies: Vec<StatementLatency>,
+}
+
+/// Latency percentiles of one run, from pgbench's per-transaction log
+/// (`-l --sampling-rate`): nearest-rank percentiles over every logged
+/// transaction that completed (skipped and failed ones are counted apart).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyPercentiles {
+    /// The `--sampling-rate` the log was written at (1: every transaction).
+    pub sampling_rate: f64,
+    /// Completed transactions in the log (the percentiles are over these).
+    pub transactions: u64,
+    /// `skipped` lines (too late to start under `rate` + `latency_limit`).
+    #[serde(default)]
+    pub skipped: u64,
+    /// `failed`/`serialization`/`deadlock` lines (PostgreSQL 15+).
+    #[serde(default)]
+    pub failed: u64,
+    pub min_ms: f64,
+    pub mean_ms: f64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    /// The latency at each percentile of [`crate::load::pgbench_log::CURVE`]
+    /// (0 = min … 100 = max): the curve the HTML report draws.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub curve_ms: Vec<f64>,
+    /// The log files, as the cell keeps them (gzip).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
+}
+
+/// One `-r` row: a statement of a script and its mean latency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatementLatency {
+    /// 0 for the first (or only) script.
+    #[serde(default)]
+    pub script: u32,
+    /// The command as pgbench printed it (first line of it).
+    pub command: String,
+    pub latency_ms: f64,
+    /// PostgreSQL 15+: failures of the statement, and with `--max-tries`
+    /// retries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failures: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retries: Option<u64>,
+}
+
+/// One statement of a SQL script and the time the server took for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatementTime {
+    /// The statement as psql echoed it.
+    pub statement: String,
+    pub ms: f64,
 }
 
 /// One `progress: T s, X tps, lat L ms stddev S` line.
@@ -433,6 +533,8 @@ mod tests {
                 jobs: 4,
                 repeat: 1,
                 warmup: false,
+                rate: None,
+                sql_script: false,
             },
             status: CellStatus::Failed {
                 step: "mount".into(),

@@ -14,11 +14,12 @@ use serde::Serialize;
 use super::bundle::{read_results_jsonl, RESULTS_JSONL};
 use super::compare::{self, Comparison};
 use super::drift::{self, Drift, SizeCheck};
+use super::model::RunMeasures;
 use super::model::{CellResult, CellStatus};
-use super::stats::{group_stats, GroupKey, GroupStats, StatsOptions};
+use super::stats::{group_stats, GroupKey, GroupStats, Metric, StatsOptions};
 use super::view::{
     Kind, ReportView, SizeText, TableView, NO_COUNTED_RUN, NO_RESULTS, NO_WINNER, PROBLEMS_HEADING,
-    TITLE, WARN, WINNER_WHY,
+    TITLE, WARN,
 };
 use super::BundleError;
 use crate::text::csv_text;
@@ -275,6 +276,12 @@ fn is_zero(n: &usize) -> bool {
 pub struct Table {
     pub workload: String,
     pub clients: u32,
+    /// What the rows are compared on ([`Metric::of`]: the first row's
+    /// metric; every row of a table is compared on it).
+    pub metric: Metric,
+    /// pgbench `-R` of the workload, when rate-limited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<u32>,
     /// Hosts sorted by name; variants are compared within a host only.
     pub hosts: Vec<HostBlock>,
 }
@@ -298,8 +305,12 @@ pub struct Row {
     /// Order effects over the counted runs in run order; `None`: not
     /// tested (fewer than [`drift::MIN_RUNS`] runs).
     pub drift: Option<Drift>,
-    /// du's compression ratio against ZFS's; `None` without both.
+    /// du's on-disk bytes against ZFS's own (see [`drift::size_check`]);
+    /// `None` without both.
     pub sizes_check: Option<SizeCheck>,
+    /// SQL scripts: this row's median on-disk size (du) ÷ the baseline's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_disk_vs_baseline: Option<f64>,
 }
 
 impl Row {
@@ -330,7 +341,8 @@ impl Row {
             }
             if let Some(t) = d.trend.as_ref().filter(|t| t.drift) {
                 out.push(format!(
-                    "tps {} {:.1}% over its runs",
+                    "{} {} {:.1}% over its runs",
+                    d.metric.name(),
                     if t.change < 0.0 { "fell" } else { "rose" },
                     t.change.abs() * 100.0
                 ));
@@ -365,16 +377,17 @@ p: Welch's t-test, two-sided. A verdict or winner is named only at p < 0.05.";
 fn checks_note() -> String {
     format!(
         "Order effects (rows with at least {} counted runs, in run order: bundle, then repeat): \
-drift when the least-squares slope of tps over the run index has p < {} (t-test, n − 2 df) and moves tps by at least {:.0}% of the mean over the runs; \
+drift when the least-squares slope of the row's metric (tps; latency when rate-limited; load time for a SQL script) over the run index has p < {} (t-test, n − 2 df) and moves it by at least {:.0}% of the mean over the runs; \
 a first-run outlier when the first counted run is at least {:.0}% from the others' median and its modified z-score \
 (0.6745 × distance ÷ the others' MAD) exceeds {} (the trend is then fitted without it). \
-Sizes (ZFS rows): du's apparent ÷ on-disk bytes is compared with compressratio and flagged when more than {:.0}% apart.",
+Sizes (ZFS rows): du's on-disk bytes of the data directory are compared with the dataset's own allocated bytes (zfs referenced) and flagged when more than {:.0}% and more than {} apart; compressratio is ZFS's compression before allocation and may exceed du's apparent ÷ on-disk (each compressed record takes whole sectors).",
         drift::MIN_RUNS,
         compare::ALPHA,
         drift::MIN_TREND_CHANGE * 100.0,
         drift::MIN_OUTLIER_CHANGE * 100.0,
         drift::OUTLIER_Z,
         drift::SIZE_TOLERANCE * 100.0,
+        crate::text::iec_bytes_short(drift::SIZE_SLACK_BYTES),
     )
 }
 
@@ -583,6 +596,11 @@ fn build(
     let rank = |fs: &str| order.iter().position(|o| *o == fs).unwrap_or(usize::MAX);
     let mut tables = Vec::new();
     for ((workload, clients), hosts) in by_table {
+        // One metric per table: the first group's (a workload is
+        // rate-limited or a SQL script in every bundle of a sane merge).
+        let first = hosts.values().flatten().next();
+        let metric = first.map_or(Metric::Tps, |g| g.metric);
+        let rate = first.and_then(|g| g.rate);
         let mut blocks = Vec::new();
         for (host, mut gs) in hosts {
             gs.sort_by_key(|g| rank(&g.key.filesystem));
@@ -591,15 +609,16 @@ fn build(
                 None => gs.first(),
             };
             let mut baseline_name = baseline.map(|b| b.key.filesystem.clone());
-            let baseline_values = baseline.map(|b| b.tps_values.clone());
+            let baseline_values = baseline.map(|b| b.values(metric).to_vec());
+            let baseline_on_disk = baseline.and_then(|b| b.du_on_disk_bytes);
             let variants: Vec<(&str, &[f64])> = gs
                 .iter()
-                .map(|g| (g.key.filesystem.as_str(), g.tps_values.as_slice()))
+                .map(|g| (g.key.filesystem.as_str(), g.values(metric)))
                 .collect();
             // Side by side, runs of the same variant are not contestants.
             let winner = match side {
                 Some(_) => None,
-                None => compare::winner(&variants).map(str::to_owned),
+                None => compare::winner(&variants, metric).map(str::to_owned),
             };
             if side.is_some() {
                 baseline_name = None;
@@ -611,9 +630,12 @@ fn build(
                     let comparison = match (own, &baseline_name, &baseline_values) {
                         (Some(b), _, _) if *b == g.key.filesystem => None,
                         (Some(b), _, _) => match gs.iter().find(|x| &x.key.filesystem == b) {
-                            Some(base) => {
-                                Some(compare::compare(b, &g.tps_values, &base.tps_values))
-                            }
+                            Some(base) => Some(compare::compare(
+                                b,
+                                g.values(metric),
+                                base.values(metric),
+                                metric,
+                            )),
                             None => Some(Comparison {
                                 baseline: b.clone(),
                                 ratio: None,
@@ -622,7 +644,9 @@ fn build(
                             }),
                         },
                         (None, Some(b), _) if *b == g.key.filesystem => None,
-                        (None, Some(b), Some(bv)) => Some(compare::compare(b, &g.tps_values, bv)),
+                        (None, Some(b), Some(bv)) => {
+                            Some(compare::compare(b, g.values(metric), bv, metric))
+                        }
                         _ => Some(Comparison {
                             baseline: opts.baseline.clone().unwrap_or_default(),
                             ratio: None,
@@ -630,20 +654,28 @@ fn build(
                             verdict: compare::Verdict::NoBaseline,
                         }),
                     };
-                    let in_order = run_order.get(&g.key).map(Vec::as_slice).unwrap_or(&[]);
+                    let in_order: Vec<f64> = run_order
+                        .get(&g.key)
+                        .map(|runs| runs.iter().filter_map(|r| metric.value(r)).collect())
+                        .unwrap_or_default();
                     // The same runs as the group's, or no test.
-                    let drift = (in_order.len() == g.tps_values.len())
-                        .then(|| drift::drift(in_order))
+                    let drift = (in_order.len() == g.values(metric).len())
+                        .then(|| drift::drift(&in_order, metric))
                         .flatten();
+                    let on_disk_vs_baseline = match (metric, g.du_on_disk_bytes, baseline_on_disk) {
+                        (Metric::LoadTime, Some(d), Some(b))
+                            if b > 0.0 && side.is_none() && comparison.is_some() =>
+                        {
+                            Some(d / b)
+                        }
+                        _ => None,
+                    };
                     Row {
                         stats: g.clone(),
                         comparison,
                         drift,
-                        sizes_check: drift::size_check(
-                            g.du_on_disk_bytes,
-                            g.du_apparent_bytes,
-                            g.zfs_compressratio,
-                        ),
+                        sizes_check: drift::size_check(g),
+                        on_disk_vs_baseline,
                     }
                 })
                 .collect();
@@ -657,6 +689,8 @@ fn build(
         tables.push(Table {
             workload,
             clients,
+            metric,
+            rate,
             hosts: blocks,
         });
     }
@@ -725,12 +759,12 @@ fn build(
     })
 }
 
-/// Each group's counted tps in run order: the order the bundles were given,
+/// Each group's counted runs in run order: the order the bundles were given,
 /// then the repeat number, which is the order a host runs a group's repeats
 /// in (README, "The plan").  Start times are not compared: bundles of other
 /// sweeps may write them differently.
-fn counted_in_run_order(sources: &[Source]) -> BTreeMap<GroupKey, Vec<f64>> {
-    let mut runs: BTreeMap<GroupKey, Vec<(usize, u32, f64)>> = BTreeMap::new();
+fn counted_in_run_order<'a>(sources: &[Source<'a>]) -> BTreeMap<GroupKey, Vec<&'a RunMeasures>> {
+    let mut runs: BTreeMap<GroupKey, Vec<(usize, u32, &'a RunMeasures)>> = BTreeMap::new();
     for (i, s) in sources.iter().enumerate() {
         for c in s.cells {
             let CellStatus::Done { run } = &c.status else {
@@ -747,13 +781,13 @@ fn counted_in_run_order(sources: &[Source]) -> BTreeMap<GroupKey, Vec<f64>> {
                 clients: p.clients,
             })
             .or_default()
-            .push((i, p.repeat, run.tps));
+            .push((i, p.repeat, run));
         }
     }
     runs.into_iter()
         .map(|(k, mut v)| {
             v.sort_by_key(|&(i, repeat, _)| (i, repeat));
-            (k, v.into_iter().map(|(_, _, tps)| tps).collect())
+            (k, v.into_iter().map(|(_, _, run)| run).collect())
         })
         .collect()
 }
@@ -796,6 +830,13 @@ pub fn render_markdown_report(r: &Report) -> String {
     }
     for s in &v.sections {
         let _ = writeln!(out, "## {}\n", s.heading(&md_text(&s.workload)));
+        if let Some(n) = &s.metric_note {
+            let _ = writeln!(out, "{}\n", md_text(n));
+        }
+        if let Some(st) = &s.statements {
+            md_table(&mut out, st);
+            out.push('\n');
+        }
         md_table(&mut out, &s.table);
         out.push('\n');
         for w in &s.warnings {
@@ -807,7 +848,7 @@ pub fn render_markdown_report(r: &Report) -> String {
         for h in &s.verdicts {
             let host = md_text(&h.host);
             let _ = match &h.winner {
-                Some(w) => writeln!(out, "- {host}: winner **{}** {WINNER_WHY}", md_text(w)),
+                Some(w) => writeln!(out, "- {host}: winner **{}** {}", md_text(w), h.why),
                 None => writeln!(out, "- {host}: {NO_WINNER}"),
             };
         }
@@ -818,6 +859,7 @@ pub fn render_markdown_report(r: &Report) -> String {
     for sentence in [&v.warmups, &v.not_needed].into_iter().flatten() {
         let _ = writeln!(out, "{}\n", md_text(sentence));
     }
+    out.push_str(&super::latency::markdown(r));
     if let Some(t) = &v.problems {
         let _ = writeln!(out, "## {PROBLEMS_HEADING}\n");
         md_table(&mut out, t);
@@ -835,9 +877,9 @@ fn md_table(out: &mut String, t: &TableView) {
         }
         out.push('\n');
     }
-    line(out, t.columns.iter().map(|c| c.header));
+    line(out, t.columns.iter().map(|c| c.header.as_ref()));
     out.push('|');
-    for c in t.columns {
+    for c in &t.columns {
         out.push_str(if c.kind == Kind::Number {
             "--:|"
         } else {
@@ -850,10 +892,12 @@ fn md_table(out: &mut String, t: &TableView) {
     }
 }
 
-/// The columns of `--format csv`, one row per host × filesystem × workload × clients.
+/// The columns of `--format csv`, one row per host × filesystem × workload × clients;
+/// `metric` says what the ratio, p and verdict compare (tps, latency, load_time).
 pub const REPORT_CSV_HEADER: &[&str] = &[
     "workload",
     "clients",
+    "metric",
     "host",
     "filesystem",
     "fs_type",
@@ -931,6 +975,7 @@ fn csv_row(t: &Table, h: &HostBlock, row: &Row) -> [String; REPORT_CSV_HEADER.le
     [
         csv_text(&t.workload),
         t.clients.to_string(),
+        t.metric.csv_name().to_owned(),
         csv_text(&h.host),
         csv_text(&g.key.filesystem),
         csv_text(&g.fs_type),
@@ -1059,6 +1104,8 @@ mod tests {
                 jobs: clients,
                 repeat,
                 warmup: repeat == 0,
+                rate: None,
+                sql_script: false,
             },
             status,
             started: None,
@@ -1093,6 +1140,9 @@ mod tests {
                 late_transactions: None,
                 duration_s: 10.0,
                 progress: vec![],
+                statements: Vec::new(),
+                latency_percentiles: None,
+                statement_latencies: Vec::new(),
             },
         }
     }

@@ -11,7 +11,148 @@
 //! local lab, so counting it punishes whichever filesystem runs first).
 use serde::Serialize;
 
-use super::model::{CellResult, CellStatus, ProgressSample};
+use super::model::{CellParams, CellResult, CellStatus, ProgressSample, RunMeasures};
+
+/// What a row is measured and compared on: the one choice every renderer
+/// (terminal summary, Markdown, HTML, JSON) and every check (noise, drift,
+/// the winner, the tests and CIs against the baseline) takes from here
+/// ([`Metric::of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Transactions per second of each run; higher is better.
+    Tps,
+    /// Mean latency of each run in ms; lower is better.  A rate-limited
+    /// workload (pgbench `-R`) runs at the rate whatever the filesystem, so
+    /// its tps says nothing: the latency under that load does.
+    Latency,
+    /// Total time of a SQL script's statements in s (a data load); lower is
+    /// better.  Its rows also lead with each statement's time and the sizes.
+    LoadTime,
+}
+
+impl Metric {
+    /// The metric of a finished cell: a SQL script's load time, a
+    /// rate-limited workload's latency, otherwise tps.
+    pub fn of(params: &CellParams, run: &RunMeasures) -> Metric {
+        if params.sql_script || !run.statements.is_empty() {
+            Metric::LoadTime
+        } else if params.rate.is_some() {
+            Metric::Latency
+        } else {
+            Metric::Tps
+        }
+    }
+
+    /// The run's value of this metric (latency: when pgbench printed it).
+    pub fn value(self, run: &RunMeasures) -> Option<f64> {
+        match self {
+            Metric::Tps => Some(run.tps),
+            Metric::Latency => run.latency_avg_ms,
+            Metric::LoadTime => Some(if run.statements.is_empty() {
+                run.duration_s
+            } else {
+                run.statements.iter().map(|s| s.ms).sum::<f64>() / 1000.0
+            }),
+        }
+    }
+
+    /// As the JSON report and the CSV's `metric` column spell it.
+    pub fn csv_name(self) -> &'static str {
+        match self {
+            Metric::Tps => "tps",
+            Metric::Latency => "latency",
+            Metric::LoadTime => "load_time",
+        }
+    }
+
+    pub fn higher_is_better(self) -> bool {
+        self == Metric::Tps
+    }
+
+    /// `tps`, `latency`, `load time`: what the sentences call it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Tps => "tps",
+            Metric::Latency => "latency",
+            Metric::LoadTime => "load time",
+        }
+    }
+
+    /// A value with its unit: `812 tps`, `4.21 ms`, `28.67 s`.
+    pub fn value_text(self, v: f64) -> String {
+        match self {
+            Metric::Tps => format!("{v:.0} tps"),
+            Metric::Latency => format!("{v:.2} ms"),
+            Metric::LoadTime => format!("{v:.2} s"),
+        }
+    }
+
+    /// "`a` ran 1.2 times faster than `b`": the words between the ratio
+    /// and the other variant, for the better side.
+    pub fn better_words(self) -> &'static str {
+        match self {
+            Metric::Tps => "faster",
+            Metric::Latency => "lower latency",
+            Metric::LoadTime => "faster",
+        }
+    }
+
+    /// The verb before the ratio: `ran`, `had`, `loaded`.
+    pub fn verb(self) -> &'static str {
+        match self {
+            Metric::Tps => "ran",
+            Metric::Latency => "had",
+            Metric::LoadTime => "loaded",
+        }
+    }
+
+    /// Why a row is a host's winner.
+    pub fn winner_why(self) -> &'static str {
+        match self {
+            Metric::Tps => "(more tps than every other variant, p < 0.05)",
+            Metric::Latency => "(lower mean latency than every other variant, p < 0.05)",
+            Metric::LoadTime => "(shorter load time than every other variant, p < 0.05)",
+        }
+    }
+
+    /// The sentence under a table that says what its rows are compared on;
+    /// `None` for tps (the default, said in the method note).
+    pub fn note(self, rate: Option<u32>) -> Option<String> {
+        match self {
+            Metric::Tps => None,
+            Metric::Latency => Some(format!(
+                "Rate-limited{} (pgbench -R): tps is fixed by the rate, so variants are compared on mean latency per run (lower is better); schedule lag, skipped and late transactions are shown beside it.",
+                rate.map_or(String::new(), |r| format!(" at {r} tps"))
+            )),
+            Metric::LoadTime => Some(
+                "SQL script (a data load, timed per statement by psql): variants are compared on the total load time per run (lower is better) and on the sizes after the load; tps and latency mean nothing here.".to_owned(),
+            ),
+        }
+    }
+}
+
+/// Below this a p-value is said as `p < 0.001`.
+pub const P_FLOOR: f64 = 0.001;
+
+/// A p-value in a sentence: `p < 0.001` or `p = 0.012` (the one place it
+/// is worded; the summary, the warnings and the notes use it).
+pub fn p_text(p: f64) -> String {
+    if p < P_FLOOR {
+        format!("p < {P_FLOOR}")
+    } else {
+        format!("p = {p:.3}")
+    }
+}
+
+/// A p-value in a table's p column: `<0.001` or `0.012`.
+pub fn p_cell(p: f64) -> String {
+    if p < P_FLOOR {
+        format!("<{P_FLOOR}")
+    } else {
+        format!("{p:.3}")
+    }
+}
 
 /// Default coefficient of variation above which a group is flagged noisy.
 pub const DEFAULT_CV_THRESHOLD: f64 = 0.05;
@@ -315,18 +456,62 @@ pub struct GroupKey {
     pub clients: u32,
 }
 
+/// One statement of a SQL script over the counted runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StatementStats {
+    /// The statement as the first counted run echoed it.
+    pub statement: String,
+    /// Its time in ms over the counted runs.
+    pub ms: Summary,
+}
+
 /// Statistics of one group over its counted repeats.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GroupStats {
     pub key: GroupKey,
     pub fs_type: String,
+    /// What the group is compared on ([`Metric::of`] of its counted runs).
+    pub metric: Metric,
+    /// pgbench `-R` of the workload, when rate-limited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<u32>,
     /// tps of each counted repeat, in the order the cells came.
     pub tps_values: Vec<f64>,
     pub tps: Summary,
+    /// Mean latency of each counted repeat that printed one, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub latency_values: Vec<f64>,
     pub latency_ms: Option<Summary>,
+    /// SQL scripts: total load time of each counted repeat (s), in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub load_s_values: Vec<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_s: Option<Summary>,
+    /// SQL scripts: each statement's time, in script order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub statements: Vec<StatementStats>,
+    /// Rate-limited runs: the mean schedule lag of each run (ms), summarised.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule_lag_ms: Option<Summary>,
+    /// The largest schedule lag of any counted run (ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule_lag_max_ms: Option<f64>,
+    /// Transactions skipped (`-R` with `-L`: too late to start), summed
+    /// over the counted runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped_transactions: Option<u64>,
+    /// Transactions slower than `-L`, summed over the counted runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub late_transactions: Option<u64>,
+    /// `latency_log`: percentiles from the runs' per-transaction logs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_percentiles: Option<super::latency::GroupLatency>,
+    /// `per_statement` (pgbench `-r`): each statement's mean over the runs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub statement_latencies: Vec<super::latency::StatementMean>,
     /// Trimmed per-second tps of all counted repeats pooled.
     pub per_second_tps: Option<Summary>,
-    /// CV of tps above the threshold.
+    /// CV of the group's metric above the threshold.
     pub noisy: bool,
     pub warmups_excluded: usize,
     /// Median of the sizes over counted repeats, when measured.
@@ -342,6 +527,29 @@ pub struct GroupStats {
     pub zfs_logicalused_bytes: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub zfs_referenced_bytes: Option<f64>,
+    /// `pg_database_size` of the benchmark database, median.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pg_database_bytes: Option<f64>,
+}
+
+impl GroupStats {
+    /// The counted runs' values of `m`, in order.
+    pub fn values(&self, m: Metric) -> &[f64] {
+        match m {
+            Metric::Tps => &self.tps_values,
+            Metric::Latency => &self.latency_values,
+            Metric::LoadTime => &self.load_s_values,
+        }
+    }
+
+    /// The summary of `m`, when the runs measured it.
+    pub fn summary(&self, m: Metric) -> Option<&Summary> {
+        match m {
+            Metric::Tps => Some(&self.tps),
+            Metric::Latency => self.latency_ms.as_ref(),
+            Metric::LoadTime => self.load_s.as_ref(),
+        }
+    }
 }
 
 /// Group the finished, counted cells and summarise each group.  Groups come
@@ -350,8 +558,19 @@ pub fn group_stats(cells: &[CellResult], opts: &StatsOptions) -> Vec<GroupStats>
     #[derive(Default)]
     struct Acc<'a> {
         fs_type: &'a str,
+        metric: Option<Metric>,
+        rate: Option<u32>,
         tps: Vec<f64>,
         lat: Vec<f64>,
+        load: Vec<f64>,
+        statements: Vec<(String, Vec<f64>)>,
+        lag: Vec<f64>,
+        lag_max: Option<f64>,
+        skipped: Option<u64>,
+        late: Option<u64>,
+        tx_log: Vec<&'a super::model::LatencyPercentiles>,
+        stmt_lat: Vec<&'a [super::model::StatementLatency]>,
+        pg_db: Vec<f64>,
         per_second: Vec<f64>,
         warmups: usize,
         on_disk: Vec<f64>,
@@ -383,8 +602,33 @@ pub fn group_stats(cells: &[CellResult], opts: &StatsOptions) -> Vec<GroupStats>
             acc.warmups += 1;
             continue;
         }
+        let metric = *acc.metric.get_or_insert(Metric::of(p, run));
+        acc.rate = acc.rate.or(p.rate);
         acc.tps.push(run.tps);
         acc.lat.extend(run.latency_avg_ms);
+        if metric == Metric::LoadTime {
+            acc.load.extend(Metric::LoadTime.value(run));
+        }
+        for (i, st) in run.statements.iter().enumerate() {
+            match acc.statements.get_mut(i) {
+                Some((_, v)) => v.push(st.ms),
+                None => acc.statements.push((st.statement.clone(), vec![st.ms])),
+            }
+        }
+        acc.lag.extend(run.schedule_lag_avg_ms);
+        if let Some(m) = run.schedule_lag_max_ms {
+            acc.lag_max = Some(acc.lag_max.map_or(m, |x: f64| x.max(m)));
+        }
+        if let Some(n) = run.skipped_transactions {
+            acc.skipped = Some(acc.skipped.unwrap_or(0).saturating_add(n));
+        }
+        if let Some(n) = run.late_transactions {
+            acc.late = Some(acc.late.unwrap_or(0).saturating_add(n));
+        }
+        acc.tx_log.extend(&run.latency_percentiles);
+        if !run.statement_latencies.is_empty() {
+            acc.stmt_lat.push(&run.statement_latencies);
+        }
         acc.per_second.extend(trimmed_progress_tps(
             &run.progress,
             opts.trim_start_s,
@@ -399,6 +643,7 @@ pub fn group_stats(cells: &[CellResult], opts: &StatsOptions) -> Vec<GroupStats>
                 .extend(s.zfs_logicalused_bytes.map(|b| b as f64));
             acc.zfs_referenced
                 .extend(s.zfs_referenced_bytes.map(|b| b as f64));
+            acc.pg_db.extend(s.pg_database_bytes.map(|b| b as f64));
         }
     }
     let med = |v: &[f64]| summarize(v).map(|s| s.median);
@@ -408,11 +653,48 @@ pub fn group_stats(cells: &[CellResult], opts: &StatsOptions) -> Vec<GroupStats>
             let acc = accs.remove(&key)?;
             // A group of warm-ups only has nothing to count.
             let tps = summarize(&acc.tps)?;
-            let noisy = tps.cv.is_some_and(|cv| cv > opts.cv_threshold);
+            let latency_ms = summarize(&acc.lat);
+            let load_s = summarize(&acc.load);
+            // A group is compared on its metric only when every counted run
+            // measured it (a rate-limited run without a latency: on tps).
+            let n = acc.tps.len();
+            let metric = match acc.metric.unwrap_or(Metric::Tps) {
+                Metric::Latency if acc.lat.len() != n => Metric::Tps,
+                Metric::LoadTime if acc.load.len() != n => Metric::Tps,
+                m => m,
+            };
+            let cv = match metric {
+                Metric::Tps => tps.cv,
+                Metric::Latency => latency_ms.as_ref().and_then(|s| s.cv),
+                Metric::LoadTime => load_s.as_ref().and_then(|s| s.cv),
+            };
+            let noisy = cv.is_some_and(|cv| cv > opts.cv_threshold);
+            let statements = acc
+                .statements
+                .into_iter()
+                .filter_map(|(statement, ms)| {
+                    Some(StatementStats {
+                        statement,
+                        ms: summarize(&ms)?,
+                    })
+                })
+                .collect();
             Some(GroupStats {
                 fs_type: acc.fs_type.to_owned(),
+                metric,
+                rate: acc.rate,
                 tps_values: acc.tps,
-                latency_ms: summarize(&acc.lat),
+                latency_values: acc.lat,
+                latency_ms,
+                load_s_values: acc.load,
+                load_s,
+                statements,
+                schedule_lag_ms: summarize(&acc.lag),
+                schedule_lag_max_ms: acc.lag_max,
+                skipped_transactions: acc.skipped,
+                late_transactions: acc.late,
+                latency_percentiles: super::latency::group_latency(&acc.tx_log),
+                statement_latencies: super::latency::statement_means(&acc.stmt_lat),
                 per_second_tps: summarize(&acc.per_second),
                 noisy,
                 warmups_excluded: acc.warmups,
@@ -422,6 +704,7 @@ pub fn group_stats(cells: &[CellResult], opts: &StatsOptions) -> Vec<GroupStats>
                 zfs_used_bytes: med(&acc.zfs_used),
                 zfs_logicalused_bytes: med(&acc.zfs_logical),
                 zfs_referenced_bytes: med(&acc.zfs_referenced),
+                pg_database_bytes: med(&acc.pg_db),
                 tps,
                 key,
             })
@@ -538,6 +821,8 @@ mod tests {
                 jobs: 4,
                 repeat,
                 warmup,
+                rate: None,
+                sql_script: false,
             },
             status: CellStatus::Done {
                 run: RunMeasures {
@@ -561,6 +846,9 @@ mod tests {
                             failed: None,
                         })
                         .collect(),
+                    statements: Vec::new(),
+                    latency_percentiles: None,
+                    statement_latencies: Vec::new(),
                 },
             },
             started: None,

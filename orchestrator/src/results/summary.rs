@@ -1,15 +1,21 @@
 //! The summary `run` ends with on a terminal: per workload, client count
 //! and host, which variant won and by how much, the way hyperfine says it
 //! ("`xfs` ran 1.23 ± 0.04 times faster than `ext4`"), the noisy groups
-//! named, and where the full report is.  It fits `width` columns (100 by
+//! named, and where the full report is.  Rows are compared on their
+//! table's [`Metric`]: a rate-limited workload on latency ("`xfs` had 1.10
+//! ± 0.03 times lower latency than `ext4`"), a SQL script on its load time
+//! ("`zfs-on` loaded 1.20 ± 0.10 times faster"), led by its statements'
+//! times and sizes.  It fits `width` columns (100 by
 //! default); the full tables (15 columns) go to the Markdown and HTML
 //! reports written next to the bundle ([`write_full_reports`]).
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::compare::{ratio_of_means, welch, ALPHA};
+use super::compare::{times_better, welch, ALPHA};
 use super::report::{self, Report, ReportOptions, Row, Source};
+use super::stats::{p_text, Metric};
 use super::{BundleError, CellResult};
+use crate::text::iec_bytes;
 
 /// The full report of one bundle as `fsmatrix report BUNDLE` gives it by
 /// default (checksums verified first, stand-in hosts marked), with the
@@ -57,82 +63,137 @@ pub fn write_full_reports(
     Ok((md, html))
 }
 
-/// `1.23 ± 0.04` (the CI's half-width), or `1.23` without a CI.
-fn ratio_text(best: &Row, other: &Row) -> Option<String> {
-    let r = ratio_of_means(&best.stats.tps_values, &other.stats.tps_values)?;
+/// `1.23 ± 0.04` (the CI's half-width), or `1.23` without a CI: how many
+/// times better `best` is than `other` on `m`.
+fn ratio_text(best: &Row, other: &Row, m: Metric) -> Option<String> {
+    let r = times_better(best.stats.values(m), other.stats.values(m), m)?;
     Some(match r.ci95 {
         Some((lo, hi)) => format!("{:.2} ± {:.2}", r.ratio, (hi - lo) / 2.0),
         None => format!("{:.2}", r.ratio),
     })
 }
 
+/// A row's mean of `m` with its unit (`812 tps`, `4.21 ms`, `28.67 s`).
+fn mean_text(row: &Row, m: Metric) -> String {
+    row.stats
+        .summary(m)
+        .map_or_else(|| "?".into(), |s| m.value_text(s.mean))
+}
+
 /// The summary text, wrapped at `width` columns.
 pub fn render_summary(r: &Report, width: usize) -> String {
     let mut out = String::new();
     for t in &r.tables {
+        let m = t.metric;
         for hb in &t.hosts {
-            let mut rows: Vec<&Row> = hb.rows.iter().filter(|r| r.stats.tps.n > 0).collect();
+            let mut rows: Vec<&Row> = hb
+                .rows
+                .iter()
+                .filter(|r| !r.stats.values(m).is_empty())
+                .collect();
             if rows.is_empty() {
                 continue;
             }
-            rows.sort_by(|a, b| b.stats.tps.mean.total_cmp(&a.stats.tps.mean));
+            let mean = |r: &Row| r.stats.summary(m).map_or(f64::NAN, |s| s.mean);
+            rows.sort_by(|a, b| {
+                let o = mean(b).total_cmp(&mean(a));
+                if m.higher_is_better() {
+                    o
+                } else {
+                    o.reverse()
+                }
+            });
+            let how = match m {
+                Metric::Tps => String::new(),
+                Metric::Latency => format!(
+                    " at {} (rate-limited: compared on latency)",
+                    t.rate.map_or("a fixed rate".into(), |r| format!("{r} tps"))
+                ),
+                Metric::LoadTime => " (SQL script: compared on load time)".into(),
+            };
             let mut lines = vec![format!(
-                "{} with {} client{} on {}:",
+                "{} with {} client{}{how} on {}:",
                 t.workload,
                 t.clients,
                 if t.clients == 1 { "" } else { "s" },
                 hb.host
             )];
             let best = rows[0];
-            let n_min = rows.iter().map(|r| r.stats.tps.n).min().unwrap_or(0);
+            let n_min = rows
+                .iter()
+                .map(|r| r.stats.values(m).len())
+                .min()
+                .unwrap_or(0);
             let fs = |r: &Row| format!("`{}`", r.stats.key.filesystem);
+            let lead = match m {
+                Metric::Tps => "highest mean",
+                Metric::Latency => "lowest mean latency",
+                Metric::LoadTime => "shortest mean load time",
+            };
+            if m == Metric::LoadTime {
+                for row in &rows {
+                    lines.push(format!("  {}: {}", fs(row), load_line(row)));
+                }
+            }
             if rows.len() == 1 {
                 lines.push(format!(
-                    "  {}: {:.0} tps (n = {}), nothing to compare with",
+                    "  {}: {} (n = {}), nothing to compare with",
                     fs(best),
-                    best.stats.tps.mean,
-                    best.stats.tps.n
+                    mean_text(best, m),
+                    best.stats.values(m).len()
                 ));
             } else if n_min < 2 {
                 lines.push(format!(
-                    "  too few repeats to test (n = {n_min}); highest mean: {} {:.0} tps",
+                    "  too few repeats to test (n = {n_min}); {lead}: {} {}",
                     fs(best),
-                    best.stats.tps.mean
+                    mean_text(best, m)
                 ));
             } else {
                 let head = match &hb.winner {
-                    Some(_) => format!("  {} ran", fs(best)),
+                    Some(_) => format!("  {} {}", fs(best), m.verb()),
                     None => format!(
-                        "  no variant is faster than every other at p < {ALPHA}; highest mean {}:",
+                        "  no variant is better than every other at p < {ALPHA}; {lead} {}:",
                         fs(best)
                     ),
                 };
                 lines.push(head);
                 for other in &rows[1..] {
-                    let ratio = ratio_text(best, other).unwrap_or_else(|| "?".into());
-                    let p = welch(&best.stats.tps_values, &other.stats.tps_values)
+                    let ratio = ratio_text(best, other, m).unwrap_or_else(|| "?".into());
+                    let p = welch(best.stats.values(m), other.stats.values(m))
                         .map(|w| w.p)
                         .unwrap_or(1.0);
+                    let word = m.better_words();
                     let word = if p < ALPHA {
-                        "faster"
+                        word.to_owned()
                     } else {
-                        "faster (not significant)"
+                        format!("{word} (not significant)")
                     };
                     lines.push(format!(
-                        "    {ratio} times {word} than {} (p = {})",
+                        "    {ratio} times {word} than {} ({})",
                         fs(other),
                         p_text(p)
                     ));
                 }
             }
+            if m == Metric::Latency {
+                for row in &rows {
+                    if let Some(l) = lag_line(row) {
+                        lines.push(format!("  {}: {l}", fs(row)));
+                    }
+                }
+            }
             let noisy: Vec<String> = rows
                 .iter()
                 .filter(|r| r.stats.noisy)
-                .map(|r| format!("{} {:.1}%", fs(r), r.stats.tps.cv.unwrap_or(0.0) * 100.0))
+                .map(|r| {
+                    let cv = r.stats.summary(m).and_then(|s| s.cv).unwrap_or(0.0);
+                    format!("{} {:.1}%", fs(r), cv * 100.0)
+                })
                 .collect();
             if !noisy.is_empty() {
                 lines.push(format!(
-                    "  noisy (tps CV above {:.0}%): {}",
+                    "  noisy ({} CV above {:.0}%): {}",
+                    m.name(),
                     r.cv_threshold * 100.0,
                     noisy.join(", ")
                 ));
@@ -171,12 +232,62 @@ pub fn render_summary(r: &Report, width: usize) -> String {
     out
 }
 
-fn p_text(p: f64) -> String {
-    if p < 0.001 {
-        "< 0.001".into()
-    } else {
-        format!("{p:.3}")
+/// A SQL script's row: its statements' mean times, the total, the sizes.
+fn load_line(row: &Row) -> String {
+    let g = &row.stats;
+    let mut parts: Vec<String> = g
+        .statements
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {}",
+                super::view::statement_label(&s.statement, 24),
+                super::view::ms_text(s.ms.mean)
+            )
+        })
+        .collect();
+    if let Some(l) = &g.load_s {
+        parts.push(format!("total {:.2} s", l.mean));
     }
+    let mut sizes = Vec::new();
+    if let Some(b) = g.du_on_disk_bytes {
+        sizes.push(format!("{} on disk", iec_bytes(b)));
+    }
+    if let Some(b) = g.du_apparent_bytes {
+        sizes.push(format!("{} apparent", iec_bytes(b)));
+    }
+    if let Some(x) = g.zfs_compressratio {
+        sizes.push(format!("compressratio {x:.2}x"));
+    }
+    if let Some(b) = g.pg_database_bytes {
+        sizes.push(format!("pg_database_size {}", iec_bytes(b)));
+    }
+    if let Some(x) = row.on_disk_vs_baseline {
+        sizes.push(format!("{x:.2}x the baseline on disk"));
+    }
+    if !sizes.is_empty() {
+        parts.push(sizes.join(", "));
+    }
+    parts.join("; ")
+}
+
+/// A rate-limited row's schedule lag and skipped/late transactions.
+fn lag_line(row: &Row) -> Option<String> {
+    let g = &row.stats;
+    let mut parts = Vec::new();
+    if let Some(l) = &g.schedule_lag_ms {
+        parts.push(format!("schedule lag {:.3} ms mean", l.mean));
+    }
+    if let Some(mx) = g.schedule_lag_max_ms {
+        parts.push(format!("{mx:.3} ms max"));
+    }
+    if let Some(n) = g.skipped_transactions {
+        parts.push(format!("{n} skipped"));
+    }
+    if let Some(n) = g.late_transactions {
+        parts.push(format!("{n} late"));
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
 
 /// Append `line` broken at spaces to at most `width` columns (a word longer

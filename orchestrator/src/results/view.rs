@@ -6,9 +6,11 @@
 //! sentences around them.  A renderer only escapes these texts and wraps
 //! them in its syntax; where the two differ on purpose it is said here
 //! ([`SizeText`], [`ReportView::noisy_note`]).
+use std::borrow::Cow;
+
 use super::compare::Verdict;
-use super::report::Report;
-use super::stats::Summary;
+use super::report::{Report, Row};
+use super::stats::{p_cell, Metric, Summary};
 use crate::text;
 
 /// What a cell without a value shows.
@@ -21,7 +23,7 @@ pub const NO_RESULTS: &str = "No cell results.";
 pub const NO_COUNTED_RUN: &str = "No counted run finished.";
 /// The heading of the problems table.
 pub const PROBLEMS_HEADING: &str = "Failed and not run";
-/// After a host's winner.
+/// After a host's winner on tps ([`Metric::winner_why`] for the others).
 pub const WINNER_WHY: &str = "(more tps than every other variant, p < 0.05)";
 /// After a host without a winner.
 pub const NO_WINNER: &str = "no winner (differences within noise or untestable)";
@@ -40,18 +42,21 @@ pub enum Kind {
 }
 
 /// One column of a table: its header and layout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Column {
-    pub header: &'static str,
+    pub header: Cow<'static, str>,
     pub kind: Kind,
 }
 
 const fn col(header: &'static str, kind: Kind) -> Column {
-    Column { header, kind }
+    Column {
+        header: Cow::Borrowed(header),
+        kind,
+    }
 }
 
 /// The columns of a (workload, clients) table, one row per host × variant.
-pub const RESULT_COLUMNS: [Column; 15] = [
+pub static RESULT_COLUMNS: [Column; 15] = [
     col("host", Kind::Text),
     col("filesystem", Kind::Variant),
     col("type", Kind::Text),
@@ -69,8 +74,65 @@ pub const RESULT_COLUMNS: [Column; 15] = [
     col("compressratio", Kind::Number),
 ];
 
+/// The columns of a rate-limited workload's table: led by latency, the
+/// metric its rows are compared on, with the schedule lag and the skipped
+/// and late transactions beside it.
+pub static LATENCY_COLUMNS: [Column; 18] = [
+    col("host", Kind::Text),
+    col("filesystem", Kind::Variant),
+    col("type", Kind::Text),
+    col("n", Kind::Number),
+    col("median latency ms", Kind::Number),
+    col("latency ms min–max", Kind::Number),
+    col("mean latency ms ± 95% CI", Kind::Number),
+    col("CV", Kind::Number),
+    col("tps (mean)", Kind::Number),
+    col("schedule lag ms (mean, max)", Kind::Number),
+    col("skipped", Kind::Number),
+    col("late", Kind::Number),
+    col("latency vs baseline (95% CI)", Kind::Number),
+    col("p", Kind::Number),
+    col("verdict", Kind::Text),
+    col("on disk", Kind::Number),
+    col("apparent", Kind::Number),
+    col("compressratio", Kind::Number),
+];
+
+/// The columns of a SQL script's table: its total load time (compared)
+/// and the sizes after the load.  Each statement's time is in the
+/// statements table above it ([`SectionView::statements`]).
+pub static LOAD_COLUMNS: [Column; 18] = [
+    col("host", Kind::Text),
+    col("filesystem", Kind::Variant),
+    col("type", Kind::Text),
+    col("n", Kind::Number),
+    col("median load s", Kind::Number),
+    col("load s min–max", Kind::Number),
+    col("mean load s ± 95% CI", Kind::Number),
+    col("CV", Kind::Number),
+    col("load time vs baseline (95% CI)", Kind::Number),
+    col("p", Kind::Number),
+    col("verdict", Kind::Text),
+    col("on disk", Kind::Number),
+    col("on disk vs baseline", Kind::Number),
+    col("apparent", Kind::Number),
+    col("ZFS used", Kind::Number),
+    col("ZFS logicalused", Kind::Number),
+    col("compressratio", Kind::Number),
+    col("pg_database_size", Kind::Number),
+];
+
+/// The columns of a table of `m`.
+pub fn columns(m: Metric) -> &'static [Column] {
+    match m {
+        Metric::Tps => &RESULT_COLUMNS,
+        Metric::Latency => &LATENCY_COLUMNS,
+        Metric::LoadTime => &LOAD_COLUMNS,
+    }
+}
+
 /// The columns of the failed and not-run cells.
-pub const PROBLEM_COLUMNS: [Column; 8] = [
+pub static PROBLEM_COLUMNS: [Column; 8] = [
     col("cell", Kind::Text),
     col("host", Kind::Text),
     col("filesystem", Kind::Text),
@@ -84,7 +146,7 @@ pub const PROBLEM_COLUMNS: [Column; 8] = [
 /// A table: its columns and, per row, one text per column.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TableView {
-    pub columns: &'static [Column],
+    pub columns: Vec<Column>,
     pub rows: Vec<RowView>,
 }
 
@@ -105,6 +167,11 @@ pub struct RowView {
 pub struct SectionView {
     pub workload: String,
     pub clients: u32,
+    /// What the rows are compared on, said when it is not tps.
+    pub metric_note: Option<String>,
+    /// SQL scripts: each statement's mean time per row (what the study
+    /// measured), shown before the table.
+    pub statements: Option<TableView>,
     pub table: TableView,
     /// Hosts with at least two variants, in table order.
     pub verdicts: Vec<HostVerdict>,
@@ -126,6 +193,8 @@ impl SectionView {
 pub struct HostVerdict {
     pub host: String,
     pub winner: Option<String>,
+    /// Why the winner won ([`Metric::winner_why`]).
+    pub why: &'static str,
 }
 
 /// How a renderer writes byte sizes: the one cell whose text differs
@@ -180,14 +249,16 @@ impl ReportView {
             .map(|t| SectionView {
                 workload: t.workload.clone(),
                 clients: t.clients,
+                metric_note: t.metric.note(t.rate),
+                statements: statements_table(t),
                 table: TableView {
-                    columns: &RESULT_COLUMNS,
+                    columns: columns(t.metric).to_vec(),
                     rows: t
                         .hosts
                         .iter()
                         .flat_map(|h| {
                             h.rows.iter().map(move |row| RowView {
-                                cells: result_cells(row, sizes),
+                                cells: result_cells(row, t.metric, sizes),
                                 noisy: row.stats.noisy,
                                 winner: h.winner.as_deref()
                                     == Some(row.stats.key.filesystem.as_str()),
@@ -203,6 +274,7 @@ impl ReportView {
                     .map(|h| HostVerdict {
                         host: h.host.clone(),
                         winner: h.winner.clone(),
+                        why: t.metric.winner_why(),
                     })
                     .collect(),
                 warnings: t
@@ -214,7 +286,7 @@ impl ReportView {
             })
             .collect();
         let problems = (!r.problems.is_empty()).then(|| TableView {
-            columns: &PROBLEM_COLUMNS,
+            columns: PROBLEM_COLUMNS.to_vec(),
             rows: r
                 .problems
                 .iter()
@@ -269,10 +341,91 @@ pub fn not_needed_sentence(n: usize) -> String {
     )
 }
 
-/// A row's texts in [`RESULT_COLUMNS`] order.
-fn result_cells(row: &super::report::Row, sizes: SizeText) -> Vec<String> {
+/// A statement as a column header: its first `max` characters on one
+/// line (`insert into dataload select…`).
+pub fn statement_label(statement: &str, max: usize) -> String {
+    let one: String = statement.split_whitespace().collect::<Vec<_>>().join(" ");
+    let one = one.trim_end_matches(';');
+    if one.chars().count() <= max {
+        one.to_owned()
+    } else {
+        let cut: String = one.chars().take(max.saturating_sub(1)).collect();
+        format!("{}…", cut.trim_end())
+    }
+}
+
+/// Milliseconds as the study printed them: `6.5 ms`, `28668 ms`.
+pub fn ms_text(ms: f64) -> String {
+    if ms >= 100.0 {
+        format!("{ms:.0} ms")
+    } else {
+        format!("{ms:.1} ms")
+    }
+}
+
+/// The statements table of a SQL script's section: a row per host ×
+/// variant, a column per statement (mean ms over the counted runs, in
+/// script order), then the total.  `None` when no row has statements.
+fn statements_table(t: &super::report::Table) -> Option<TableView> {
+    let rows: Vec<&Row> = t.hosts.iter().flat_map(|h| &h.rows).collect();
+    let widest = rows.iter().max_by_key(|r| r.stats.statements.len())?;
+    if widest.stats.statements.is_empty() {
+        return None;
+    }
+    let mut columns = vec![col("host", Kind::Text), col("filesystem", Kind::Variant)];
+    for (i, s) in widest.stats.statements.iter().enumerate() {
+        columns.push(Column {
+            header: Cow::Owned(format!(
+                "{}. {} (ms)",
+                i + 1,
+                statement_label(&s.statement, 32)
+            )),
+            kind: Kind::Number,
+        });
+    }
+    columns.push(col("total load s (mean ± 95% CI)", Kind::Number));
+    let n = widest.stats.statements.len();
+    let winners: Vec<(&str, Option<&str>)> = t
+        .hosts
+        .iter()
+        .map(|h| (h.host.as_str(), h.winner.as_deref()))
+        .collect();
+    Some(TableView {
+        columns,
+        rows: rows
+            .iter()
+            .map(|row| {
+                let g = &row.stats;
+                let mut cells = vec![g.key.host.clone(), g.key.filesystem.clone()];
+                for i in 0..n {
+                    cells.push(
+                        g.statements
+                            .get(i)
+                            .map_or(DASH.into(), |s| mean_ci_text(&s.ms, 1)),
+                    );
+                }
+                cells.push(
+                    g.load_s
+                        .as_ref()
+                        .map_or(DASH.into(), |l| mean_ci_text(l, 2)),
+                );
+                RowView {
+                    cells,
+                    noisy: g.noisy,
+                    winner: winners
+                        .iter()
+                        .any(|(h, w)| *h == g.key.host && *w == Some(g.key.filesystem.as_str())),
+                    warned: false,
+                }
+            })
+            .collect(),
+    })
+}
+
+/// A row's texts in the order of [`columns`] of `m`.
+fn result_cells(row: &Row, m: Metric, sizes: SizeText) -> Vec<String> {
     let g = &row.stats;
-    let s = &g.tps;
+    let s = g.summary(m).unwrap_or(&g.tps);
     let mut cv = match s.cv {
         Some(cv) if g.noisy => format!("{:.1}% noisy", cv * 100.0),
         Some(cv) => format!("{:.1}%", cv * 100.0),
@@ -287,12 +440,16 @@ fn result_cells(row: &super::report::Row, sizes: SizeText) -> Vec<String> {
             cv.push_str(&format!(" {WARN} drift"));
         }
     }
-    let ratio_cell = match &row.sizes_check {
-        Some(c) if !c.agree => format!("{WARN} du {:.2}x ≠ ZFS {:.2}x", c.du_ratio, c.zfs_ratio),
-        _ => g
-            .zfs_compressratio
-            .map_or(DASH.into(), |x| format!("{x:.2}x")),
-    };
+    let mut on_disk = sizes.of(g.du_on_disk_bytes);
+    if let Some(c) = row.sizes_check.as_ref().filter(|c| !c.agree) {
+        on_disk = format!(
+            "{WARN} {on_disk} ≠ ZFS {}",
+            sizes.of(Some(c.zfs_referenced_bytes))
+        );
+    }
+    let ratio_cell = g
+        .zfs_compressratio
+        .map_or(DASH.into(), |x| format!("{x:.2}x"));
     let (ratio, p, verdict) = match &row.comparison {
         None => ("1".to_owned(), DASH.to_owned(), "baseline".to_owned()),
         Some(c) => {
@@ -303,9 +460,12 @@ fn result_cells(row: &super::report::Row, sizes: SizeText) -> Vec<String> {
                 },
                 None => DASH.into(),
             };
-            let p = c.welch.map_or(DASH.into(), |w| p_text(w.p));
+            let p = c.welch.map_or(DASH.into(), |w| p_cell(w.p));
             let verdict = match c.verdict {
-                Verdict::Faster | Verdict::Slower => {
+                Verdict::Faster
+                | Verdict::Slower
+                | Verdict::LowerLatency
+                | Verdict::HigherLatency => {
                     format!("{} than {}", c.verdict.text(), c.baseline)
                 }
                 v => v.text().to_owned(),
@@ -313,33 +473,65 @@ fn result_cells(row: &super::report::Row, sizes: SizeText) -> Vec<String> {
             (ratio, p, verdict)
         }
     };
-    vec![
+    let digits = match m {
+        Metric::Tps => 1,
+        Metric::Latency => 3,
+        Metric::LoadTime => 2,
+    };
+    let lead = vec![
         g.key.host.clone(),
         g.key.filesystem.clone(),
         g.fs_type.clone(),
         s.n.to_string(),
-        format!("{:.1}", s.median),
-        format!("{:.1}–{:.1}", s.min, s.max),
-        mean_ci_text(s, 1),
+        format!("{:.digits$}", s.median),
+        format!("{:.digits$}–{:.digits$}", s.min, s.max),
+        mean_ci_text(s, digits),
         cv,
-        g.latency_ms
-            .as_ref()
-            .map_or(DASH.into(), |l| mean_ci_text(l, 3)),
-        ratio,
-        p,
-        verdict,
-        sizes.of(g.du_on_disk_bytes),
-        sizes.of(g.du_apparent_bytes),
-        ratio_cell,
-    ]
-}
-
-fn p_text(p: f64) -> String {
-    if p < 0.001 {
-        "<0.001".into()
-    } else {
-        format!("{p:.3}")
-    }
+    ];
+    let rest = match m {
+        Metric::Tps => vec![
+            g.latency_ms
+                .as_ref()
+                .map_or(DASH.into(), |l| mean_ci_text(l, 3)),
+            ratio,
+            p,
+            verdict,
+            on_disk,
+            sizes.of(g.du_apparent_bytes),
+            ratio_cell,
+        ],
+        Metric::Latency => vec![
+            format!("{:.1}", g.tps.mean),
+            match (&g.schedule_lag_ms, g.schedule_lag_max_ms) {
+                (Some(l), Some(mx)) => format!("{:.3}, {mx:.3}", l.mean),
+                (Some(l), None) => format!("{:.3}", l.mean),
+                _ => DASH.into(),
+            },
+            g.skipped_transactions
+                .map_or(DASH.into(), |n| n.to_string()),
+            g.late_transactions.map_or(DASH.into(), |n| n.to_string()),
+            ratio,
+            p,
+            verdict,
+            on_disk,
+            sizes.of(g.du_apparent_bytes),
+            ratio_cell,
+        ],
+        Metric::LoadTime => vec![
+            ratio,
+            p,
+            verdict,
+            on_disk,
+            row.on_disk_vs_baseline
+                .map_or(DASH.into(), |x| format!("{x:.3}")),
+            sizes.of(g.du_apparent_bytes),
+            sizes.of(g.zfs_used_bytes),
+            sizes.of(g.zfs_logicalused_bytes),
+            ratio_cell,
+            sizes.of(g.pg_database_bytes),
+        ],
+    };
+    lead.into_iter().chain(rest).collect()
 }
 
 /// `812.5 ± 12.3`: the mean and half its 95% CI, or the mean alone.

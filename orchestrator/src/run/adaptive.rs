@@ -3,14 +3,18 @@
 //! the target.  One [`Counted`] per host worker; a resumed sweep seeds it with
 //! the kept cells' results.
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::plan::Cell;
 
 /// Counted tps so far per (filesystem variant, workload, clients) on one
-/// host: what adaptive repeats decide on.
-#[derive(Debug, Default)]
-pub struct Counted(Mutex<HashMap<(String, String, u32), Vec<f64>>>);
+/// host: what adaptive repeats decide on.  Clones share it (the workers of
+/// one host's devices under `order = "interleaved"`).
+#[derive(Debug, Default, Clone)]
+pub struct Counted(Arc<Mutex<ByGroup>>);
+
+/// Counted tps by (variant, workload, clients).
+type ByGroup = HashMap<(String, String, u32), Vec<f64>>;
 
 impl Counted {
     fn key(c: &Cell) -> (String, String, u32) {

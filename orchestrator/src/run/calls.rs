@@ -31,6 +31,15 @@ pub struct HostPaths {
     /// One folder per run's output.
     pub runs: String,
     pub work: String,
+    /// The device this set of paths builds on: the host's `devices[slot]`.
+    pub dev: String,
+    /// The cluster's port: `pg_port + slot`.
+    pub port: u16,
+    /// The ZFS pool's name: [`POOL`], then `fsmx1`, `fsmx2`, … per slot.
+    pub pool: String,
+    /// Which of the host's devices (0: the first; `order = "interleaved"`
+    /// and `"random"` set up one variant per device).
+    pub slot: u32,
 }
 
 impl HostPaths {
@@ -43,6 +52,33 @@ impl HostPaths {
             pg_dir: format!("{w}/pg"),
             runs: format!("{w}/runs"),
             work: w,
+            dev: host.device().as_str().to_string(),
+            port: host.pg_port,
+            pool: POOL.to_string(),
+            slot: 0,
+        })
+    }
+
+    /// The paths of the host's device `slot` (one the inventory lists):
+    /// everything derived from the index, nothing from the matrix.  Slot 0
+    /// is [`HostPaths::new`]'s; slot k mounts at `<work_dir>/mnt<k>`, keeps
+    /// its socket in `<work_dir>/pg<k>`, listens on `pg_port + k` and names
+    /// its pool `fsmx<k>`.  `None` for a slot beyond the host's devices or
+    /// a port beyond 65535.
+    pub fn for_slot(&self, host: &Host, slot: u32) -> Option<HostPaths> {
+        let dev = host.devices.get(slot as usize)?;
+        let port = u16::try_from(u32::from(host.pg_port) + slot).ok()?;
+        if slot == 0 {
+            return Some(self.clone());
+        }
+        Some(HostPaths {
+            mnt: format!("{}/mnt{slot}", self.work),
+            pg_dir: format!("{}/pg{slot}", self.work),
+            dev: dev.as_str().to_string(),
+            port,
+            pool: format!("{POOL}{slot}"),
+            slot,
+            ..self.clone()
         })
     }
 
@@ -78,7 +114,7 @@ impl Calls<'_> {
             .host
             .consent_foreign
             .iter()
-            .any(|d| d == self.host.device())
+            .any(|d| d.as_str() == self.paths.dev)
         {
             "yes"
         } else {
@@ -100,7 +136,7 @@ impl Calls<'_> {
 
     pub fn preflight(&self) -> Call {
         Call::new(Verb::Preflight)
-            .arg("dev", self.host.device().as_str())
+            .arg("dev", self.paths.dev.as_str())
             .args("allowed", self.devices())
             .arg("consent", self.consent())
     }
@@ -117,14 +153,14 @@ impl Calls<'_> {
     /// script refuses (exit 3) a device whose identity is another now.
     pub fn make_fs(&self, c: &Cell, ident: &str) -> Call {
         let call = Call::new(Verb::MakeFs)
-            .arg("dev", self.host.device().as_str())
+            .arg("dev", self.paths.dev.as_str())
             .args("allowed", self.devices())
             .arg("consent", self.consent())
             .arg("ident", ident)
             .arg("fs", c.fs.fs_type.as_str());
         if c.fs.fs_type == FsType::Zfs {
             let kv = |z: &ZfsProperty| format!("{}={}", z.name.as_str(), z.value.as_str());
-            call.arg("pool", POOL)
+            call.arg("pool", &self.paths.pool)
                 .arg("mnt", &self.paths.mnt)
                 .args("pool_prop", c.fs.pool_properties.iter().map(kv))
                 .args("zfs_prop", c.fs.properties.iter().map(kv))
@@ -139,7 +175,7 @@ impl Calls<'_> {
     pub fn mount(&self, c: &Cell) -> Call {
         with_pool(
             Call::new(Verb::Mount)
-                .arg("dev", self.host.device().as_str())
+                .arg("dev", self.paths.dev.as_str())
                 .arg("fs", c.fs.fs_type.as_str())
                 .arg("mnt", &self.paths.mnt)
                 .args(
@@ -158,6 +194,7 @@ impl Calls<'_> {
                         .map(|p| p.value.as_str().to_string()),
                 ),
             c,
+            &self.paths.pool,
         )
     }
 
@@ -165,7 +202,7 @@ impl Calls<'_> {
         self.pg(Verb::PgInit)
             .arg("mnt", &self.paths.mnt)
             .arg("cell", &self.paths.pg_dir)
-            .arg("port", self.host.pg_port.to_string())
+            .arg("port", self.paths.port.to_string())
             .args(
                 "pg_set",
                 c.pg_settings
@@ -190,13 +227,13 @@ impl Calls<'_> {
     /// stops postgres, unmounts and destroys fsmatrix's pool.
     pub fn teardown(&self, fs: Option<FsType>) -> Call {
         let mut call = Call::new(Verb::Teardown)
-            .arg("dev", self.host.device().as_str())
+            .arg("dev", self.paths.dev.as_str())
             .args("allowed", self.devices());
         if let Some(fs) = fs {
             call = call.arg("fs", fs.as_str());
         }
         call.arg("mnt", &self.paths.mnt)
-            .arg("pool", POOL)
+            .arg("pool", &self.paths.pool)
             .arg("pg_bin", self.host.pg_bin_or_hint())
             .arg("pg_user", self.host.pg_user.as_str())
             .arg("cell", &self.paths.pg_dir)
@@ -208,6 +245,7 @@ impl Calls<'_> {
                 .arg("mnt", &self.paths.mnt)
                 .arg("fs", c.fs.fs_type.as_str()),
             c,
+            &self.paths.pool,
         )
     }
 
@@ -215,8 +253,9 @@ impl Calls<'_> {
         with_pool(
             Call::new(Verb::DropCaches)
                 .arg("fs", c.fs.fs_type.as_str())
-                .arg("dev", self.host.device().as_str()),
+                .arg("dev", self.paths.dev.as_str()),
             c,
+            &self.paths.pool,
         )
     }
 
@@ -226,7 +265,7 @@ impl Calls<'_> {
         let call = self
             .pg(Verb::Load)
             .arg("cell", &self.paths.pg_dir)
-            .arg("port", self.host.pg_port.to_string())
+            .arg("port", self.paths.port.to_string())
             .arg("out", out);
         match (scale, sql) {
             (_, Some(sql)) => call.arg("sql", sql),
@@ -239,7 +278,7 @@ impl Calls<'_> {
         let mut call = self
             .pg(Verb::Run)
             .arg("cell", &self.paths.pg_dir)
-            .arg("port", self.host.pg_port.to_string())
+            .arg("port", self.paths.port.to_string())
             .arg("out", out);
         call = match (&c.workload.kind, script) {
             (WorkloadKind::Builtin { builtin }, _) => call.arg("builtin", builtin.as_str()),
@@ -260,6 +299,16 @@ impl Calls<'_> {
         if let Some(ms) = c.workload.latency_limit_ms {
             call = call.arg("latency_limit", ms.to_string());
         }
+        // -l --sampling-rate: the log goes to <out>/txlog, the script's.
+        if let Some(r) = c.workload.latency_log {
+            call = call.arg("txlog", "1");
+            if !r.is_all() {
+                call = call.arg("sampling_rate", r.to_string());
+            }
+        }
+        if c.workload.per_statement {
+            call = call.arg("per_statement", "1");
+        }
         call.arg("progress", if c.progress { "1" } else { "0" })
     }
 
@@ -269,11 +318,17 @@ impl Calls<'_> {
             .arg("work", &self.paths.work)
             .arg("path", path)
     }
+
+    /// Fetch a per-transaction log the run wrote, and remove it from the
+    /// host once sent (the script removes only `<runs>/*/txlog/` files).
+    pub fn cat_remove(&self, path: &str) -> Call {
+        self.cat(path).arg("remove", "1")
+    }
 }
 
-fn with_pool(call: Call, c: &Cell) -> Call {
+fn with_pool(call: Call, c: &Cell, pool: &str) -> Call {
     if c.fs.fs_type == FsType::Zfs {
-        call.arg("pool", POOL)
+        call.arg("pool", pool)
     } else {
         call
     }

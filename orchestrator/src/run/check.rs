@@ -143,6 +143,8 @@ pub struct Needs {
     /// The PostgreSQL settings it sets there (the host's PostgreSQL must
     /// accept them).
     pub pg: Vec<SettingUse>,
+    /// How many of its devices it builds on at a time (1: the first only).
+    pub slots: u32,
 }
 
 /// What the plan needs of `host`.
@@ -150,6 +152,14 @@ pub fn needs_of(plan: &Plan, host: &str) -> Needs {
     Needs {
         fs: fs_types_of(plan, host),
         pg: pgsettings::uses(plan, host),
+        slots: plan
+            .hosts
+            .iter()
+            .filter(|h| h.host.as_str() == host)
+            .flat_map(|h| h.batches.iter().map(|b| b.slots.len() as u32))
+            .max()
+            .unwrap_or(1)
+            .max(1),
     }
 }
 
@@ -230,6 +240,7 @@ pub async fn prepare<R: Remote>(
         cancel: tokio::sync::watch::channel(false).1,
         counted: Counted::default(),
         ident: None,
+        idents: Vec::new(),
     };
     // One round trip when the scripts are already there (the usual case).
     let (facts, guard) = match w.facts_and_guard().await {
@@ -249,6 +260,11 @@ pub async fn prepare<R: Remote>(
     // Only under the host lock: no live sweep owns those leftovers.
     let guard = if pre_clean {
         w.teardown(None, &mut String::new()).await;
+        // The host's other devices that the plan builds on (interleaved
+        // and random orders): each torn down as well.
+        for slot in 1..needs.slots {
+            w.teardown_slot(slot, &mut String::new()).await;
+        }
         match guard {
             Ok(kv) => Ok(kv),
             Err(_) => w.guard().await,
@@ -257,6 +273,19 @@ pub async fn prepare<R: Remote>(
         guard
     };
     judge(&mut report, &host, &needs.fs, facts, guard);
+    // The host's other devices the plan builds on (interleaved and random
+    // orders) pass the same guard before any disk is formatted.
+    for slot in 1..needs.slots {
+        if let Err((dev, why)) = w.guard_slot(slot).await {
+            report.problems.push(format!(
+                "device {dev} refused by the guard: {}",
+                why.lines()
+                    .find(|l| l.starts_with("refused:"))
+                    .unwrap_or(&why)
+            ));
+            report.ready = false;
+        }
+    }
     // Before any disk is formatted: a setting the host's PostgreSQL refuses
     // would fail every variant's pg-start after mkfs and initdb.
     if !needs.pg.is_empty() && report.parsed.postgres_version.is_some() {

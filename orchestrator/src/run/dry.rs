@@ -106,6 +106,7 @@ pub async fn commands(inv: &Inventory, p: &Plan) -> Vec<(String, String)> {
             needs,
             pre_clean: true,
             counted: Counted::default(),
+            batches: hp.batches.clone(),
         };
         // A run locks the host first (a host without a script is not touched).
         let held = match HostPaths::new(host) {

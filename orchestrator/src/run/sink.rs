@@ -223,5 +223,10 @@ pub fn params(c: &Cell) -> CellParams {
         jobs: c.jobs,
         repeat: c.repeat,
         warmup: c.warmup,
+        rate: c.workload.rate,
+        sql_script: matches!(
+            c.workload.kind,
+            crate::config::WorkloadKind::SqlScript { .. }
+        ),
     }
 }

@@ -112,13 +112,24 @@ pub fn read(dir: &Path) -> Result<(Inventory, Matrix, Inputs), RunError> {
         })?;
     // Checked against the inventory as `plan` checks them: a bundle is
     // other people's input, and what plan refuses, resume refuses.
-    let m = Matrix::parse(&data.join("matrix.toml"), inputs.matrix_text.clone())
+    let mut m = Matrix::parse(&data.join("matrix.toml"), inputs.matrix_text.clone())
         .and_then(|m| m.check_against(&inv).map(|()| m))
         .map_err(|e| RunError::SnapshotInvalid {
             which: "matrix",
             errors: e.to_string(),
         })?;
+    // `order = "random"` without a seed: the one the sweep drew, as its
+    // plan.json recorded it, so that the very same order runs again.
+    m.use_recorded_seed(recorded_seed(&data.join("plan.json")));
+    m.draw_seed();
     Ok((inv, m, inputs))
+}
+
+/// The seed a plan.json recorded (`order = "random"`), if any.
+pub fn recorded_seed(plan_json: &Path) -> Option<u64> {
+    let bytes = std::fs::read(plan_json).ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    v["seed"].as_u64()
 }
 
 /// The bundle's own plan must come out of its snapshots again, cell for

@@ -198,6 +198,9 @@ pub struct HostJob<'a> {
     /// under its host lock; `check` does not.
     pub pre_clean: bool,
     pub counted: Counted,
+    /// `order = "interleaved"`/`"random"`: the host's batches (the cells
+    /// come in their run order); empty: sequential.
+    pub batches: Vec<crate::plan::Batch>,
 }
 
 /// One host's part of a sweep on a connected remote: prepare it (scripts,
@@ -225,8 +228,18 @@ pub async fn host_sweep<R: Remote>(
                     .parsed
                     .ident_of(p.host.device().as_str())
                     .map(str::to_string),
+                idents: p
+                    .host
+                    .devices
+                    .iter()
+                    .map(|d| report.parsed.ident_of(d.as_str()).map(str::to_string))
+                    .collect(),
             };
-            tally = w.run_cells(&job.cells).await;
+            tally = if job.batches.is_empty() {
+                w.run_cells(&job.cells).await
+            } else {
+                w.run_batches(&job.cells, &job.batches).await
+            };
         }
         _ => not_ready(sink, &report, &job.cells, &mut tally),
     }
@@ -477,6 +490,7 @@ async fn execute_hooked(
             needs: needs_of(p, hp.host.as_str()),
             pre_clean: true,
             counted: kept_counted(p, &host.name, keep),
+            batches: hp.batches.clone(),
         };
         let claim = claimed.remove(host.name.as_str());
         let (sink, cancel, log_name) = (&sink, cancel_rx.clone(), &log_name);

@@ -7,7 +7,8 @@
 //! Per filesystem variant: teardown (leftovers of a killed run) → preflight
 //! (the device guard) → make-fs → mount → pg-init → pg-start → per workload:
 //! [upload its script] → load → sizes → per cell: drop-caches → counters →
-//! run → collect → counters → … → pg-stop → teardown.
+//! run → collect → counters → … → pg-stop → teardown.  A SQL script has no
+//! separate load: its run is the load, and its sizes follow each run.
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -22,8 +23,8 @@ use super::pgsettings::SettingUse;
 use super::sink::{params, HostTally, Sink};
 use super::verb::{run_timeout, scripts_for, Call, Step, Verb};
 use crate::config::{FsType, Host, WorkloadKind};
-use crate::load::measures::{init_timings, measure_pgbench, measure_psql};
-use crate::plan::Cell;
+use crate::load::measures::{init_timings, measure_pgbench, measure_psql, with_latency_log};
+use crate::plan::{Batch, Cell};
 use crate::remote::{ExecOptions, ExecOutput, Remote, RemoteCommand, RemoteError};
 use crate::results::model::{
     CellResult, CellStatus, FsSettings, InitTimings, Sizes, RESULT_SCHEMA,
@@ -73,6 +74,9 @@ pub struct Worker<'a, R: Remote> {
     /// make-fs carries it, and the script refuses another disk found at the
     /// device path since.  `None` (facts did not give one): make-fs fails.
     pub ident: Option<String>,
+    /// The identity of every device of the host, as `host.devices` lists
+    /// them (for the batches of `order = "interleaved"`/`"random"`).
+    pub idents: Vec<Option<String>>,
 }
 
 /// One filesystem variant's set-up, as far as it got.
@@ -104,6 +108,8 @@ struct RawRun {
     status: Option<i32>,
     stdout: Vec<u8>,
     stderr: Vec<u8>,
+    /// `latency_log`: the gzipped per-transaction logs (file name, bytes).
+    txlogs: Vec<(String, Vec<u8>)>,
 }
 
 impl<'a, R: Remote> Worker<'a, R> {
@@ -197,10 +203,12 @@ impl<'a, R: Remote> Worker<'a, R> {
 
     /// Fetch a file the scripts wrote under work_dir.
     async fn fetch(&self, path: &str) -> Result<Vec<u8>, StepError> {
-        let cmd = self
-            .calls()
-            .cat(path)
-            .command(self.host, &self.paths.scripts);
+        self.fetch_with(self.calls().cat(path)).await
+    }
+
+    /// Run a `cat` call and return what it printed.
+    async fn fetch_with(&self, call: Call) -> Result<Vec<u8>, StepError> {
+        let cmd = call.command(self.host, &self.paths.scripts);
         let out = self
             .remote
             .exec(&cmd, ExecOptions::with_timeout(Verb::Cat.timeout()))
@@ -329,6 +337,232 @@ impl<'a, R: Remote> Worker<'a, R> {
             }
         }
         tally
+    }
+
+    /// Run the cells of `order = "interleaved"`/`"random"` (in run order)
+    /// batch by batch: every variant of a batch set up on its own device,
+    /// then per workload its data loaded on each and the runs in the
+    /// batch's order; at the end every device of the batch is torn down,
+    /// on success, failure and interrupt alike.
+    pub async fn run_batches(&self, cells: &[&Cell], batches: &[Batch]) -> HostTally {
+        let mut tally = HostTally::default();
+        for b in batches {
+            let mine: Vec<&Cell> = cells
+                .iter()
+                .copied()
+                .filter(|c| b.slots.iter().any(|s| s.variant == c.fs.name))
+                .collect();
+            if mine.is_empty() {
+                continue;
+            }
+            if self.cancelled() {
+                self.sink
+                    .record_not_run(&mine, "interrupted before it started", &mut tally);
+            } else {
+                self.run_batch(b, &mine, &mut tally).await;
+            }
+        }
+        tally
+    }
+
+    /// The worker of one slot of a batch: the same remote, sink and
+    /// interrupt, the slot's paths (device, mount point, socket folder,
+    /// port, pool: all derived from its index) and device identity.
+    /// `host` is this host with the slot's port, for the counters' tunnel.
+    fn for_slot<'b>(&'b self, host: &'b Host, paths: HostPaths) -> Worker<'b, R> {
+        Worker {
+            remote: self.remote,
+            host,
+            ident: self.idents.get(paths.slot as usize).cloned().flatten(),
+            paths,
+            sink: self.sink,
+            cancel: self.cancel.clone(),
+            counted: self.counted.clone(),
+            idents: Vec::new(),
+        }
+    }
+
+    async fn run_batch(&self, b: &Batch, cells: &[&Cell], tally: &mut HostTally) {
+        let mut paths = Vec::new();
+        for s in &b.slots {
+            match self.paths.for_slot(self.host, s.index) {
+                Some(p) if p.dev == s.device.as_str() && p.port == s.port => paths.push(p),
+                _ => {
+                    // A plan that does not match the inventory (a bundle
+                    // edited by hand): nothing is touched.
+                    let e = StepError::new(
+                        Verb::Preflight,
+                        format!(
+                            "the plan puts {} on device {} port {}, which is not device {} of \
+                             this host in the inventory: refused",
+                            s.variant, s.device, s.port, s.index
+                        ),
+                    );
+                    for c in cells {
+                        self.record_failed(
+                            c,
+                            &e,
+                            &now_rfc3339(),
+                            None,
+                            None,
+                            &FsState::default(),
+                            "",
+                            tally,
+                        );
+                    }
+                    return;
+                }
+            }
+        }
+        let hosts: Vec<Host> = paths
+            .iter()
+            .map(|p| {
+                let mut h = self.host.clone();
+                h.pg_port = p.port;
+                h
+            })
+            .collect();
+        let workers: Vec<Worker<'_, R>> = hosts
+            .iter()
+            .zip(paths)
+            .map(|(h, p)| self.for_slot(h, p))
+            .collect();
+        let slot_of = |c: &Cell| b.slots.iter().position(|s| s.variant == c.fs.name);
+        // Set up every variant of the batch; `None`: not set up (its cells
+        // are recorded), `Some`: ready.
+        let mut states: Vec<Option<FsState>> = Vec::new();
+        for (k, w) in workers.iter().enumerate() {
+            let of_k: Vec<&Cell> = cells
+                .iter()
+                .copied()
+                .filter(|c| slot_of(c) == Some(k))
+                .collect();
+            let Some(first) = of_k.first() else {
+                states.push(None);
+                continue;
+            };
+            if self.cancelled() {
+                self.sink
+                    .record_not_run(&of_k, "interrupted before it started", tally);
+                states.push(None);
+                continue;
+            }
+            let mut st = FsState::default();
+            let started = now_rfc3339();
+            match w.set_up(first, &mut st).await {
+                Ok(()) => states.push(Some(st)),
+                Err(e) => {
+                    for c in &of_k {
+                        w.record_failed(c, &e, &started, None, None, &st, "", tally);
+                    }
+                    w.finish_slot(first, st, false).await;
+                    states.push(None);
+                }
+            }
+        }
+        for phase in runs_of(cells, |c| c.workload.name.as_str()) {
+            let mut loaded: Vec<Option<WorkloadState>> = Vec::new();
+            for (k, w) in workers.iter().enumerate() {
+                let of_k: Vec<&Cell> = phase
+                    .iter()
+                    .copied()
+                    .filter(|c| slot_of(c) == Some(k))
+                    .collect();
+                let (Some(first), Some(st)) = (of_k.first(), states[k].as_mut()) else {
+                    loaded.push(None);
+                    continue;
+                };
+                if st.hung {
+                    self.sink.record_not_run(&of_k, AFTER_HANG, tally);
+                    loaded.push(None);
+                    continue;
+                }
+                if self.cancelled() {
+                    self.sink
+                        .record_not_run(&of_k, "interrupted before it started", tally);
+                    loaded.push(None);
+                    continue;
+                }
+                let started = now_rfc3339();
+                match w.prepare_workload(first, st).await {
+                    Ok(ws) => loaded.push(Some(ws)),
+                    Err(e) => {
+                        for c in &of_k {
+                            w.record_failed(c, &e, &started, None, None, st, "", tally);
+                        }
+                        loaded.push(None);
+                    }
+                }
+            }
+            for c in phase {
+                let Some(k) = slot_of(c) else { continue };
+                if let (Some(st), Some(ws)) = (states[k].as_mut(), loaded[k].as_ref()) {
+                    workers[k].cell_turn(c, st, ws, tally).await;
+                }
+            }
+        }
+        for (k, w) in workers.iter().enumerate() {
+            let Some(st) = states[k].take() else { continue };
+            let first = cells.iter().find(|c| slot_of(c) == Some(k));
+            if let Some(first) = first {
+                w.finish_slot(first, st, true).await;
+            }
+        }
+    }
+
+    /// A slot's end: PostgreSQL stopped (if it was started), the device torn
+    /// down, the variant's setup log written.
+    async fn finish_slot(&self, first: &Cell, mut st: FsState, started: bool) {
+        let fs_name = first.fs.name.as_str();
+        if started {
+            self.step(Verb::PgStop, fs_name);
+            if let Err(e) = self.call(&self.calls().pg_stop(), &mut st.log).await {
+                self.note(format!("pg-stop failed: {}", e.message));
+            }
+        }
+        self.teardown(Some(first.fs.fs_type), &mut st.log).await;
+        let rel = format!("hosts/{}/{}/setup.log", self.host.name.as_str(), fs_name);
+        if let Err(e) = self.sink.write(&rel, st.log.as_bytes()) {
+            self.note(format!("failed to write {rel}: {e}"));
+        }
+    }
+
+    /// The device guard (read-only) on the host's device `slot`:
+    /// `Err((device, why))` when it refuses.
+    pub async fn guard_slot(&self, slot: u32) -> Result<(), (String, String)> {
+        let Some(paths) = self.paths.for_slot(self.host, slot) else {
+            return Err((
+                format!("#{slot}"),
+                "the host lists no such device, or its port pg_port + index is beyond 65535".into(),
+            ));
+        };
+        let calls = Calls {
+            host: self.host,
+            paths: &paths,
+        };
+        self.call(&calls.preflight(), &mut String::new())
+            .await
+            .map(|_| ())
+            .map_err(|e| (paths.dev.clone(), e.message))
+    }
+
+    /// Tear down the host's device `slot` (what a killed sweep of an
+    /// interleaved or random order left there).
+    pub async fn teardown_slot(&self, slot: u32, log: &mut String) {
+        let Some(paths) = self.paths.for_slot(self.host, slot) else {
+            return;
+        };
+        self.step(Verb::Teardown, paths.dev.clone());
+        let calls = Calls {
+            host: self.host,
+            paths: &paths,
+        };
+        if let Err(e) = self.call(&calls.teardown(None), log).await {
+            self.note(format!(
+                "teardown of {} did not finish cleanly: {}",
+                paths.dev, e.message
+            ));
+        }
     }
 
     async fn run_fs_group(&self, cells: &[&Cell], tally: &mut HostTally) {
@@ -469,25 +703,38 @@ impl<'a, R: Remote> Worker<'a, R> {
             }
         };
         for c in cells {
-            if self.cancelled() {
-                self.sink
-                    .record_not_run(&[c], "interrupted before it started", tally);
-                continue;
-            }
-            if st.hung {
-                self.sink.record_not_run(&[c], AFTER_HANG, tally);
-                continue;
-            }
-            if let Some(why) = self.counted.not_needed(c) {
-                self.sink.record_not_needed(c, &why, tally);
-                continue;
-            }
-            if let Some(tps) = self.run_cell(c, st, &ws, tally).await {
-                self.counted.add(c, tps);
-            }
-            if let Some(msg) = self.counted.short_of_target(c) {
-                self.note(msg);
-            }
+            self.cell_turn(c, st, &ws, tally).await;
+        }
+    }
+
+    /// One cell's turn on a set-up variant with its workload loaded: run
+    /// it, unless interrupted, the variant hung, or adaptive repeats do not
+    /// need it.
+    async fn cell_turn(
+        &self,
+        c: &Cell,
+        st: &mut FsState,
+        ws: &WorkloadState,
+        tally: &mut HostTally,
+    ) {
+        if self.cancelled() {
+            self.sink
+                .record_not_run(&[c], "interrupted before it started", tally);
+            return;
+        }
+        if st.hung {
+            self.sink.record_not_run(&[c], AFTER_HANG, tally);
+            return;
+        }
+        if let Some(why) = self.counted.not_needed(c) {
+            self.sink.record_not_needed(c, &why, tally);
+            return;
+        }
+        if let Some(tps) = self.run_cell(c, st, ws, tally).await {
+            self.counted.add(c, tps);
+        }
+        if let Some(msg) = self.counted.short_of_target(c) {
+            self.note(msg);
         }
     }
 
@@ -514,7 +761,13 @@ impl<'a, R: Remote> Worker<'a, R> {
             );
             init = self.load(c, st).await?;
         }
-        let sizes = self.sizes(c, &mut st.log).await;
+        // A SQL script loads its data in each cell's run: its sizes are
+        // measured after that run (run_cell), not of the empty database.
+        let sizes = if is_sql(c) {
+            None
+        } else {
+            self.sizes(c, &mut st.log).await
+        };
         Ok(WorkloadState {
             init,
             sizes,
@@ -609,7 +862,21 @@ impl<'a, R: Remote> Worker<'a, R> {
         } else {
             measure_pgbench(&stdout, &stderr, raw.status, c.length)
         };
+        let measured = match c.workload.latency_log {
+            Some(rate) => with_latency_log(measured, &raw.txlogs, rate.fraction()),
+            None => measured,
+        };
         files.extend(measured.files);
+        // A SQL script is the data load: the sizes are those after it.
+        let sizes = if is_sql(c) && raw.status == Some(0) {
+            let sizes = self.sizes(c, &mut log).await;
+            if let Some(s) = &sizes {
+                files.push(("sizes.json".into(), json_pretty_bytes(s)));
+            }
+            sizes
+        } else {
+            ws.sizes.clone()
+        };
         files.push(("commands.log".into(), log.into_bytes()));
         let tps = measured.measures.as_ref().ok().map(|r| r.tps);
         let status = match measured.measures {
@@ -633,7 +900,7 @@ impl<'a, R: Remote> Worker<'a, R> {
             status,
             started: Some(started),
             ended: Some(now_rfc3339()),
-            sizes: ws.sizes.clone(),
+            sizes,
             init: ws.init.clone(),
             fs_settings: Some(st.settings.clone()),
         };
@@ -696,6 +963,15 @@ impl<'a, R: Remote> Worker<'a, R> {
             .call_within(&call, run_timeout(c.length, c.run_timeout), log)
             .await?;
         let (stdout, stderr) = self.fetch_output(&out).await?;
+        // The per-transaction logs (gzipped by the script), each removed
+        // from the host once fetched: they can be large.
+        let mut txlogs = Vec::new();
+        for (_, path) in kv.0.iter().filter(|(k, _)| k == "txlog") {
+            let bytes = self.fetch_with(calls.cat_remove(path)).await?;
+            let name = path.rsplit('/').next().unwrap_or(path).to_string();
+            files.push((format!("txlog/{name}"), bytes.clone()));
+            txlogs.push((name, bytes));
+        }
         let after = counters::snapshot(self.remote, self.host, &settings).await;
         files.push(("run.out".into(), stdout.clone()));
         files.push(("run.err".into(), stderr.clone()));
@@ -707,6 +983,7 @@ impl<'a, R: Remote> Worker<'a, R> {
             status: kv.get("status").and_then(|s| s.parse::<i32>().ok()),
             stdout,
             stderr,
+            txlogs,
         })
     }
 }

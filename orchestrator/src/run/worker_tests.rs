@@ -124,8 +124,19 @@ async fn run_worker(
         cancel,
         counted: Counted::default(),
         ident: Some(stand_in_ident(0)),
+        idents: (0..host.devices.len())
+            .map(|i| Some(stand_in_ident(i)))
+            .collect(),
     };
-    let tally = tokio::time::timeout(Duration::from_secs(5), w.run_cells(&cells))
+    let batches = &p.hosts[0].batches;
+    let work = async {
+        if batches.is_empty() {
+            w.run_cells(&cells).await
+        } else {
+            w.run_batches(&cells, batches).await
+        }
+    };
+    let tally = tokio::time::timeout(Duration::from_secs(5), work)
         .await
         .unwrap_or_else(|_| panic!("the worker hung"));
     drop(sink);
@@ -164,6 +175,7 @@ fn stand_in_for(inv: &Inventory) -> RecordingRemote {
         &Needs {
             fs: vec![FsType::Ext4],
             pg: Vec::new(),
+            slots: 1,
         },
     )
 }
@@ -503,9 +515,11 @@ fn host_job<'a>(inv: &'a Inventory, p: &'a Plan) -> HostJob<'a> {
         needs: Needs {
             fs: vec![FsType::Ext4],
             pg: Vec::new(),
+            slots: 1,
         },
         pre_clean: true,
         counted: Counted::default(),
+        batches: Vec::new(),
     }
 }
 
@@ -552,4 +566,355 @@ async fn make_fs_carries_the_device_identity_the_facts_gave() {
     );
     assert!(remote.commands().iter().all(|c| verb_of(c) != "make-fs"));
     assert_eq!(tally.not_run, p.cells.len());
+}
+
+/// Two devices, two variants (ext4 `e`, xfs `x`), 2 repeats, interleaved.
+fn setup_interleaved() -> (Inventory, Plan) {
+    let inv = Inventory::parse(
+        Path::new("inv.toml"),
+        INV.replace("[\"/dev/loop9\"]", "[\"/dev/loop9\", \"/dev/loop8\"]"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let m = Matrix::parse(
+        Path::new("m.toml"),
+        "name = \"m\"\norder = \"interleaved\"\nrepeats = 2\n\
+         [[filesystem]]\nname = \"e\"\ntype = \"ext4\"\n\
+         [[filesystem]]\nname = \"x\"\ntype = \"xfs\"\n\
+         [[workload]]\nname = \"w\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"5s\"\n"
+            .to_string(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    m.check_against(&inv).unwrap_or_else(|e| panic!("{e}"));
+    let p = plan(&inv, &m);
+    (inv, p)
+}
+
+fn stand_in_two(inv: &Inventory) -> RecordingRemote {
+    stand_in(
+        &inv.hosts[0],
+        &Needs {
+            fs: vec![FsType::Ext4, FsType::Xfs],
+            pg: Vec::new(),
+            slots: 2,
+        },
+    )
+}
+
+/// Whether `command` has the word `word` (a verb's `name=value`).
+fn has(command: &str, word: &str) -> bool {
+    command.split_whitespace().any(|w| w == word)
+}
+
+/// The commands of one verb, in order.
+fn commands_of(remote: &RecordingRemote, verb: &str) -> Vec<String> {
+    remote
+        .commands()
+        .into_iter()
+        .filter(|c| verb_of(c) == verb)
+        .collect()
+}
+
+#[tokio::test]
+async fn interleaved_sets_up_each_device_and_alternates_the_runs() {
+    let (inv, p) = setup_interleaved();
+    let remote = stand_in_two(&inv);
+    let ran = run_worker(&inv, &p, &remote, no_cancel()).await;
+    let mut want: Vec<&str> = SETUP.to_vec();
+    want.extend(SETUP);
+    want.extend(["load", "cat", "cat", "sizes", "load", "cat", "cat", "sizes"]);
+    for _ in 0..4 {
+        want.extend(["run", "cat", "cat"]);
+    }
+    want.extend(["pg-stop", "teardown", "pg-stop", "teardown"]);
+    assert_eq!(ran.verbs, want);
+    // Each variant on its own device, mount point, socket folder and port,
+    // every one derived from the device's index.
+    let mk = commands_of(&remote, "make-fs");
+    assert!(
+        mk[0].contains("dev=/dev/loop9") && mk[0].contains("fs=ext4"),
+        "{mk:?}"
+    );
+    assert!(
+        mk[1].contains("dev=/dev/loop8") && mk[1].contains("fs=xfs"),
+        "{mk:?}"
+    );
+    // Only devices the inventory lists are allowed, on every call.
+    assert!(mk
+        .iter()
+        .all(|c| c.contains("allowed=/dev/loop9") && c.contains("allowed=/dev/loop8")));
+    let mounts = commands_of(&remote, "mount");
+    assert!(has(&mounts[0], "mnt=/var/tmp/fsmatrix/mnt"), "{mounts:?}");
+    assert!(has(&mounts[1], "mnt=/var/tmp/fsmatrix/mnt1"), "{mounts:?}");
+    let init = commands_of(&remote, "pg-init");
+    assert!(has(&init[0], "cell=/var/tmp/fsmatrix/pg") && has(&init[0], "port=5432"));
+    assert!(has(&init[1], "cell=/var/tmp/fsmatrix/pg1") && has(&init[1], "port=5433"));
+    // A B A B: the runs alternate between the two clusters.
+    let ports: Vec<&str> = commands_of(&remote, "run")
+        .iter()
+        .map(|c| if c.contains("port=5433") { "x" } else { "e" })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(ports, ["e", "x", "e", "x"]);
+    let ran_fs: Vec<String> = ran
+        .results
+        .iter()
+        .map(|r| {
+            r["params"]["filesystem"]
+                .as_str()
+                .unwrap_or("?")
+                .to_string()
+        })
+        .collect();
+    assert_eq!(ran_fs, ["e", "x", "e", "x"], "{:?}", ran.results);
+    // The counters' tunnels reach each cluster's own port.
+    for port in [5432, 5433] {
+        assert!(
+            ran.calls
+                .iter()
+                .any(|c| matches!(c, Recorded::Tunnel { port: p } if *p == port)),
+            "{port}"
+        );
+    }
+    // Both devices torn down at the end.
+    let td = commands_of(&remote, "teardown");
+    assert!(td[td.len() - 2].contains("dev=/dev/loop9"), "{td:?}");
+    let last = &td[td.len() - 1];
+    assert!(
+        has(last, "dev=/dev/loop8") && has(last, "mnt=/var/tmp/fsmatrix/mnt1"),
+        "{td:?}"
+    );
+}
+
+#[tokio::test]
+async fn interleaved_failure_or_interrupt_tears_every_device_down() {
+    // x's make-fs fails: x's cells fail there and its device is torn down
+    // at once; e runs on and is torn down at the end.
+    let (inv, p) = setup_interleaved();
+    let remote = stand_in_two(&inv);
+    remote.fail("linux.sh make-fs dev=/dev/loop8 ", 3, "boom\n");
+    let ran = run_worker(&inv, &p, &remote, no_cancel()).await;
+    let fails: Vec<(String, String)> = ran
+        .results
+        .iter()
+        .map(|r| {
+            (
+                r["params"]["filesystem"]
+                    .as_str()
+                    .unwrap_or("?")
+                    .to_string(),
+                r["status"]["step"].as_str().unwrap_or("?").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        fails
+            .iter()
+            .filter(|f| f.0 == "x" && f.1 == "make-fs")
+            .count(),
+        2,
+        "{fails:?}"
+    );
+    let td = commands_of(&remote, "teardown");
+    assert!(
+        td.iter().filter(|c| c.contains("dev=/dev/loop8")).count() >= 2,
+        "{td:?}"
+    );
+    assert!(
+        td.last().is_some_and(|c| c.contains("dev=/dev/loop9")),
+        "{td:?}"
+    );
+
+    // An interrupt at the third run: nothing new starts, both devices are
+    // torn down, the rest is recorded as not run.
+    let (inv, p) = setup_interleaved();
+    let remote = stand_in_two(&inv);
+    let (tx, rx) = watch::channel(false);
+    let n = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    remote.on_exec(move |cmd| {
+        if cmd.contains("linux.sh run ") && n.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 2
+        {
+            let _ = tx.send(true);
+        }
+    });
+    let ran = run_worker(&inv, &p, &remote, rx).await;
+    let tail: Vec<&str> = ran
+        .verbs
+        .iter()
+        .rev()
+        .take(4)
+        .rev()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        tail,
+        ["pg-stop", "teardown", "pg-stop", "teardown"],
+        "{:?}",
+        ran.verbs
+    );
+    let after: Vec<&str> = ran
+        .verbs
+        .iter()
+        .skip_while(|v| *v != "run")
+        .skip(7)
+        .map(String::as_str)
+        .collect();
+    assert!(!after.contains(&"run"), "{:?}", ran.verbs);
+    let td = commands_of(&remote, "teardown");
+    assert!(
+        td[td.len() - 2].contains("dev=/dev/loop9") && td[td.len() - 1].contains("dev=/dev/loop8")
+    );
+    assert_eq!(commands_of(&remote, "run").len(), 3);
+    assert!(ran.tally.not_run >= 1, "{:?}", ran.tally);
+    assert_eq!(ran.tally.not_run + ran.tally.failed, 4, "{:?}", ran.tally);
+}
+
+/// A sweep's start tears down every device the plan builds on (what a
+/// killed interleaved sweep left), not only the first.
+#[tokio::test]
+async fn pre_clean_tears_down_every_device_of_the_plan() {
+    let (inv, p) = setup_interleaved();
+    let remote = stand_in_two(&inv);
+    let job = HostJob {
+        host: &inv.hosts[0],
+        cells: p.cells.iter().collect(),
+        needs: super::check::needs_of(&p, "h"),
+        pre_clean: true,
+        counted: Counted::default(),
+        batches: p.hosts[0].batches.clone(),
+    };
+    assert_eq!(job.needs.slots, 2);
+    let (report, _) = host_sweep(&remote, job, &Sink::discard(), no_cancel()).await;
+    assert!(report.ready, "{:?}", report.problems);
+    let td = commands_of(&remote, "teardown");
+    assert!(
+        td[0].contains("dev=/dev/loop9")
+            && td[1].contains("dev=/dev/loop8")
+            && td[1].contains("pool=fsmx1"),
+        "{td:?}"
+    );
+
+    // A second device the guard refuses leaves the host not ready: nothing
+    // is formatted.
+    let remote = stand_in_two(&inv);
+    remote.fail(
+        "linux.sh preflight dev=/dev/loop8 ",
+        3,
+        "refused: /dev/loop8 carries a foreign signature (ext4)\n",
+    );
+    let job = HostJob {
+        host: &inv.hosts[0],
+        cells: p.cells.iter().collect(),
+        needs: super::check::needs_of(&p, "h"),
+        pre_clean: true,
+        counted: Counted::default(),
+        batches: p.hosts[0].batches.clone(),
+    };
+    let (report, tally) = host_sweep(&remote, job, &Sink::discard(), no_cancel()).await;
+    assert!(!report.ready);
+    assert!(
+        report.problems.iter().any(|p| p.contains(
+            "device /dev/loop8 refused by the guard: refused: /dev/loop8 carries a foreign signature"
+        )),
+        "{:?}",
+        report.problems
+    );
+    assert!(commands_of(&remote, "make-fs").is_empty());
+    assert_eq!(tally.not_run, 4);
+}
+
+/// `latency_log` and `per_statement`: the run gets `txlog=1
+/// sampling_rate=0.5 per_statement=1`, every log the script names is
+/// fetched with `remove=1` and kept in the cell's folder, and the result
+/// carries the percentiles and the statements.
+#[tokio::test]
+async fn latency_logs_are_fetched_removed_and_measured() {
+    use std::io::Write as _;
+    let gz = |text: &str| {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(text.as_bytes()).unwrap();
+        e.finish().unwrap()
+    };
+    let inv =
+        Inventory::parse(Path::new("inv.toml"), INV.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let m = Matrix::parse(
+        Path::new("m.toml"),
+        "name = \"m\"\nrepeats = 1\n[[filesystem]]\nname = \"e\"\ntype = \"ext4\"\n\
+         [[workload]]\nname = \"w\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [2]\n\
+         duration = \"5s\"\nlatency_log = true\nsampling_rate = 0.5\nper_statement = true\n"
+            .to_string(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let p = plan(&inv, &m);
+    let c = &p.cells[0];
+    let remote = stand_in_for(&inv);
+    let dir = format!("/var/tmp/fsmatrix/runs/{}/txlog", c.id);
+    remote.respond_ok(
+        "linux.sh run ",
+        &format!("status=0\ntxlog={dir}/pgbench_log.77.gz\ntxlog={dir}/pgbench_log.77.1.gz\n"),
+    );
+    let a = gz("0 0 1500 0 1700000000 1\n0 1 2500 0 1700000000 2\n");
+    let b = gz("1 0 500 0 1700000000 3\n1 1 skipped 0 1700000000 4 9000\n");
+    let out = |bytes: Vec<u8>| crate::remote::ExecOutput {
+        status: crate::remote::ExitStatus::Code { code: 0 },
+        stdout: bytes,
+        stderr: Vec::new(),
+    };
+    remote.respond("pgbench_log.77.gz", out(a));
+    remote.respond("pgbench_log.77.1.gz", out(b));
+    let stdout = format!(
+        "{}statement latencies in milliseconds and failures:\n         0.002           0  \\set aid random(1, 100000 * :scale)\n         0.110           0  SELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n",
+        pgbench_out(1000.0)
+    );
+    remote.respond_ok(&format!("runs/{}/stdout", c.id), &stdout);
+    let ran = run_worker(&inv, &p, &remote, no_cancel()).await;
+    let run_cmd = remote
+        .commands()
+        .into_iter()
+        .find(|c| verb_of(c) == "run")
+        .unwrap_or_default();
+    for want in ["txlog=1", "sampling_rate=0.5", "per_statement=1"] {
+        assert!(run_cmd.contains(want), "{want} missing: {run_cmd}");
+    }
+    let cats: Vec<String> = remote
+        .commands()
+        .into_iter()
+        .filter(|c| c.contains("pgbench_log.77"))
+        .collect();
+    assert_eq!(cats.len(), 2, "{cats:?}");
+    assert!(cats.iter().all(|c| c.contains("remove=1")), "{cats:?}");
+    let r = &ran.results[0];
+    assert_eq!(r["status"]["state"], "done", "{r}");
+    let l = &r["status"]["run"]["latency_percentiles"];
+    assert_eq!(l["transactions"], 3, "{l}");
+    assert_eq!(l["skipped"], 1);
+    assert_eq!(l["sampling_rate"], 0.5);
+    assert_eq!(
+        (l["p50_ms"].as_f64(), l["max_ms"].as_f64()),
+        (Some(1.5), Some(2.5))
+    );
+    assert_eq!(
+        l["files"],
+        serde_json::json!(["txlog/pgbench_log.77.gz", "txlog/pgbench_log.77.1.gz"])
+    );
+    let st = &r["status"]["run"]["statement_latencies"];
+    assert_eq!(st.as_array().map(Vec::len), Some(2), "{st}");
+    assert_eq!(st[1]["latency_ms"], 0.11);
+
+    // A log the run cannot read fails the cell, saying why.
+    let remote = stand_in_for(&inv);
+    remote.respond_ok(
+        "linux.sh run ",
+        &format!("status=0\ntxlog={dir}/pgbench_log.9.gz\n"),
+    );
+    remote.respond_ok("pgbench_log.9.gz", "not gzip");
+    remote.respond_ok(&format!("runs/{}/stdout", c.id), &pgbench_out(1000.0));
+    let ran = run_worker(&inv, &p, &remote, no_cancel()).await;
+    let r = &ran.results[0];
+    assert_eq!(r["status"]["state"], "failed", "{r}");
+    let tail = r["status"]["stderr_tail"].as_str().unwrap_or_default();
+    assert!(
+        tail.contains("per-transaction log pgbench_log.9.gz"),
+        "{tail}"
+    );
 }
