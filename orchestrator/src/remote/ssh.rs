@@ -199,6 +199,9 @@ pub struct SshRemote {
     slots: Semaphore,
     /// Idle persistent shells ([`shell`]), at most [`shell::MAX_IDLE`].
     shells: StdMutex<Vec<shell::Shell>>,
+    /// Kills under way of commands abandoned mid-run ([`shell::Shell`]'s
+    /// drop), awaited before a command in a session of its own.
+    abandoned: shell::Abandoned,
     reconnects: AtomicU64,
 }
 
@@ -237,6 +240,7 @@ impl SshRemote {
             }),
             slots: Semaphore::new(MAX_CHANNELS),
             shells: StdMutex::new(Vec::new()),
+            abandoned: Default::default(),
             reconnects: AtomicU64::new(0),
         })
     }
@@ -520,12 +524,13 @@ impl SshRemote {
         command: &RemoteCommand,
         options: ExecOptions,
     ) -> Result<ExecOutput, RemoteError> {
+        self.settle_abandoned().await;
         self.run_script(&self.shell_text(command)?, options, true)
             .await
     }
 
-    /// TERM the remote process group, wait up to 2 s, then KILL it.
-    async fn kill_group(&self, pgid: u32) -> Result<(), RemoteError> {
+    /// The command that TERMs process group `pgid`, then KILLs it.
+    fn kill_command(&self, pgid: u32) -> RemoteCommand {
         // `pgid` is a number we parsed; it is still quoted like any value.
         let cmd = RemoteCommand::raw("set --")
             .arg(pgid.to_string())
@@ -534,11 +539,32 @@ impl SshRemote {
         // it gets from the login user (the lab test passes without this),
         // but not a KILL, nor anything to a command it put in its own pty
         // session: the kill runs as root too.
-        let cmd = if self.target.sudo {
+        if self.target.sudo {
             cmd.via_sudo()
         } else {
             cmd
-        };
+        }
+    }
+
+    /// Wait (bounded) for the kills of commands whose caller gave up on
+    /// them (an interrupted step): cleanup must not race the command it
+    /// cleans up after.
+    async fn settle_abandoned(&self) {
+        let pending: Vec<_> =
+            std::mem::take(&mut *self.abandoned.lock().unwrap_or_else(|p| p.into_inner()));
+        for kill in pending {
+            if tokio::time::timeout(crate::timeouts::KILL, kill)
+                .await
+                .is_err()
+            {
+                tracing::warn!(host = %self.target.host_name, "the kill of an abandoned command did not end in time");
+            }
+        }
+    }
+
+    /// TERM the remote process group, wait up to 2 s, then KILL it.
+    async fn kill_group(&self, pgid: u32) -> Result<(), RemoteError> {
+        let cmd = self.kill_command(pgid);
         let text = cmd.to_shell()?;
         let out = self
             .run_script(

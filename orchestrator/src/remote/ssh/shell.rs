@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use russh::client::Handle;
 use russh::{ChannelMsg, ChannelReadHalf};
 
-use super::{Client, CloseGuard, Collector, PGID_MARKER, PROLOGUE};
+use super::{login_shell_safe, Client, CloseGuard, Collector, PGID_MARKER, PROLOGUE};
 use crate::remote::{ExecOptions, ExecOutput, ExitStatus, OutputStream, RemoteError};
 
 /// Idle shells kept per host (each holds an sshd session; with
@@ -69,6 +69,53 @@ pub(super) struct Shell {
     nonce: String,
     /// The driver's process group (= its session), when known.
     pub(super) pgid: Option<u32>,
+    /// The command that kills that group (sh text, through sudo if the
+    /// host's commands are).
+    kill: Option<String>,
+    /// A command was sent and its end not yet seen.
+    busy: bool,
+    abandoned: Abandoned,
+}
+
+/// Kills of abandoned commands, under way.
+pub(super) type Abandoned = Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>;
+
+impl Drop for Shell {
+    /// A shell dropped mid-command (its caller gave up: an interrupt) would
+    /// leave the command running on the host, racing the cleanup that
+    /// follows (a `zpool create` finishing after the teardown): its process
+    /// group is killed, and cleanup in a session of its own waits for that.
+    fn drop(&mut self) {
+        if !self.busy {
+            return;
+        }
+        let (Some(script), Ok(rt)) = (self.kill.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let handle = self.handle.clone();
+        let task = rt.spawn(async move {
+            let Ok(channel) = handle.channel_open_session().await else {
+                return;
+            };
+            let (mut rx, tx) = channel.split();
+            if tx.exec(true, login_shell_safe(&script)).await.is_ok() {
+                let _ = tokio::time::timeout(crate::timeouts::KILL, async {
+                    while let Some(m) = rx.wait().await {
+                        if matches!(m, ChannelMsg::Close) {
+                            break;
+                        }
+                    }
+                })
+                .await;
+            }
+            let _ = tx.close().await;
+        });
+        self.abandoned
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(task);
+    }
 }
 
 impl Shell {
@@ -123,12 +170,16 @@ impl Shell {
         .map_err(|stderr| {
             remote.channel_error(format!("the shell ended at its start: {stderr:?}"))
         })?;
+        let kill = pgid.and_then(|p| remote.kill_command(p).to_shell().ok().map(str::to_string));
         Ok(Some(Shell {
             rx,
             guard,
             handle,
             nonce,
             pgid,
+            kill,
+            busy: false,
+            abandoned: remote.abandoned.clone(),
         }))
     }
 
@@ -139,9 +190,16 @@ impl Shell {
             return false;
         }
         use futures::FutureExt;
-        // An idle shell has no output pending: anything at all means it
-        // ended (or printed from a background process: not to be trusted).
-        self.rx.wait().now_or_never().is_none()
+        // An idle shell has no output pending: output, an end or a close
+        // means it ended (or a background process printed: not to be
+        // trusted).  Flow control (the server's window adjusts) is fine.
+        loop {
+            match self.rx.wait().now_or_never() {
+                None => return true,
+                Some(Some(ChannelMsg::WindowAdjusted { .. } | ChannelMsg::Success)) => {}
+                Some(_) => return false,
+            }
+        }
     }
 
     /// Run `script`; `out` collects its output (and streams its lines).
@@ -163,6 +221,7 @@ impl Shell {
         }
         input.push_str(&self.nonce);
         input.push('\n');
+        self.busy = true;
         tx.data_bytes(input.into_bytes()).await?;
         let mut frames = [
             Frame::new(&self.nonce, true),
@@ -183,12 +242,15 @@ impl Shell {
                     for (i, f) in frames.iter_mut().enumerate() {
                         f.flush(stream_of(i), out);
                     }
+                    // The driver is gone, and its command with it.
+                    self.busy = false;
                     return Ok(Err(()));
                 }
                 Some(_) => continue,
             };
             frames[idx].push(stream_of(idx), &data, out);
         }
+        self.busy = false;
         Ok(frames[0].status.ok_or(()))
     }
 }
@@ -368,6 +430,7 @@ pub(super) async fn exec_in_shell(
                     tracing::warn!(host = %remote.target.host_name, "the shell's process group is unknown; only closing its channel")
                 }
             }
+            shell.busy = false;
             shell.guard.close().await;
             out.finish();
             return Ok(ExecOutput {
