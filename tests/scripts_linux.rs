@@ -158,9 +158,11 @@ fn cell_zfs_fuse_compression_on() {
 /// Sizes that are true (issue 14): 20 MiB written and `sizes` called at
 /// once.  ext4, xfs, btrfs: du counts it after `sync` (btrfs: `btrfs
 /// filesystem sync`), the flush recorded.  zfs-fuse has no `zpool sync` and
-/// commits a transaction group every 30 s: `sizes` waits for the commit
-/// (`flush=txg-wait`, the wait recorded) so that the dataset's used and du
-/// count the data (before the wait they said ~2.7 MiB); with gzip and some
+/// commits a transaction group every 30 s by itself: `sizes` sets a
+/// property of its own, a sync task that returns once its transaction group
+/// is on disk (`flush=txg-sync-task`, the time recorded), so that the
+/// dataset's used and du count the data (before it they said ~2.7 MiB;
+/// `used_before` below); with gzip and some
 /// compressible text, logical / used agrees with compressratio (pool version
 /// 23 has no logicalused: the apparent size stands in).
 #[test]
@@ -172,7 +174,7 @@ fn sizes_count_data_written_just_before() {
     assert_eq!(o.get("sizes_ext4.flush"), "sync");
     assert_eq!(o.get("sizes_xfs.flush"), "sync");
     assert_eq!(o.get("sizes_btrfs.flush"), "btrfs-sync");
-    assert_eq!(o.get("sizes_zfs.flush"), "txg-wait");
+    assert_eq!(o.get("sizes_zfs.flush"), "txg-sync-task");
     assert_eq!(o.get("sizes_zfs.flush_settled"), "yes");
     let num = |k: &str| -> f64 {
         o.get(k)
@@ -180,6 +182,10 @@ fn sizes_count_data_written_just_before() {
             .unwrap_or_else(|_| panic!("{k} is not a number: {}", o.get(k)))
     };
     let mib = 1024.0 * 1024.0;
+    assert!(
+        num("sizes_zfs.used_before") < 10.0 * mib,
+        "zfs-fuse had already committed the data before the flush: the test shows nothing"
+    );
     let wait = num("sizes_zfs.flush_wait_s");
     assert!((0.0..=35.0).contains(&wait), "waited {wait} s");
     for k in [

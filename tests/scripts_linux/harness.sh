@@ -289,7 +289,8 @@ sizes_after() {
 	[ "$(value du_apparent_bytes)" -ge "$(($2 * 1048576))" ] || fail "$1: apparent size $(value du_apparent_bytes)"
 }
 
-# sizes [FS...]: on ext4, xfs, btrfs and zfs (default: all) (zfs-fuse, which has no `zpool sync`),
+# sizes [FS...]: on ext4, xfs, btrfs and zfs (default: all) (zfs-fuse, which has no `zpool sync`:
+# a property set commits the txg),
 # `sizes` right after a write counts the data (flush recorded); on zfs the
 # dataset's own accounting agrees with its compressratio.
 scenario_sizes() {
@@ -314,8 +315,8 @@ scenario_sizes() {
 	step make_fs_zfs 0 make-fs ident="$IDENT" dev="$LOOP" allowed="$LOOP" fs=zfs pool="$POOL" mnt="$TMP/mnt" \
 		zfs_prop=compression=gzip
 	sizes_after zfs 20
-	[ "$(value flush)" = txg-wait ] || fail "zfs-fuse: flush=$(value flush), not txg-wait"
-	[ "$(value flush_settled)" = yes ] || fail "zfs-fuse: the txg wait ran out"
+	[ "$(value flush)" = txg-sync-task ] || fail "zfs-fuse: flush=$(value flush), not txg-sync-task"
+	[ "$(value flush_settled)" = yes ] || fail "zfs-fuse: the txg was not committed"
 	_used=$(value zfs_used_bytes)
 	[ "$_used" -ge $((18 * 1048576)) ] || fail "zfs used $_used for 20 MiB of random data just written"
 	# The text compresses (gzip): used stays well below the 30 MiB written.

@@ -341,12 +341,14 @@ pub struct Sizes {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pg_database_bytes: Option<u64>,
     /// How the data was put on disk before the sizes were read: `sync`,
-    /// `btrfs-sync` (`btrfs filesystem sync`), `zpool-sync`, or `txg-wait`
-    /// (a ZFS without `zpool sync`: waited for a transaction group commit).
+    /// `btrfs-sync` (`btrfs filesystem sync`), `zpool-sync`,
+    /// `txg-sync-task` (a ZFS without `zpool sync`: a property set, which
+    /// returns once its transaction group is on disk) or `txg-wait` (that
+    /// refused: waited for a transaction group commit).
     /// Absent in bundles made before issue 14.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flush_method: Option<String>,
-    /// Seconds `txg-wait` waited.
+    /// Seconds `txg-sync-task` took or `txg-wait` waited.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flush_wait_s: Option<f64>,
     /// `txg-wait` only: false when the wait hit its bound while `used` still
