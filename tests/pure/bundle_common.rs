@@ -112,7 +112,7 @@ pub fn write_cell(b: &mut Bundle, c: &CellResult) {
     .unwrap();
     b.write_json(&format!("cells/{id}/result.json"), c).unwrap();
     b.append_jsonl("results.jsonl", c).unwrap();
-    b.cell_done(id).unwrap();
+    b.cell_done_as(id, &c.status).unwrap();
 }
 
 pub fn sample_cells() -> Vec<CellResult> {

@@ -101,7 +101,7 @@ fn closed_bundle_verifies_with_fsmatrix_and_coreutils() {
         .events
         .iter()
         .filter_map(|e| match e {
-            JournalEvent::CellDone { cell, files } => Some((cell, files)),
+            JournalEvent::CellDone { cell, files, .. } => Some((cell, files)),
             _ => None,
         })
         .collect();

@@ -487,6 +487,13 @@ fn read_bundle(dir: PathBuf) {
             }
         }
         let _ = journal::read(&dir.join("journal.jsonl"));
+        // `fsmatrix ls`: listed, readable or with why, never a panic.
+        let s = fsmatrix::results::listing::summarize(
+            &dir,
+            fsmatrix::results::listing::BundleKind::Folder,
+        );
+        let _ = fsmatrix::results::listing::render_table(std::slice::from_ref(&s), &dir, 100);
+        let _ = s.json();
         match load_bundle_results(&dir) {
             Ok(cells) => {
                 let src = [Source {

@@ -7,6 +7,8 @@
 mod archive;
 mod bundle_common;
 mod bundle_fixture;
+mod bundle_ls;
+mod bundle_sign;
 mod bundle_write;
 mod cli_conventions;
 mod fuzz;

@@ -13,8 +13,10 @@ mod bundle;
 mod check;
 mod db;
 mod lab;
+mod ls;
 mod plan;
 mod run;
+mod sign;
 
 #[derive(Debug, Parser)]
 #[command(name = "fsmatrix", version, about = "Which filesystem and options make PostgreSQL fastest and smallest, on your hosts", long_about = None)]
@@ -45,12 +47,18 @@ pub enum Command {
     Run(RunArgs),
     /// Finish a sweep whose orchestrator was killed.
     Resume(ResumeArgs),
-    /// Check a result bundle's completeness and checksums.
-    Verify(BundleArgs),
+    /// Check a result bundle's completeness and checksums, and its signature.
+    Verify(VerifyArgs),
     /// Compare the results of one or more bundles.
     Report(ReportArgs),
     /// Pack a bundle into one .tar.zst.
     Archive(BundleArgs),
+    /// Sign a bundle: an SSH signature of its tagmanifest, as `ssh-keygen -Y
+    /// sign -n fsmatrix` makes it, in tagmanifest-sha256.txt.sig.
+    Sign(SignArgs),
+    /// List the bundles and archives under a folder: matrix, hosts, start,
+    /// status, cells done and failed, size, signer, what each re-ran.
+    Ls(LsArgs),
     /// The results database that holds the lab's queue and every result.
     Db {
         #[command(subcommand)]
@@ -256,6 +264,10 @@ pub struct RunArgs {
     /// sweep_ended), instead of bars and the report.
     #[arg(long)]
     pub json: bool,
+    /// Sign the bundle when the sweep ends, as `fsmatrix sign --key KEY`
+    /// (an encrypted key: through ssh-agent at SSH_AUTH_SOCK).
+    #[arg(long, value_name = "KEY")]
+    pub sign: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -264,11 +276,51 @@ pub struct BundleArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct LsArgs {
+    /// The folder searched, recursively (default: `run`'s --out); a bundle
+    /// folder or archive lists just itself.
+    #[arg(default_value = "results")]
+    pub dir: PathBuf,
+    /// One JSON object per bundle and line, with every field in full.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct ResumeArgs {
     pub bundle: PathBuf,
     /// Progress as JSON lines on stdout, as `run --json`.
     #[arg(long)]
     pub json: bool,
+    /// Sign the bundle once closed, as `run --sign` (closing it again
+    /// removes an earlier signature).
+    #[arg(long, value_name = "KEY")]
+    pub sign: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    pub bundle: PathBuf,
+    /// Also require a signature by a key this file allows (ssh-keygen's
+    /// allowed_signers format: `principals [options] keytype base64`), and
+    /// name its signer.
+    #[arg(long, value_name = "FILE")]
+    pub allowed_signers: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct SignArgs {
+    /// The bundle's folder (sign it before archiving it).
+    pub bundle: PathBuf,
+    /// The private key file (OpenSSH, PEM or PKCS#8; an encrypted one only
+    /// if ssh-agent at SSH_AUTH_SOCK holds it).  With --agent: the key
+    /// ssh-agent signs with (its .pub file, or the private key file).
+    #[arg(long, value_name = "FILE", required_unless_present = "agent")]
+    pub key: Option<PathBuf>,
+    /// Sign with ssh-agent at SSH_AUTH_SOCK: the key --key names, else the
+    /// only (or the first) key it holds.
+    #[arg(long)]
+    pub agent: bool,
 }
 
 /// What `report` writes.
@@ -433,8 +485,10 @@ fn dispatch(command: Command) -> CmdResult {
         Command::Run(args) => run::run(&args),
         Command::Resume(args) => run::resume(&args),
         Command::Verify(args) => bundle::verify(&args),
+        Command::Sign(args) => sign::sign(&args),
         Command::Report(args) => bundle::report(&args),
         Command::Archive(args) => bundle::archive(&args),
+        Command::Ls(args) => ls::ls(&args),
         Command::Db {
             action: DbCommand::Init(args),
         } => db::init(&args),

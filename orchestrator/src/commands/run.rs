@@ -3,17 +3,32 @@
 use std::time::Instant;
 
 use super::{CliError, CmdResult, Exit, ResumeArgs, RunArgs};
+use crate::results::signature::Signer;
 use crate::run::{self as engine, RunError, SweepSummary};
+
+/// `--sign KEY`: the key is read (and ssh-agent asked) before the sweep, so
+/// that a wrong key fails before any host is touched.
+fn signer(
+    rt: &tokio::runtime::Runtime,
+    key: Option<&std::path::Path>,
+) -> Result<Option<Signer>, CliError> {
+    key.map(|k| rt.block_on(super::sign::signer(Some(k), false)))
+        .transpose()
+}
 
 pub fn run(args: &RunArgs) -> CmdResult {
     let rt = super::runtime()?;
     let t0 = Instant::now();
     let shown = super::display(args.json);
     let outcome = match (&args.from, &args.inventory, &args.matrix) {
-        (Some(from), _, _) => rt.block_on(engine::rerun(from, &args.out, shown)),
+        (Some(from), _, _) => {
+            let sign = signer(&rt, args.sign.as_deref())?;
+            (rt.block_on(engine::rerun(from, &args.out, shown)), sign)
+        }
         (None, Some(i), Some(m)) => {
             let (inv, m) = crate::config::load(i, m)?;
-            rt.block_on(engine::sweep(&inv, &m, &args.out, shown))
+            let sign = signer(&rt, args.sign.as_deref())?;
+            (rt.block_on(engine::sweep(&inv, &m, &args.out, shown)), sign)
         }
         _ => {
             return Err(CliError::nothing_ran(
@@ -21,25 +36,31 @@ pub fn run(args: &RunArgs) -> CmdResult {
             ))
         }
     };
-    finish(outcome, t0, args.json)
+    let (outcome, sign) = outcome;
+    finish(outcome, t0, args.json, sign.as_ref().map(|s| (&rt, s)))
 }
 
 pub fn resume(args: &ResumeArgs) -> CmdResult {
     let t0 = Instant::now();
     let shown = super::display(args.json);
-    finish(
-        super::runtime()?.block_on(engine::resume(&args.bundle, shown)),
-        t0,
-        args.json,
-    )
+    let rt = super::runtime()?;
+    let sign = signer(&rt, args.sign.as_deref())?;
+    let outcome = rt.block_on(engine::resume(&args.bundle, shown));
+    finish(outcome, t0, args.json, sign.as_ref().map(|s| (&rt, s)))
 }
 
 /// Say how the sweep went, print its report (or, with `--json`, the
-/// stream's last object), decide the exit code.
-fn finish(outcome: Result<SweepSummary, RunError>, t0: Instant, json: bool) -> CmdResult {
+/// stream's last object), decide the exit code; with `sign`, sign the
+/// bundle first (a failure to sign is exit 1 at least).
+fn finish(
+    outcome: Result<SweepSummary, RunError>,
+    t0: Instant,
+    json: bool,
+    sign: Option<(&tokio::runtime::Runtime, &Signer)>,
+) -> CmdResult {
     let s = outcome.map_err(CliError::failed_to)?;
     let t = s.tally;
-    let exit = if s.interrupted {
+    let mut exit = if s.interrupted {
         Exit::Problems
     } else if t.done == 0 {
         // Nothing ran: no host was ready, or every cell failed.
@@ -69,6 +90,22 @@ fn finish(outcome: Result<SweepSummary, RunError>, t0: Instant, json: bool) -> C
             ""
         }
     );
+    let signature = sign.map(|(rt, signer)| {
+        super::sign::sign_bundle(rt, &s.bundle, signer)
+            .map(|signed| signed.path)
+            .map_err(|e| {
+                eprintln!(
+                    "fsmatrix: {}; the bundle is not signed: sign it with `fsmatrix sign {} \
+                     --key KEY`",
+                    e.message,
+                    s.bundle.display()
+                );
+                if exit == Exit::Success {
+                    exit = Exit::Problems;
+                }
+            })
+            .ok()
+    });
     // The full report goes next to the bundle (Markdown and HTML), the
     // terminal gets a summary that fits 100 columns.
     let full =
@@ -99,6 +136,10 @@ fn finish(outcome: Result<SweepSummary, RunError>, t0: Instant, json: bool) -> C
             "seconds": t0.elapsed().as_secs_f64(),
             "exit_code": exit.code(),
         });
+        let mut last = last;
+        if let Some(sig) = &signature {
+            last["signature"] = serde_json::json!(sig.as_ref().map(|p| p.display().to_string()));
+        }
         println!("{last}");
         return Ok(exit);
     }
@@ -106,6 +147,9 @@ fn finish(outcome: Result<SweepSummary, RunError>, t0: Instant, json: bool) -> C
         print!("{}", crate::results::summary::render_summary(r, 100));
     }
     println!("bundle: {}", s.bundle.display());
+    if let Some(Some(sig)) = &signature {
+        println!("signature: {}", sig.display());
+    }
     if let Some((md, html)) = paths {
         println!("report: {}", md.display());
         println!("report (HTML): {}", html.display());

@@ -995,7 +995,7 @@ fn rsa_hashes(announced: Option<Option<HashAlg>>) -> Vec<Option<HashAlg>> {
 
 /// A private key file as read without a passphrase.
 #[derive(Debug)]
-enum IdentityKey {
+pub(crate) enum IdentityKey {
     Plain(Arc<PrivateKey>),
     /// Only ssh-agent can sign with it.  Its public key, if the file (an
     /// encrypted OpenSSH key) or a `.pub` beside it (legacy PEM) tells it.
@@ -1005,7 +1005,7 @@ enum IdentityKey {
 /// Read a private key file (`pub_text`: its `.pub`, if any); never asks
 /// for a passphrase.  OpenSSH keys (RSA, ECDSA, Ed25519), PEM RSA
 /// (`BEGIN RSA PRIVATE KEY`), PEM/SEC1 ECDSA and PKCS#8 are read by russh.
-fn classify_identity(text: &str, pub_text: Option<&str>) -> Result<IdentityKey, String> {
+pub(crate) fn classify_identity(text: &str, pub_text: Option<&str>) -> Result<IdentityKey, String> {
     let from_pub = || {
         pub_text.and_then(|t| {
             let line = t.lines().find(|l| !l.trim().is_empty())?;

@@ -19,9 +19,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use super::journal::{self, Journal, JournalEvent, SweepStatus, JOURNAL_FILE};
+use super::journal::{self, CellTally, Journal, JournalEvent, SweepStatus, JOURNAL_FILE};
 use super::manifest::{self, check_rel_path, sha256_file, TMP_PREFIX};
-use super::model::{CellResult, Sizes, CSV_HEADER};
+use super::model::{CellResult, CellStatus, Sizes, CSV_HEADER};
 use super::BundleError;
 use crate::config::values::Label;
 use crate::text::{rfc3339, sha256_hex};
@@ -58,6 +58,9 @@ pub struct Bundle {
     /// Payload files appended to (jsonl): hashed at close.
     appended: BTreeSet<String>,
     done_cells: BTreeMap<String, BTreeMap<String, String>>,
+    /// Recorded cells → how each ended (`None`: a journal line without it),
+    /// for the running [`CellTally`]; a discarded cell leaves it.
+    outcomes: BTreeMap<String, Option<String>>,
     events: Vec<JournalEvent>,
     closed: bool,
 }
@@ -210,6 +213,7 @@ impl Bundle {
             written: BTreeMap::new(),
             appended: BTreeSet::new(),
             done_cells: BTreeMap::new(),
+            outcomes: BTreeMap::new(),
             events: vec![ev],
             closed: false,
         })
@@ -252,9 +256,17 @@ impl Bundle {
             return Err(not("its journal does not start with sweep_started".into()));
         };
         let mut done_cells = BTreeMap::new();
+        let mut outcomes = BTreeMap::new();
         for ev in &read.events {
-            if let JournalEvent::CellDone { cell, files } = ev {
+            if let JournalEvent::CellDone {
+                cell,
+                files,
+                outcome,
+                ..
+            } = ev
+            {
                 done_cells.insert(cell.clone(), files.clone());
+                outcomes.insert(cell.clone(), outcome.clone());
             }
         }
         let mut appended = BTreeSet::new();
@@ -285,6 +297,7 @@ impl Bundle {
             written: BTreeMap::new(),
             appended,
             done_cells,
+            outcomes,
             events,
             closed: false,
         })
@@ -412,6 +425,7 @@ impl Bundle {
         }
         let p = format!("{prefix}/");
         self.written.retain(|k, _| !k.starts_with(&p));
+        self.outcomes.remove(cell);
         // Its line in results.jsonl goes too, so the re-run's line is the only one.
         let jsonl = self.root.join("data").join(RESULTS_JSONL);
         if jsonl.is_file() {
@@ -440,6 +454,34 @@ impl Bundle {
     /// last file (its `result.json`) is written; those writes are already
     /// fsync'd, so the line never names a file that could be lost.
     pub fn cell_done(&mut self, cell: &str) -> Result<BTreeMap<String, String>, BundleError> {
+        self.record_cell_done(cell, None)
+    }
+
+    /// [`Bundle::cell_done`] with how the cell ended: the journal line then
+    /// carries the outcome and the running [`CellTally`] of every recorded
+    /// cell, which `fsmatrix ls` reads from the journal's tail.
+    pub fn cell_done_as(
+        &mut self,
+        cell: &str,
+        status: &CellStatus,
+    ) -> Result<BTreeMap<String, String>, BundleError> {
+        self.record_cell_done(cell, Some(status.name()))
+    }
+
+    /// Every recorded cell by outcome; `None` when some outcome is unknown.
+    pub fn tally(&self) -> Option<CellTally> {
+        let mut t = CellTally::default();
+        for o in self.outcomes.values() {
+            t.add(o.as_deref()?);
+        }
+        Some(t)
+    }
+
+    fn record_cell_done(
+        &mut self,
+        cell: &str,
+        outcome: Option<&str>,
+    ) -> Result<BTreeMap<String, String>, BundleError> {
         self.check_open()?;
         let prefix = format!("{}/", data_rel(&format!("cells/{cell}"))?);
         let files: BTreeMap<String, String> = self
@@ -454,10 +496,22 @@ impl Bundle {
                 why: "no file of this cell was written; write its result.json first".into(),
             });
         }
-        self.journal.append(&JournalEvent::CellDone {
+        let before = self
+            .outcomes
+            .insert(cell.to_owned(), outcome.map(str::to_owned));
+        let ev = JournalEvent::CellDone {
             cell: cell.to_owned(),
             files: files.clone(),
-        })?;
+            outcome: outcome.map(str::to_owned),
+            tally: self.tally(),
+        };
+        if let Err(e) = self.journal.append(&ev) {
+            match before {
+                Some(b) => self.outcomes.insert(cell.to_owned(), b),
+                None => self.outcomes.remove(cell),
+            };
+            return Err(e);
+        }
         self.done_cells.insert(cell.to_owned(), files.clone());
         Ok(files)
     }
@@ -485,6 +539,7 @@ impl Bundle {
         self.journal.append(&JournalEvent::Closed {
             status,
             ended: ended.clone(),
+            tally: self.tally(),
         })?;
 
         // Payload manifest: what this process wrote is trusted as hashed at
@@ -537,6 +592,15 @@ impl Bundle {
         write_atomic(&root, BAG_INFO_FILE, info.as_bytes())
             .map_err(|e| BundleError::io("write", &root.join(BAG_INFO_FILE), e))?;
 
+        // A signature of the previous tagmanifest would be stale: the bundle
+        // is signed again (`fsmatrix sign`, `resume --sign`) once closed.
+        super::signature::remove_signature(&root).map_err(|e| {
+            BundleError::io(
+                "remove the stale signature",
+                &root.join(super::signature::SIGNATURE_FILE),
+                e,
+            )
+        })?;
         let mut tags = BTreeMap::new();
         for name in [BAGIT_FILE, BAG_INFO_FILE, MANIFEST_FILE, JOURNAL_FILE] {
             let path = root.join(name);

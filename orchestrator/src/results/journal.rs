@@ -37,6 +37,36 @@ impl SweepStatus {
     }
 }
 
+/// How the cells recorded so far ended, by outcome (the names of
+/// [`CellStatus::name`](super::model::CellStatus::name)): a running total on
+/// every `cell_done` line and the final one on `closed`, so that the
+/// journal's last lines say how far a sweep got (`fsmatrix ls` reads only
+/// the tail).  A cell re-run by `resume` is counted once, as it ended last.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CellTally {
+    #[serde(default)]
+    pub done: u64,
+    #[serde(default)]
+    pub failed: u64,
+    #[serde(default)]
+    pub not_run: u64,
+    #[serde(default)]
+    pub not_needed: u64,
+}
+
+impl CellTally {
+    /// Count one cell that ended as `outcome` (an unknown name counts nowhere).
+    pub fn add(&mut self, outcome: &str) {
+        match outcome {
+            "done" => self.done += 1,
+            "failed" => self.failed += 1,
+            "not_run" => self.not_run += 1,
+            "not_needed" => self.not_needed += 1,
+            _ => {}
+        }
+    }
+}
+
 /// One journal line.  Unknown events (from a newer fsmatrix) read as
 /// [`JournalEvent::Other`] and are kept, not refused.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -54,14 +84,23 @@ pub enum JournalEvent {
     CellDone {
         cell: String,
         files: BTreeMap<String, String>,
+        /// How the cell ended (`done`, `failed`, `not_run`, `not_needed`);
+        /// absent in journals written before outcomes were recorded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outcome: Option<String>,
+        /// Every recorded cell so far by outcome, this one included; absent
+        /// when some recorded cell's outcome is unknown.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tally: Option<CellTally>,
     },
     /// The bundle was opened again (resume) at this time.
-    Reopened {
-        at: String,
-    },
+    Reopened { at: String },
     Closed {
         status: SweepStatus,
         ended: String,
+        /// Every recorded cell by outcome (as on the last `cell_done`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tally: Option<CellTally>,
     },
     #[serde(other)]
     Other,
@@ -155,6 +194,8 @@ mod tests {
         let ev = JournalEvent::CellDone {
             cell: "ab".into(),
             files,
+            outcome: None,
+            tally: None,
         };
         let s = serde_json::to_string(&ev).unwrap();
         assert_eq!(
@@ -163,6 +204,38 @@ mod tests {
                 r#"{{"event":"cell_done","cell":"ab","files":{{"data/cells/ab/run-4-1.out":"{}"}}}}"#,
                 "0".repeat(64)
             )
+        );
+    }
+
+    #[test]
+    fn outcome_and_tally_are_added_and_old_lines_still_read() {
+        let ev = JournalEvent::CellDone {
+            cell: "ab".into(),
+            files: BTreeMap::new(),
+            outcome: Some("failed".into()),
+            tally: Some(CellTally {
+                done: 2,
+                failed: 1,
+                ..CellTally::default()
+            }),
+        };
+        let s = serde_json::to_string(&ev).unwrap();
+        assert_eq!(
+            s,
+            r#"{"event":"cell_done","cell":"ab","files":{},"outcome":"failed","tally":{"done":2,"failed":1,"not_run":0,"not_needed":0}}"#
+        );
+        assert_eq!(serde_json::from_str::<JournalEvent>(&s).unwrap(), ev);
+        let old: JournalEvent = serde_json::from_str(
+            r#"{"event":"closed","status":"complete","ended":"2026-01-01T00:00:00Z"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            old,
+            JournalEvent::Closed {
+                status: SweepStatus::Complete,
+                ended: "2026-01-01T00:00:00Z".into(),
+                tally: None
+            }
         );
     }
 

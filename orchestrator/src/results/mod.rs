@@ -15,8 +15,12 @@
 //! - [`view`]: the report's tables and sentences as text, shared by the
 //!   Markdown and HTML renderers.
 //! - [`html`]: the HTML report with SVG plots ([`html::render_html`]).
+//! - [`signature`]: SSH signatures of a bundle (`ssh-keygen -Y sign`
+//!   format), checked against an [`allowed_signers`] file.
+//! - [`listing`]: the bundles under a folder, archives too (`fsmatrix ls`).
 use std::path::{Path, PathBuf};
 
+pub mod allowed_signers;
 pub mod archive;
 pub mod bundle;
 pub mod compare;
@@ -24,9 +28,11 @@ pub mod drift;
 pub mod html;
 pub mod journal;
 pub mod latency;
+pub mod listing;
 pub mod manifest;
 pub mod model;
 pub mod report;
+pub mod signature;
 pub mod stats;
 pub mod summary;
 pub mod verify;

@@ -100,7 +100,7 @@ impl Sink {
             }
             b.write_json(&format!("cells/{id}/result.json"), result)?;
             b.append_jsonl("results.jsonl", result)?;
-            b.cell_done(id)?;
+            b.cell_done_as(id, &result.status)?;
             Ok(())
         })
     }
