@@ -653,23 +653,8 @@ fn sigint_mid_sweep_tears_down_and_closes_an_incomplete_bundle() {
         text.contains(": run ext4").then_some(())
     });
     let (child, log, out, hosts) = (&mut bg.child, &bg.log, &bg.out, &bg.hosts);
-    let pid = child.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-INT", &pid])
-        .status()
-        .expect("kill")
-        .success());
     let t1 = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("try_wait") {
-            break s;
-        }
-        if t1.elapsed() > Duration::from_secs(180) {
-            let _ = child.kill();
-            panic!("fsmatrix did not stop within 180 s of SIGINT");
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let status = common::interrupt_and_wait(child, Duration::from_secs(180));
     let text = std::fs::read_to_string(log).unwrap_or_default();
     eprintln!("{text}");
     assert_eq!(status.code(), Some(1), "interrupted sweep exits 1");

@@ -282,23 +282,7 @@ fn sigint_mid_interleaved_sweep_tears_down_both_devices() {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    let pid = child.id().to_string();
-    assert!(Command::new("kill")
-        .args(["-INT", &pid])
-        .status()
-        .expect("kill")
-        .success());
-    let t1 = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("try_wait") {
-            break s;
-        }
-        if t1.elapsed() > Duration::from_secs(120) {
-            let _ = child.kill();
-            panic!("fsmatrix did not stop within 120 s of SIGINT");
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let status = common::interrupt_and_wait(&mut child, Duration::from_secs(120));
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     eprintln!("{text}");
     assert_eq!(status.code(), Some(1), "an interrupted sweep exits 1");

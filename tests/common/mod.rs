@@ -297,3 +297,31 @@ echo "sig=$(blkid -p -o value -s LABEL "$dev" 2>/dev/null; blkid -p -o value -s 
         h.name
     );
 }
+
+/// SIGINT to `child` (as Ctrl-C would), then wait for it to exit, at most
+/// `limit` (then it is killed and the test fails).
+pub fn interrupt_and_wait(
+    child: &mut std::process::Child,
+    limit: std::time::Duration,
+) -> std::process::ExitStatus {
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .expect("kill")
+        .success());
+    let t0 = std::time::Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            return s;
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            panic!(
+                "fsmatrix did not stop within {} s of SIGINT",
+                limit.as_secs()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}

@@ -567,14 +567,14 @@ impl<'a, R: Remote> Worker<'a, R> {
 
     async fn run_fs_group(&self, cells: &[&Cell], tally: &mut HostTally) {
         let first = cells[0];
-        let fs_name = first.fs.name.as_str();
         let mut st = FsState::default();
         let started = now_rfc3339();
-        match self.set_up(first, &mut st).await {
+        let set_up = match self.set_up(first, &mut st).await {
             Err(e) => {
                 for c in cells {
                     self.record_failed(c, &e, &started, None, None, &st, "", tally);
                 }
+                false
             }
             Ok(()) => {
                 for wl in runs_of(cells, |c| c.workload.name.as_str()) {
@@ -584,17 +584,10 @@ impl<'a, R: Remote> Worker<'a, R> {
                         self.run_workload(wl, &mut st, tally).await;
                     }
                 }
-                self.step(Verb::PgStop, fs_name);
-                if let Err(e) = self.call(&self.calls().pg_stop(), &mut st.log).await {
-                    self.note(format!("pg-stop failed: {}", e.message));
-                }
+                true
             }
-        }
-        self.teardown(Some(first.fs.fs_type), &mut st.log).await;
-        let rel = format!("hosts/{}/{}/setup.log", self.host.name.as_str(), fs_name);
-        if let Err(e) = self.sink.write(&rel, st.log.as_bytes()) {
-            self.note(format!("failed to write {rel}: {e}"));
-        }
+        };
+        self.finish_slot(first, st, set_up).await;
     }
 
     /// Teardown always runs: on success, failure and interrupt, and it is
