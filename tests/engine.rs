@@ -1534,11 +1534,13 @@ fn a_cut_link_is_noticed_the_other_host_finishes_and_resume_completes() {
     assert!(text.contains("the host lock was lost"), "{text}");
     let (bundle, rs) = only_the_first_host_finished(&out, &first, &second);
     let of = |h: &str, state: &str| count(&rs, h, state);
-    // The cell in flight fails with the dropped connection; the next one may
-    // have started before the lost lock stopped the host (then it is
-    // interrupted: recorded as not run, for resume to run); the rest do not run.
+    // The cell in flight fails with the dropped connection, or, when the
+    // lost lock stops the host first, is interrupted (recorded as not run,
+    // for resume to run: CI saw both orders); the next one may have started
+    // before the lost lock stopped the host; the rest do not run.
     let failed = of(&second.name, "failed");
-    assert!((1..=2).contains(&failed), "{rs:?}");
+    assert!(failed <= 2, "{rs:?}");
+    assert!(of(&second.name, "not_run") >= 2, "{rs:?}");
     for r in rs
         .iter()
         .filter(|r| r["params"]["host"] == second.name && r["status"]["state"] == "failed")
