@@ -241,15 +241,32 @@ run_step() {
 	quote_all ${1+"$@"} >"$_rs_out/cmd"
 	printf '\n' >>"$_rs_out/cmd"
 	log "+ $(quote_all ${1+"$@"}) >$_rs_out/stdout 2>$_rs_out/stderr"
+	# _rs_live=keep|drop (set by the caller): the command's `progress: `
+	# lines (pgbench -P) also go to this script's stderr as they come,
+	# marked "fsmatrix-live ", for the live view; with drop they are left
+	# out of the stderr file.  Through a FIFO, so the command's own exit
+	# status stays what run_step reports.
+	_rs_err=$_rs_out/stderr
+	if [ -n "${_rs_live-}" ]; then
+		_rs_err=$_rs_out/live.fifo
+		rm -f "$_rs_err"
+		mkfifo -m 600 "$_rs_err" || die "mkfifo $_rs_err failed"
+		awk -v keep="$_rs_live" '/^progress: / { print "fsmatrix-live " $0 > "/dev/stderr"; fflush("/dev/stderr"); if (keep != "keep") next } { print }' <"$_rs_err" >"$_rs_out/stderr" &
+		_rs_filter=$!
+	fi
 	_rs_t0=$(now_ms)
 	_rs_e0=$(date +%s)
-	if ${1+"$@"} >"$_rs_out/stdout" 2>"$_rs_out/stderr" </dev/null; then
+	if ${1+"$@"} >"$_rs_out/stdout" 2>"$_rs_err" </dev/null; then
 		_rs_rc=0
 	else
 		_rs_rc=$?
 	fi
 	_rs_t1=$(now_ms)
 	_rs_e1=$(date +%s)
+	if [ -n "${_rs_live-}" ]; then
+		wait "$_rs_filter" || true
+		rm -f "$_rs_err"
+	fi
 	printf '%s\n' "$_rs_rc" >"$_rs_out/status.tmp"
 	mv -f "$_rs_out/status.tmp" "$_rs_out/status"
 	kv status "$_rs_rc"
@@ -742,11 +759,16 @@ verb_run() {
 	1) set -- -r ${1+"$@"} ;;
 	*) usage_die "per_statement=$_r_per_stmt is not 0 or 1" ;;
 	esac
-	if [ "$_r_progress" = 1 ]; then
-		set -- -P 1 ${1+"$@"}
-	elif [ "$_r_progress" != 0 ]; then
-		usage_die "progress=$_r_progress is not 0 or 1"
-	fi
+	# -P 1: a line a second.  progress=1 keeps the lines in the stderr file
+	# (the matrix asked for them); progress=live only streams them, marked,
+	# on this script's stderr for the orchestrator's live view.  Both stream.
+	case $_r_progress in
+	0) _rs_live= ;;
+	1) _rs_live=keep ;;
+	live) _rs_live=drop ;;
+	*) usage_die "progress=$_r_progress is not 0, 1 or live" ;;
+	esac
+	[ -z "$_rs_live" ] || set -- -P 1 ${1+"$@"}
 	if [ -n "$_r_dur" ]; then
 		check_uint duration "$_r_dur"
 		set -- -T "$_r_dur" ${1+"$@"}
@@ -777,6 +799,7 @@ verb_run() {
 		run mkdir -p "$_r_txdir"
 	fi
 	run_step "$OUT" "$PG_BIN/pgbench" ${1+"$@"} -c "$_r_clients" -j "$_r_jobs" -h "$SOCK" -p "$PORT" -U "$PG_USER" "$DB"
+	_rs_live=
 	if [ "$_r_txlog" = 1 ]; then
 		txlog_pack "$_r_txdir"
 	fi

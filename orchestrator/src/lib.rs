@@ -9,6 +9,7 @@
 pub mod commands;
 pub mod config;
 pub mod db;
+pub mod eta;
 pub mod files;
 pub mod lab;
 pub mod load;

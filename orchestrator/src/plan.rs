@@ -25,7 +25,11 @@ pub mod eta {
     /// Per filesystem variant: mkfs + mount + initdb + start, and at the end
     /// stop + unmount + destroy.  The lab measured 3–40 s (zfs-fuse slowest);
     /// real disks with discard take longer.
-    pub const FS_SETUP_SECS: u64 = 60;
+    pub const FS_SETUP_SECS: u64 = FS_BUILD_SECS + FS_TEARDOWN_SECS;
+    /// The set-up part of [`FS_SETUP_SECS`].
+    pub const FS_BUILD_SECS: u64 = 45;
+    /// The tear-down part of [`FS_SETUP_SECS`].
+    pub const FS_TEARDOWN_SECS: u64 = 15;
     /// Per (variant, pgbench workload): fixed part of `pgbench -i`.
     pub const LOAD_BASE_SECS: u64 = 10;
     /// Per scale unit of `pgbench -i -s N`, in milliseconds: the zfs-vs-ext4
@@ -486,7 +490,12 @@ pub fn cell_secs(c: &Cell) -> u64 {
 
 /// Seconds to load a workload's data once on a fresh variant.
 pub fn load_secs(w: &Workload) -> u64 {
-    match (&w.kind, w.scale) {
+    load_secs_of(&w.kind, w.scale)
+}
+
+/// [`load_secs`] of a workload of `kind` at `scale`.
+pub fn load_secs_of(kind: &WorkloadKind, scale: Option<Scale>) -> u64 {
+    match (kind, scale) {
         (WorkloadKind::SqlScript { .. }, _) | (_, None) => 0,
         (_, Some(Scale::Factor(n))) => {
             eta::LOAD_BASE_SECS + n as u64 * eta::LOAD_MS_PER_SCALE / 1000
@@ -514,9 +523,6 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
         }
         let first = cells.len();
         let mut variants = Vec::new();
-        let mut secs: u64 = 0;
-        // Without the repeats that adaptive repeats may not need.
-        let mut secs_min: u64 = 0;
         for fs in &m.filesystems {
             if !fs.fs_type.runs_on(host.os) {
                 let can: Vec<&str> = FsType::for_os(host.os).iter().map(|t| t.as_str()).collect();
@@ -573,8 +579,6 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
                 if counts.is_empty() {
                     continue;
                 }
-                secs += load_secs(wl);
-                secs_min += load_secs(wl);
                 let workload = Arc::new(CellWorkload {
                     name: wl.name.clone(),
                     kind: wl.kind.clone(),
@@ -619,19 +623,12 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
                             wl.progress,
                             wl.drop_caches,
                         );
-                        let t = cell_secs(&cell);
-                        secs = secs.saturating_add(t);
-                        if !cell.is_conditional() {
-                            secs_min = secs_min.saturating_add(t);
-                        }
                         cells.push(cell);
                     }
                 }
             }
             if cells.len() > before_fs {
                 variants.push(fs.name.clone());
-                secs += eta::FS_SETUP_SECS;
-                secs_min += eta::FS_SETUP_SECS;
             }
         }
         let batches = if m.order.is_sequential() {
@@ -658,6 +655,11 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
             }
             batches
         };
+        // The ETA's one arithmetic: the defaults of the run engine's
+        // estimator (secs_min: without the repeats adaptive repeats may
+        // not need).
+        let host_cells: Vec<&Cell> = cells[first..].iter().collect();
+        let (secs, secs_min) = crate::eta::prior_total(&crate::eta::work_of(&host_cells));
         hosts.push(HostPlan {
             host: host.name.clone(),
             os: host.os,
@@ -861,7 +863,8 @@ fn length_str(l: &Length) -> String {
     }
 }
 
-fn table(rows: &[Vec<String>], right: &[usize]) -> String {
+/// Rows as columns padded to their widest cell (`right`: right-aligned columns).
+pub fn table(rows: &[Vec<String>], right: &[usize]) -> String {
     let n = rows.first().map(|r| r.len()).unwrap_or(0);
     let widths: Vec<usize> = (0..n)
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))

@@ -51,6 +51,15 @@ pub fn hms(d: Duration) -> String {
     }
 }
 
+/// "±12s", or "±<1s" where [`hms`] would say "±0s".
+pub fn plus_minus(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        "±<1s".to_string()
+    } else {
+        format!("±{}", hms(d))
+    }
+}
+
 /// `b` bytes scaled to the largest binary unit that keeps it ≥ 1:
 /// (value, unit) with unit one of B, KiB, MiB, GiB, TiB.
 pub fn iec_scaled(b: f64) -> (f64, &'static str) {

@@ -325,3 +325,80 @@ pub fn interrupt_and_wait(
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
 }
+
+/// One host's ETA once its first filesystem variant was done, from a
+/// `run --json` stream: the estimate (and its ±) in the first `eta` event
+/// after that variant's `pg-stop`/`teardown`, and the time the host then
+/// actually took to finish (its last `eta` event, `remaining_s` 0).
+#[derive(Debug, Clone)]
+pub struct EtaAfterFirst {
+    pub host: String,
+    pub variant: String,
+    pub estimated_s: f64,
+    pub plus_minus_s: f64,
+    pub basis: String,
+    pub actual_s: f64,
+}
+
+impl EtaAfterFirst {
+    /// |estimated − actual| ÷ actual.
+    pub fn error(&self) -> f64 {
+        (self.estimated_s - self.actual_s).abs() / self.actual_s
+    }
+}
+
+/// [`EtaAfterFirst`] of every host of `events` that ran more than one
+/// variant (one JSON value per `run --json` line, in order).
+pub fn eta_after_first_variant(events: &[serde_json::Value]) -> Vec<EtaAfterFirst> {
+    let mut hosts: Vec<String> = Vec::new();
+    for e in events {
+        if e["event"] == "host_started" {
+            hosts.push(e["host"].as_str().unwrap_or_default().to_string());
+        }
+    }
+    let mut out = Vec::new();
+    for host in hosts {
+        let of: Vec<&serde_json::Value> = events.iter().filter(|e| e["host"] == host).collect();
+        // The first variant: what the first make-fs was on.
+        let Some(first) = of
+            .iter()
+            .find(|e| e["event"] == "step" && e["step"] == "make-fs")
+            .and_then(|e| e["on"].as_str())
+        else {
+            continue;
+        };
+        let variants: std::collections::BTreeSet<&str> = of
+            .iter()
+            .filter(|e| e["event"] == "step" && e["step"] == "make-fs")
+            .filter_map(|e| e["on"].as_str())
+            .collect();
+        if variants.len() < 2 {
+            continue;
+        }
+        // Its end: pg-stop on the variant itself (a cold-cache cell's
+        // pg-stop is on the cell), then the eta event after the teardown.
+        let Some(stop) = of
+            .iter()
+            .position(|e| e["event"] == "step" && e["step"] == "pg-stop" && e["on"] == first)
+        else {
+            continue;
+        };
+        let Some(after) = of[stop..].iter().find(|e| e["event"] == "eta") else {
+            continue;
+        };
+        let Some(end) = of.iter().rev().find(|e| e["event"] == "eta") else {
+            continue;
+        };
+        let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+        assert_eq!(f(end, "remaining_s"), 0.0, "the host's last eta: {end}");
+        out.push(EtaAfterFirst {
+            host: host.clone(),
+            variant: first.to_string(),
+            estimated_s: f(after, "remaining_s"),
+            plus_minus_s: f(after, "plus_minus_s"),
+            basis: after["basis"].as_str().unwrap_or_default().to_string(),
+            actual_s: f(end, "at_s") - f(after, "at_s"),
+        });
+    }
+    out
+}

@@ -232,6 +232,11 @@ pub struct PlanArgs {
     /// itself, driven against a stand-in host.
     #[arg(long)]
     pub commands: bool,
+    /// Estimate the ETA from the timings of earlier bundles under DIR (a
+    /// bundle, or a folder of them, searched recursively) for the same
+    /// hosts, instead of from the defaults alone.
+    #[arg(long, value_name = "DIR", conflicts_with = "commands")]
+    pub history: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -268,6 +273,10 @@ pub struct RunArgs {
     /// (an encrypted key: through ssh-agent at SSH_AUTH_SOCK).
     #[arg(long, value_name = "KEY")]
     pub sign: Option<PathBuf>,
+    /// Start each host's ETA from the timings of earlier bundles under DIR
+    /// (as `plan --history`); it learns from this sweep as it goes either way.
+    #[arg(long, value_name = "DIR")]
+    pub history: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -415,6 +424,38 @@ pub struct CliError {
     pub detail: Option<String>,
     /// One line, printed as `fsmatrix: <message>`.
     pub message: String,
+}
+
+/// `--history DIR`: the timings of the bundles under it for `hosts`
+/// (`None`: every host), with a line on stderr saying what was found.
+pub fn history(
+    dir: Option<&std::path::Path>,
+    hosts: Option<&std::collections::BTreeSet<String>>,
+) -> Result<crate::results::timings::History, CliError> {
+    let Some(dir) = dir else {
+        return Ok(Default::default());
+    };
+    let h = crate::results::timings::history(dir, hosts)
+        .map_err(|e| CliError::nothing_ran(format!("--history: {e}")))?;
+    for w in &h.warnings {
+        eprintln!("fsmatrix: --history: {w}");
+    }
+    let timings: usize = h.by_host.values().map(Vec::len).sum();
+    eprintln!(
+        "fsmatrix: --history {}: {} bundle(s), {timings} timing(s) of {} host(s){}",
+        dir.display(),
+        h.bundles,
+        h.by_host.len(),
+        if h.archives_skipped > 0 {
+            format!(
+                "; {} archive(s) not read (unpack them to learn from them)",
+                h.archives_skipped
+            )
+        } else {
+            String::new()
+        }
+    );
+    Ok(h)
 }
 
 impl CliError {

@@ -20,12 +20,39 @@ pub fn plan(args: &PlanArgs) -> CmdResult {
         for (host, text) in hosts {
             print!("## {host}\n{text}");
         }
-    } else if args.json {
-        let s = serde_json::to_string_pretty(&p)
+        return Ok(Exit::Success);
+    }
+    let learned = match &args.history {
+        Some(dir) => {
+            let names = p
+                .hosts
+                .iter()
+                .map(|h| h.host.as_str().to_string())
+                .collect();
+            let h = super::history(Some(dir), Some(&names))?;
+            Some(crate::eta::planned(&p, &|host| h.of(host).to_vec()))
+        }
+        None => None,
+    };
+    if args.json {
+        let mut v = serde_json::to_value(&p)
+            .map_err(|e| CliError::nothing_ran(format!("failed to serialize the plan: {e}")))?;
+        if let (Some(learned), Some(o)) = (&learned, v.as_object_mut()) {
+            // Beside the plan (plan.json in a bundle stays the defaults').
+            let by_host: serde_json::Map<String, serde_json::Value> = learned
+                .iter()
+                .map(|(h, e)| (h.clone(), serde_json::json!(e)))
+                .collect();
+            o.insert("history_eta".into(), by_host.into());
+        }
+        let s = serde_json::to_string_pretty(&v)
             .map_err(|e| CliError::nothing_ran(format!("failed to serialize the plan: {e}")))?;
         println!("{s}");
     } else {
         print!("{}", render(&p));
+        if let Some(learned) = &learned {
+            print!("{}", crate::eta::render_planned(&p, learned));
+        }
     }
     Ok(Exit::Success)
 }

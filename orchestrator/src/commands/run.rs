@@ -20,15 +20,33 @@ pub fn run(args: &RunArgs) -> CmdResult {
     let rt = super::runtime()?;
     let t0 = Instant::now();
     let shown = super::display(args.json);
+    let hooks = |history| engine::Hooks {
+        display: shown,
+        history,
+        ..Default::default()
+    };
     let outcome = match (&args.from, &args.inventory, &args.matrix) {
         (Some(from), _, _) => {
             let sign = signer(&rt, args.sign.as_deref())?;
-            (rt.block_on(engine::rerun(from, &args.out, shown)), sign)
+            let history = super::history(args.history.as_deref(), None)?;
+            (
+                rt.block_on(engine::rerun(from, &args.out, hooks(history))),
+                sign,
+            )
         }
         (None, Some(i), Some(m)) => {
             let (inv, m) = crate::config::load(i, m)?;
             let sign = signer(&rt, args.sign.as_deref())?;
-            (rt.block_on(engine::sweep(&inv, &m, &args.out, shown)), sign)
+            let names = inv
+                .hosts
+                .iter()
+                .map(|h| h.name.as_str().to_string())
+                .collect();
+            let history = super::history(args.history.as_deref(), Some(&names))?;
+            (
+                rt.block_on(engine::sweep(&inv, &m, &args.out, hooks(history))),
+                sign,
+            )
         }
         _ => {
             return Err(CliError::nothing_ran(

@@ -303,6 +303,7 @@ async fn one_sweep(
         tap: Some(tap_tx),
         cancel: Some(stop_rx),
         display: crate::run::Display::Auto,
+        history: Default::default(),
     };
     let outcome =
         crate::run::sweep::sweep_hooked(&inv, &m, &p, &inputs, &opts.out, &keep, hooks).await;

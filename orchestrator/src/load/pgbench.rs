@@ -512,7 +512,7 @@ fn pick_tps(lines: &[Tps]) -> Option<Tps> {
 }
 
 /// The part after `progress:`, pieces told apart by their words.
-fn parse_progress(rest: &str) -> Option<ProgressSample> {
+pub fn parse_progress(rest: &str) -> Option<ProgressSample> {
     let mut pieces = rest.split(',').map(str::trim);
     let t_s = finite(pieces.next()?.strip_suffix(" s")?.trim())?;
     let mut p = ProgressSample {

@@ -215,7 +215,7 @@ pub fn list(dir: &Path) -> Result<Listing, ListError> {
 }
 
 pub fn list_with_threads(dir: &Path, threads: usize) -> Result<Listing, ListError> {
-    let (found, warnings) = find(dir)?;
+    let (found, warnings) = find_bundles(dir)?;
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<BundleSummary>> = Mutex::new(Vec::with_capacity(found.len()));
     std::thread::scope(|s| {
@@ -257,9 +257,9 @@ fn is_bundle_folder(dir: &Path) -> bool {
 /// The bundles under `dir`: bundle folders are not descended into, other
 /// folders are; symbolic links are never followed.
 /// The bundles found (path, kind) and the folders that could not be walked.
-type Found = (Vec<(PathBuf, BundleKind)>, Vec<String>);
+pub type Found = (Vec<(PathBuf, BundleKind)>, Vec<String>);
 
-fn find(dir: &Path) -> Result<Found, ListError> {
+pub fn find_bundles(dir: &Path) -> Result<Found, ListError> {
     let err = |why: String| ListError {
         path: dir.to_owned(),
         why,
@@ -332,7 +332,7 @@ pub fn summarize(path: &Path, kind: BundleKind) -> BundleSummary {
 }
 
 /// Open a regular file without following a link or blocking on a FIFO.
-fn open_regular(path: &Path) -> io::Result<(File, fs::Metadata)> {
+pub(crate) fn open_regular(path: &Path) -> io::Result<(File, fs::Metadata)> {
     let f = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)

@@ -35,6 +35,7 @@ pub mod report;
 pub mod signature;
 pub mod stats;
 pub mod summary;
+pub mod timings;
 pub mod verify;
 pub mod view;
 

@@ -309,7 +309,9 @@ impl Calls<'_> {
         if c.workload.per_statement {
             call = call.arg("per_statement", "1");
         }
-        call.arg("progress", if c.progress { "1" } else { "0" })
+        // Always -P 1 for the live view; kept in the bundle only when the
+        // matrix asks for progress.
+        call.arg("progress", if c.progress { "1" } else { "live" })
     }
 
     /// Fetch a file the scripts wrote under work_dir.

@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::verb::Step;
+use crate::eta::Estimate;
 use crate::results::CellStatus;
 
 /// One thing that happened on one host.
@@ -36,6 +37,27 @@ pub enum RunEvent {
         #[serde(with = "secs")]
         planned: Duration,
     },
+    /// The host's remaining time, re-estimated as its work starts and ends
+    /// ([`crate::eta`]); `remaining_s` 0 once the host is done.
+    Eta {
+        host: String,
+        #[serde(flatten)]
+        estimate: Estimate,
+        /// Since the host's worker started.
+        elapsed_s: f64,
+        /// Since the sweep started.
+        at_s: f64,
+    },
+    /// pgbench's `-P 1` line of a run under way, as it is printed.
+    Tps {
+        host: String,
+        cell: String,
+        /// Seconds into the run.
+        t_s: f64,
+        tps: f64,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        lat_ms: Option<f64>,
+    },
     /// Something the user should see (a refused device, a retry).
     Note { host: String, message: String },
     /// The worker is done with `host` (cells left were not run).
@@ -56,6 +78,8 @@ impl RunEvent {
             | RunEvent::Step { host, .. }
             | RunEvent::CellEnded { host, .. }
             | RunEvent::Note { host, .. }
+            | RunEvent::Eta { host, .. }
+            | RunEvent::Tps { host, .. }
             | RunEvent::HostFinished { host, .. } => host,
         }
     }

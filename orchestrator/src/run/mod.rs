@@ -34,7 +34,7 @@ pub use check::{prepare, ssh_target, HostReport};
 pub use error::{RunError, StepError};
 pub use progress::Display;
 pub use sink::HostTally;
-pub use sweep::{rerun, resume, sweep, SweepSummary};
+pub use sweep::{rerun, resume, sweep, Hooks, SweepSummary};
 pub use verb::{Step, Verb};
 
 #[cfg(test)]

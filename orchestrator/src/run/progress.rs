@@ -1,15 +1,19 @@
-//! Progress display: one bar per host (cell i of N, current step, time left
-//! from the plan) and a total, on a terminal; one plain line per event
-//! otherwise (CI logs, pipes), because indicatif prints nothing there.
+//! Progress display: one bar per host and a total, on a terminal; one plain
+//! line per event otherwise (CI logs, pipes), because indicatif prints
+//! nothing there.  A host's bar shows cell i of N, the step under way, the
+//! time since the host started, the time left as the sweep's ETA learns it
+//! (counting down between estimates, with how sure it is) and, during a
+//! run, pgbench's tps of the last second.
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::events::{Outcome, RunEvent};
 use super::verb::Step;
-use crate::text::hms;
+use crate::eta::{Basis, Estimate};
+use crate::text::{hms, plus_minus};
 
 /// `make-fs ext4`, `teardown`.
 fn step_text(step: Step, on: &str) -> String {
@@ -22,7 +26,19 @@ fn step_text(step: Step, on: &str) -> String {
 
 pub trait Reporter: Send {
     fn report(&mut self, event: &RunEvent);
+    /// Called about once a second: a display that counts down redraws.
+    fn tick(&mut self) {}
     fn finish(&mut self) {}
+}
+
+/// "~1m20s left ±8s", from an estimate made `since` ago; the defaults'
+/// guess says so instead of a ± it cannot give.
+pub fn left_text(e: &Estimate, since: Duration) -> String {
+    let left = e.remaining().saturating_sub(since);
+    match e.basis {
+        Basis::Plan => format!("~{} left (defaults)", hms(left)),
+        _ => format!("~{} left {}", hms(left), plus_minus(e.plus_minus())),
+    }
 }
 
 /// How a sweep shows its progress.
@@ -136,6 +152,20 @@ impl<W: Write + Send> Reporter for Lines<W> {
                 "{host}: finished: {}",
                 tally_words(*done, *failed, *not_run, *not_needed)
             ),
+            // A log gets the ETA as it is re-estimated (at each end of
+            // work), not the countdown or the tps of every second.
+            RunEvent::Eta {
+                host,
+                estimate,
+                elapsed_s,
+                ..
+            } if estimate.remaining > 0.0 => format!(
+                "{host}: {} after {} (from {})",
+                left_text(estimate, Duration::ZERO),
+                hms(Duration::from_secs_f64(*elapsed_s)),
+                estimate.basis.word()
+            ),
+            RunEvent::Eta { .. } | RunEvent::Tps { .. } => return,
         };
         // A log sink that fails (closed pipe) must not stop a sweep.
         let _ = writeln!(self.out, "{line}");
@@ -163,7 +193,40 @@ pub fn tally_words(done: usize, failed: usize, not_run: usize, not_needed: usize
 
 struct HostBar {
     bar: ProgressBar,
-    left: Duration,
+    started: Instant,
+    step: String,
+    /// The last estimate and when it came.
+    eta: Option<(Estimate, Instant)>,
+    /// The last second's tps of the run under way and when it came.
+    tps: Option<(f64, Instant)>,
+    finished: bool,
+}
+
+impl HostBar {
+    /// "run ext4 sel c=4 r=2 · 1m02s · ~3m10s left ±12s · 812 tps"
+    fn message(&self, now: Instant) -> String {
+        let mut m = format!(
+            "{} · {}",
+            self.step,
+            hms(now.saturating_duration_since(self.started))
+        );
+        if let Some((e, at)) = &self.eta {
+            m.push_str(" · ");
+            m.push_str(&left_text(e, now.saturating_duration_since(*at)));
+        }
+        if let Some((tps, at)) = self.tps {
+            if now.saturating_duration_since(at) < Duration::from_secs(3) {
+                m.push_str(&format!(" · {tps:.0} tps"));
+            }
+        }
+        m
+    }
+
+    fn redraw(&self) {
+        if !self.finished {
+            self.bar.set_message(self.message(Instant::now()));
+        }
+    }
 }
 
 /// indicatif bars: one per host and a total.
@@ -203,7 +266,11 @@ impl Bars {
             bar.set_prefix(host.to_string());
             HostBar {
                 bar,
-                left: Duration::ZERO,
+                started: Instant::now(),
+                step: "starting".into(),
+                eta: None,
+                tps: None,
+                finished: false,
             }
         })
     }
@@ -212,27 +279,30 @@ impl Bars {
 impl Reporter for Bars {
     fn report(&mut self, event: &RunEvent) {
         match event {
-            RunEvent::HostStarted { host, cells, eta } => {
+            RunEvent::HostStarted { host, cells, .. } => {
                 let hb = self.bar(host);
                 hb.bar.set_length(*cells as u64);
-                hb.left = *eta;
-                hb.bar.set_message(format!("~{} left", hms(*eta)));
+                hb.redraw();
             }
             RunEvent::Step { host, step, on } => {
-                let step = step_text(*step, on);
                 let hb = self.bar(host);
-                let left = hms(hb.left);
-                hb.bar.set_message(format!("{step} (~{left} left)"));
+                hb.step = step_text(*step, on);
+                hb.tps = None;
+                hb.redraw();
             }
-            RunEvent::CellEnded {
-                host,
-                outcome,
-                planned,
-                ..
-            } => {
+            RunEvent::Eta { host, estimate, .. } => {
+                let hb = self.bar(host);
+                hb.eta = Some((*estimate, Instant::now()));
+                hb.redraw();
+            }
+            RunEvent::Tps { host, tps, .. } => {
+                let hb = self.bar(host);
+                hb.tps = Some((*tps, Instant::now()));
+                hb.redraw();
+            }
+            RunEvent::CellEnded { host, outcome, .. } => {
                 let hb = self.bar(host);
                 hb.bar.inc(1);
-                hb.left = hb.left.saturating_sub(*planned);
                 if *outcome == Outcome::Failed {
                     let line = format!("{host}: a cell failed (see the bundle)");
                     self.multi.suspend(|| eprintln!("{line}"));
@@ -252,8 +322,16 @@ impl Reporter for Bars {
             } => {
                 let words = tally_words(*done, *failed, *not_run, *not_needed);
                 let hb = self.bar(host);
-                hb.bar.finish_with_message(words);
+                let took = hms(hb.started.elapsed());
+                hb.finished = true;
+                hb.bar.finish_with_message(format!("{words} in {took}"));
             }
+        }
+    }
+
+    fn tick(&mut self) {
+        for hb in self.hosts.values() {
+            hb.redraw();
         }
     }
 
@@ -287,6 +365,90 @@ mod tests {
         assert_eq!(
             text,
             "lab1: start, 4 cells, planned 1h02m03s\nlab1: cell ab12 FAILED\n"
+        );
+    }
+
+    fn estimate(remaining: f64, plus_minus: f64, basis: Basis) -> Estimate {
+        Estimate {
+            remaining,
+            plus_minus,
+            basis,
+            observed: 3,
+        }
+    }
+
+    #[test]
+    fn a_log_gets_each_new_estimate_not_the_tps_of_every_second() {
+        let mut buf = Vec::new();
+        {
+            let mut r = Lines::new(&mut buf);
+            for e in [
+                RunEvent::Eta {
+                    host: "lab1".into(),
+                    estimate: estimate(80.4, 8.2, Basis::Observed),
+                    elapsed_s: 15.2,
+                    at_s: 15.3,
+                },
+                RunEvent::Tps {
+                    host: "lab1".into(),
+                    cell: "ab12".into(),
+                    t_s: 1.0,
+                    tps: 812.0,
+                    lat_ms: Some(1.2),
+                },
+                RunEvent::Eta {
+                    host: "lab1".into(),
+                    estimate: estimate(600.0, 600.0, Basis::Plan),
+                    elapsed_s: 0.5,
+                    at_s: 0.5,
+                },
+                // The host is done: nothing to say beyond "finished".
+                RunEvent::Eta {
+                    host: "lab1".into(),
+                    estimate: estimate(0.0, 0.0, Basis::Observed),
+                    elapsed_s: 90.0,
+                    at_s: 90.0,
+                },
+            ] {
+                r.report(&e);
+            }
+        }
+        assert_eq!(
+            String::from_utf8(buf).unwrap(),
+            "lab1: ~1m20s left ±8s after 15s (from this sweep)\n\
+             lab1: ~10m00s left (defaults) after 0s (from plan's defaults)\n"
+        );
+    }
+
+    #[test]
+    fn a_host_line_shows_step_elapsed_countdown_and_the_last_seconds_tps() {
+        let t0 = Instant::now();
+        let mut hb = HostBar {
+            bar: ProgressBar::hidden(),
+            started: t0,
+            step: "run ext4 sel c=4 r=2".into(),
+            eta: Some((
+                estimate(200.0, 12.0, Basis::Observed),
+                t0 + Duration::from_secs(10),
+            )),
+            tps: Some((812.4, t0 + Duration::from_secs(61))),
+            finished: false,
+        };
+        let at = |s| t0 + Duration::from_secs(s);
+        assert_eq!(
+            hb.message(at(62)),
+            "run ext4 sel c=4 r=2 · 1m02s · ~2m28s left ±12s · 812 tps"
+        );
+        // A tps older than 3 s is not shown: the run ended or stalls.
+        assert_eq!(
+            hb.message(at(65)),
+            "run ext4 sel c=4 r=2 · 1m05s · ~2m25s left ±12s"
+        );
+        // Past the estimate the countdown stays at zero.
+        hb.tps = None;
+        assert_eq!(
+            hb.message(at(400)),
+            "run ext4 sel c=4 r=2 · 6m40s · ~0s left ±12s"
         );
     }
 }

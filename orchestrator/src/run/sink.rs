@@ -2,16 +2,19 @@
 //! (behind a mutex; writes are small and fsync'd, the lock is never held
 //! across an await) and events to the display.  `check` and
 //! `plan --commands` use a sink without a bundle.
+use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
 use super::events::{Outcome, RunEvent};
+use crate::eta::{work_of, Estimate, HostEta, Timing, Work};
 use crate::plan::{cell_secs, Cell};
 use crate::results::bundle::Bundle;
 use crate::results::journal::SweepStatus;
 use crate::results::model::{CellParams, CellResult, CellStatus, RESULT_SCHEMA};
+use crate::results::timings::TIMINGS_JSONL;
 use crate::results::BundleError;
 
 pub struct Sink {
@@ -24,6 +27,23 @@ pub struct Sink {
     /// disk format.  The bundle stays valid up to its last recorded cell;
     /// `resume` completes it once the disk has room.
     pub broken: std::sync::OnceLock<String>,
+    /// Each host's ETA, learning as its work ends ([`Sink::eta_begin`]).
+    eta: Mutex<EtaBook>,
+}
+
+/// The hosts' ETAs and the sweep's start.
+struct EtaBook {
+    started: Instant,
+    hosts: HashMap<String, (Instant, HostEta)>,
+}
+
+impl EtaBook {
+    fn new() -> Self {
+        EtaBook {
+            started: Instant::now(),
+            hosts: HashMap::new(),
+        }
+    }
 }
 
 impl Sink {
@@ -34,6 +54,7 @@ impl Sink {
             bundle: None,
             events: tx,
             broken: std::sync::OnceLock::new(),
+            eta: Mutex::new(EtaBook::new()),
         }
     }
 
@@ -43,6 +64,7 @@ impl Sink {
             bundle: Some(Mutex::new(bundle)),
             events,
             broken: std::sync::OnceLock::new(),
+            eta: Mutex::new(EtaBook::new()),
         }
     }
 
@@ -54,6 +76,72 @@ impl Sink {
     pub fn emit(&self, e: RunEvent) {
         // The display may be gone (Ctrl-C); results still go to the bundle.
         let _ = self.events.send(e);
+    }
+
+    /// Start `host`'s ETA: its `cells` (those this sweep runs) as work,
+    /// `history` its timings in earlier bundles.  The first estimate.
+    pub fn eta_begin(&self, host: &str, cells: &[&Cell], history: Vec<Timing>) -> Estimate {
+        let now = Instant::now();
+        let eta = HostEta::new(host, work_of(cells), history);
+        let first = eta.estimate(now);
+        self.etas().hosts.insert(host.to_string(), (now, eta));
+        first
+    }
+
+    fn etas(&self) -> std::sync::MutexGuard<'_, EtaBook> {
+        self.eta.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Update `host`'s ETA with `f`; the timing it gives (work that ended)
+    /// goes to the bundle's `timings.jsonl`, and the new estimate out as
+    /// an event.  A host without an ETA (check, plan) is left alone.
+    fn eta_update(&self, host: &str, f: impl FnOnce(&mut HostEta, Instant) -> Option<Timing>) {
+        let now = Instant::now();
+        let (timing, event) = {
+            let mut book = self.etas();
+            let sweep_start = book.started;
+            let Some((host_start, eta)) = book.hosts.get_mut(host) else {
+                return;
+            };
+            let timing = f(eta, now);
+            let event = RunEvent::Eta {
+                host: host.to_string(),
+                estimate: eta.estimate(now),
+                elapsed_s: now.duration_since(*host_start).as_secs_f64(),
+                at_s: now.duration_since(sweep_start).as_secs_f64(),
+            };
+            (timing, event)
+        };
+        if let Some(t) = timing {
+            if self.broken().is_none() {
+                if let Err(e) = self.with_bundle(|b| b.append_jsonl(TIMINGS_JSONL, &t)) {
+                    // Only the ETA's history loses a line: not a reason to stop.
+                    tracing::warn!(host, "timings not recorded: {e}");
+                }
+            }
+        }
+        self.emit(event);
+    }
+
+    /// `work` starts on `host` now.  No event: an estimate changes when
+    /// work ends; displays count down in between.
+    pub fn work_started(&self, host: &str, work: Work) {
+        if let Some((_, eta)) = self.etas().hosts.get_mut(host) {
+            eta.start(&work, Instant::now());
+        }
+    }
+
+    /// `work` ended on `host` (`ok`: as it should, so its time is learned).
+    pub fn work_ended(&self, host: &str, work: Work, ok: bool) {
+        self.eta_update(host, |eta, now| eta.end(&work, ok, now));
+    }
+
+    /// `host`'s worker is done: nothing is left.
+    pub fn eta_finish(&self, host: &str) {
+        self.eta_update(host, |eta, _| {
+            eta.finish();
+            None
+        });
     }
 
     fn with_bundle<T: Default>(
@@ -138,10 +226,13 @@ impl Sink {
         let outcome = Outcome::of(&result.status);
         tally.count(outcome);
         self.emit(RunEvent::CellEnded {
-            host,
+            host: host.clone(),
             cell: cell.id.clone(),
             outcome,
             planned: Duration::from_secs(cell_secs(cell)),
+        });
+        self.eta_update(&host, |eta, now| {
+            eta.cell_ended(&cell.id, outcome == Outcome::Done, now)
         });
     }
 

@@ -42,14 +42,10 @@ pub async fn sweep(
     inv: &Inventory,
     m: &Matrix,
     out: &Path,
-    display: Display,
+    hooks: Hooks,
 ) -> Result<SweepSummary, RunError> {
     let p = plan(inv, m);
     let inputs = Inputs::read(inv, m)?;
-    let hooks = Hooks {
-        display,
-        ..Hooks::default()
-    };
     sweep_hooked(inv, m, &p, &inputs, out, &Kept::new(), hooks).await
 }
 
@@ -63,6 +59,9 @@ pub struct Hooks {
     pub cancel: Option<watch::Receiver<bool>>,
     /// How progress is shown.
     pub display: Display,
+    /// Timings of earlier bundles (`--history`): the hosts' ETAs start
+    /// from them instead of the defaults.
+    pub history: crate::results::timings::History,
 }
 
 /// `run` of an already loaded sweep with `hooks`, keeping the cells of
@@ -92,7 +91,7 @@ pub async fn sweep_hooked(
 
 /// `run --from BUNDLE`: the very same sweep again, from the bundle's
 /// snapshots, into a new bundle whose bag-info names the old one.
-pub async fn rerun(from: &Path, out: &Path, display: Display) -> Result<SweepSummary, RunError> {
+pub async fn rerun(from: &Path, out: &Path, hooks: Hooks) -> Result<SweepSummary, RunError> {
     let (inv, m, inputs) = snapshot::read(from)?;
     let p = plan(&inv, &m);
     snapshot::same_cells(from, &p)?;
@@ -115,10 +114,6 @@ pub async fn rerun(from: &Path, out: &Path, display: Display) -> Result<SweepSum
             claims.release().await;
             return Err(e.into());
         }
-    };
-    let hooks = Hooks {
-        display,
-        ..Hooks::default()
     };
     execute_hooked(
         bundle,
@@ -170,8 +165,13 @@ pub async fn resume(dir: &Path, display: Display) -> Result<SweepSummary, RunErr
         keep.len(),
         p.cells.len()
     );
+    // The ETA starts from what this very sweep took before it stopped.
+    let own = crate::results::timings::read_bundle(dir).unwrap_or_default();
+    let mut history = crate::results::timings::History::default();
+    history.add_bundle(own);
     let hooks = Hooks {
         display,
+        history,
         ..Hooks::default()
     };
     execute_hooked(bundle, &inv, &p, None, &keep, claims, hooks).await
@@ -411,6 +411,7 @@ async fn execute_hooked(
         tap,
         cancel: external,
         display: shown,
+        history,
     } = hooks;
     if let Some(o) = opened {
         let _ = o.send(bundle.path().to_path_buf());
@@ -444,7 +445,17 @@ async fn execute_hooked(
     let shown_bundle = root.clone();
     let display = tokio::spawn(async move {
         let mut r = progress::reporter(total, shown, &shown_bundle);
-        while let Some(e) = rx.recv().await {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            let e = tokio::select! {
+                e = rx.recv() => e,
+                _ = tick.tick() => {
+                    r.tick();
+                    continue;
+                }
+            };
+            let Some(e) = e else { break };
             r.report(&e);
             if let Some(t) = &tap {
                 let _ = t.send(e);
@@ -494,12 +505,17 @@ async fn execute_hooked(
         };
         let claim = claimed.remove(host.name.as_str());
         let (sink, cancel, log_name) = (&sink, cancel_rx.clone(), &log_name);
+        let first = sink.eta_begin(
+            host.name.as_str(),
+            &job.cells,
+            history.of(host.name.as_str()).to_vec(),
+        );
         Some(async move {
             let name = host.name.as_str().to_string();
             sink.emit(RunEvent::HostStarted {
                 host: name.clone(),
                 cells: job.cells.len(),
-                eta: hp.eta,
+                eta: first.remaining(),
             });
             let tally = match claim {
                 None => HostTally::default(),
@@ -512,6 +528,7 @@ async fn execute_hooked(
                     tally
                 }
             };
+            sink.eta_finish(&name);
             sink.emit(RunEvent::HostFinished {
                 host: name,
                 done: tally.done,

@@ -23,6 +23,7 @@ use super::pgsettings::SettingUse;
 use super::sink::{params, HostTally, Sink};
 use super::verb::{run_timeout, scripts_for, Call, Step, Verb};
 use crate::config::{FsType, Host, WorkloadKind};
+use crate::eta::Work;
 use crate::load::measures::{init_timings, measure_pgbench, measure_psql, with_latency_log};
 use crate::plan::{Batch, Cell};
 use crate::remote::{ExecOptions, ExecOutput, Remote, RemoteCommand, RemoteError};
@@ -30,6 +31,39 @@ use crate::results::model::{
     CellResult, CellStatus, FsSettings, InitTimings, Sizes, RESULT_SCHEMA,
 };
 use crate::text::{json_pretty_bytes, now_rfc3339, sha256_hex, tail_lines};
+
+/// How the scripts mark a line for the live view only (`progress=live`):
+/// pgbench's `-P` lines, streamed as they come, never logged.
+pub const LIVE_MARK: &str = "fsmatrix-live ";
+
+/// The live view's callback for `cell`'s run on `host`: each marked
+/// `progress:` line becomes a [`RunEvent::Tps`].
+fn tps_events(
+    events: tokio::sync::mpsc::UnboundedSender<RunEvent>,
+    host: String,
+    cell: String,
+) -> crate::remote::LineCallback {
+    std::sync::Arc::new(move |stream, line| {
+        if stream != crate::remote::OutputStream::Stderr {
+            return;
+        }
+        let Some(rest) = line
+            .strip_prefix(LIVE_MARK)
+            .and_then(|l| l.trim().strip_prefix("progress:"))
+        else {
+            return;
+        };
+        if let Some(p) = crate::load::pgbench::parse_progress(rest) {
+            let _ = events.send(RunEvent::Tps {
+                host: host.clone(),
+                cell: cell.clone(),
+                t_s: p.t_s,
+                tps: p.tps,
+                lat_ms: p.lat_ms,
+            });
+        }
+    })
+}
 
 /// Separates facts' output from the guard's in one round trip.
 const GUARD_MARK: &str = "@@fsmatrix-guard";
@@ -137,6 +171,27 @@ impl<'a, R: Remote> Worker<'a, R> {
         });
     }
 
+    /// `work` starts (for the ETA).
+    fn work_started(&self, work: Work) {
+        self.sink.work_started(self.host.name.as_str(), work);
+    }
+
+    /// `work` ended, `ok` or not (for the ETA).
+    fn work_ended(&self, work: Work, ok: bool) {
+        self.sink.work_ended(self.host.name.as_str(), work, ok);
+    }
+
+    /// [`Worker::set_up`] timed for the ETA.
+    async fn set_up_timed(&self, c: &Cell, st: &mut FsState) -> Result<(), StepError> {
+        let work = Work::Setup {
+            variant: c.fs.name.as_str().to_string(),
+        };
+        self.work_started(work.clone());
+        let r = self.set_up(c, st).await;
+        self.work_ended(work, r.is_ok());
+        r
+    }
+
     fn note(&self, message: String) {
         self.sink.emit(RunEvent::Note {
             host: self.host_name(),
@@ -160,6 +215,19 @@ impl<'a, R: Remote> Worker<'a, R> {
         timeout: Duration,
         log: &mut String,
     ) -> Result<(Kv, ExecOutput), StepError> {
+        self.call_streaming(call, timeout, log, None).await
+    }
+
+    /// [`Worker::call_within`], its output lines also given to `on_line`
+    /// as they come.  Lines the scripts mark for the live view
+    /// ([`LIVE_MARK`]) stay out of `log`.
+    async fn call_streaming(
+        &self,
+        call: &Call,
+        timeout: Duration,
+        log: &mut String,
+        on_line: Option<crate::remote::LineCallback>,
+    ) -> Result<(Kv, ExecOutput), StepError> {
         let step = Step::Verb(call.verb);
         let cancellable = call.verb.cancellable();
         if cancellable && self.cancelled() {
@@ -171,6 +239,7 @@ impl<'a, R: Remote> Worker<'a, R> {
         // even when the host's persistent shell is gone.
         let options = ExecOptions {
             own_session: call.verb.cleanup(),
+            on_line,
             ..ExecOptions::with_timeout(timeout)
         };
         let exec = self.remote.exec(&cmd, options);
@@ -188,7 +257,7 @@ impl<'a, R: Remote> Worker<'a, R> {
         for l in out
             .stderr_lossy()
             .lines()
-            .filter(|l| !l.starts_with("fsmatrix-pgid "))
+            .filter(|l| !l.starts_with("fsmatrix-pgid ") && !l.starts_with(LIVE_MARK))
         {
             log.push_str("! ");
             log.push_str(l);
@@ -449,7 +518,7 @@ impl<'a, R: Remote> Worker<'a, R> {
             }
             let mut st = FsState::default();
             let started = now_rfc3339();
-            match w.set_up(first, &mut st).await {
+            match w.set_up_timed(first, &mut st).await {
                 Ok(()) => states.push(Some(st)),
                 Err(e) => {
                     for c in &of_k {
@@ -514,6 +583,10 @@ impl<'a, R: Remote> Worker<'a, R> {
     /// down, the variant's setup log written.
     async fn finish_slot(&self, first: &Cell, mut st: FsState, started: bool) {
         let fs_name = first.fs.name.as_str();
+        let work = Work::Teardown {
+            variant: fs_name.to_string(),
+        };
+        self.work_started(work.clone());
         if started {
             self.step(Verb::PgStop, fs_name);
             if let Err(e) = self.call(&self.calls().pg_stop(), &mut st.log).await {
@@ -521,6 +594,7 @@ impl<'a, R: Remote> Worker<'a, R> {
             }
         }
         self.teardown(Some(first.fs.fs_type), &mut st.log).await;
+        self.work_ended(work, true);
         let rel = format!("hosts/{}/{}/setup.log", self.host.name.as_str(), fs_name);
         if let Err(e) = self.sink.write(&rel, st.log.as_bytes()) {
             self.note(format!("failed to write {rel}: {e}"));
@@ -569,7 +643,7 @@ impl<'a, R: Remote> Worker<'a, R> {
         let first = cells[0];
         let mut st = FsState::default();
         let started = now_rfc3339();
-        let set_up = match self.set_up(first, &mut st).await {
+        let set_up = match self.set_up_timed(first, &mut st).await {
             Err(e) => {
                 for c in cells {
                     self.record_failed(c, &e, &started, None, None, &st, "", tally);
@@ -723,6 +797,8 @@ impl<'a, R: Remote> Worker<'a, R> {
             self.sink.record_not_needed(c, &why, tally);
             return;
         }
+        // Its end is the cell's record (the sink's ETA sees it there).
+        self.work_started(Work::Run { cell: c.id.clone() });
         if let Some(tps) = self.run_cell(c, st, ws, tally).await {
             self.counted.add(c, tps);
         }
@@ -746,20 +822,25 @@ impl<'a, R: Remote> Worker<'a, R> {
                 .await
                 .map_err(|e| StepError::remote(Step::UploadWorkload, &e))?;
         }
-        let mut init = None;
-        if !is_sql(c) {
-            self.step(
-                Verb::Load,
-                format!("{}/{}", c.fs.name.as_str(), c.workload.name.as_str()),
-            );
-            init = self.load(c, st).await?;
-        }
         // A SQL script loads its data in each cell's run: its sizes are
         // measured after that run (run_cell), not of the empty database.
-        let sizes = if is_sql(c) {
-            None
+        let (init, sizes) = if is_sql(c) {
+            (None, None)
         } else {
-            self.sizes(c, &mut st.log).await
+            let work = Work::Load {
+                variant: c.fs.name.as_str().to_string(),
+                workload: c.workload.name.as_str().to_string(),
+            };
+            self.work_started(work.clone());
+            self.step(Verb::Load, work.on());
+            let init = self.load(c, st).await;
+            // The sizes (a flush first) are part of what a load costs.
+            let sizes = match &init {
+                Ok(_) => self.sizes(c, &mut st.log).await,
+                Err(_) => None,
+            };
+            self.work_ended(work, init.is_ok());
+            (init?, sizes)
         };
         Ok(WorkloadState {
             init,
@@ -952,8 +1033,9 @@ impl<'a, R: Remote> Worker<'a, R> {
         } else {
             calls.run(c, &out, script)
         };
+        let live = tps_events(self.sink.events.clone(), self.host_name(), c.id.clone());
         let (kv, _) = self
-            .call_within(&call, run_timeout(c.length, c.run_timeout), log)
+            .call_streaming(&call, run_timeout(c.length, c.run_timeout), log, Some(live))
             .await?;
         let (stdout, stderr) = self.fetch_output(&out).await?;
         // The per-transaction logs (gzipped by the script), each removed

@@ -1,0 +1,190 @@
+//! The ETA that learns and the live view, on the local lab: a sweep of two
+//! filesystems on one host, watched through `run --json`.  After its first
+//! filesystem the host's ETA must be within 25 % of the time it then
+//! actually took (the `eta` bench prints the exact figures for the demo);
+//! every run streams pgbench's per-second tps as `tps` events without
+//! putting those lines in the bundle; the bundle keeps the timings it
+//! learned from, and `plan --history` estimates the same sweep from them.
+//! Needs a standing lab (`fsmatrix lab up`; CI brings one up) or brings one up.
+mod common;
+
+use std::path::Path;
+
+use common::{eta_after_first_variant, fsmatrix, inventory_for, lab_lock, Lab};
+use serde_json::Value;
+
+const MATRIX: &str = r#"name = "eta-two"
+repeats = 3
+warmup = 0
+drop_caches = false
+[postgres]
+shared_buffers = "64MB"
+[[filesystem]]
+name = "ext4"
+type = "ext4"
+[[filesystem]]
+name = "xfs"
+type = "xfs"
+[[workload]]
+name = "sel"
+builtin = "select-only"
+scale = 2
+clients = [1]
+duration = "3s"
+"#;
+
+fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_eta_after_the_first_filesystem_is_within_a_quarter_and_tps_streams_live() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = &lab.inv.hosts[0];
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let inv = tmp.path().join("inv.toml");
+    let m = tmp.path().join("m.toml");
+    std::fs::write(&inv, inventory_for(&lab.inv, &[(h, "")], "")).expect("inventory");
+    std::fs::write(&m, MATRIX).expect("matrix");
+    let out = tmp.path().join("out");
+    let o = fsmatrix()
+        .args(["run", "--json", "-i"])
+        .arg(&inv)
+        .arg("-m")
+        .arg(&m)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let events: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+
+    // The ETA after ext4, against what xfs then took.
+    let etas = eta_after_first_variant(&events);
+    assert_eq!(etas.len(), 1, "{etas:?}");
+    let e = &etas[0];
+    eprintln!(
+        "{}: after {}: estimated {:.1} s ±{:.1} ({}), took {:.1} s: error {:.1} %",
+        e.host,
+        e.variant,
+        e.estimated_s,
+        e.plus_minus_s,
+        e.basis,
+        e.actual_s,
+        100.0 * e.error()
+    );
+    assert_eq!(e.basis, "observed", "{e:?}");
+    assert!(e.error() <= 0.25, "{e:?}");
+
+    // Live tps: every run streamed its seconds, each a positive tps.
+    let runs: Vec<&str> = events
+        .iter()
+        .filter(|v| v["event"] == "cell_ended" && v["outcome"] == "done")
+        .filter_map(|v| v["cell"].as_str())
+        .collect();
+    assert_eq!(runs.len(), 6, "{events:?}");
+    for cell in &runs {
+        let secs: Vec<&Value> = events
+            .iter()
+            .filter(|v| v["event"] == "tps" && v["cell"] == *cell)
+            .collect();
+        assert!(secs.len() >= 2, "cell {cell}: {} tps events", secs.len());
+        assert!(
+            secs.iter().all(|v| v["tps"].as_f64().unwrap_or(0.0) > 0.0),
+            "{secs:?}"
+        );
+    }
+    // ... and none of it reached the bundle: the matrix asked for no progress.
+    let bundle = std::fs::read_dir(&out)
+        .expect("out")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .expect("a bundle");
+    for f in files_under(&bundle) {
+        let name = f
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
+        if name.ends_with(".err") || name.ends_with(".log") {
+            let text = std::fs::read_to_string(&f).unwrap_or_default();
+            assert!(
+                !text.contains("progress:") && !text.contains("fsmatrix-live"),
+                "{}: {text}",
+                f.display()
+            );
+        }
+    }
+
+    // The timings are in the bundle, covered by its manifest ...
+    let timings = std::fs::read_to_string(bundle.join("data/timings.jsonl")).expect("timings");
+    let kinds: std::collections::BTreeSet<String> = timings
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("timing")["kind"].to_string())
+        .collect();
+    assert!(
+        kinds.len() >= 4,
+        "setup, load, run overhead, teardown: {kinds:?}"
+    );
+    let manifest = std::fs::read_to_string(bundle.join("manifest-sha256.txt")).expect("manifest");
+    assert!(manifest.contains("data/timings.jsonl"), "{manifest}");
+    // ... and `plan --history` estimates this sweep from them, not from the
+    // defaults (which say minutes for it).
+    let took = events
+        .iter()
+        .rev()
+        .find(|v| v["event"] == "eta")
+        .and_then(|v| v["at_s"].as_f64())
+        .expect("the last eta");
+    let o = fsmatrix()
+        .args(["plan", "--json", "-i"])
+        .arg(&inv)
+        .arg("-m")
+        .arg(&m)
+        .arg("--history")
+        .arg(&out)
+        .output()
+        .expect("plan");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let p: Value = serde_json::from_slice(&o.stdout).expect("plan JSON");
+    let learned = &p["history_eta"][h.name.as_str()];
+    let planned = learned["remaining_s"].as_f64().expect("history_eta");
+    let defaults = p["eta"].as_f64().expect("eta");
+    eprintln!("plan --history: {planned:.1} s (defaults {defaults} s); the sweep took {took:.1} s");
+    assert_eq!(learned["basis"], "history", "{learned}");
+    // Before anything ran (no --history), the host's ETA was the defaults'.
+    let started = events
+        .iter()
+        .find(|v| v["event"] == "host_started")
+        .expect("host_started");
+    assert_eq!(started["eta"].as_f64(), Some(defaults), "{started}");
+    assert!((planned - took).abs() / took <= 0.25, "{planned} vs {took}");
+    assert!(
+        defaults > 2.0 * took,
+        "the defaults were not that far off: {defaults}"
+    );
+    common::assert_clean(&lab.inv, h);
+}
