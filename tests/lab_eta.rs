@@ -8,9 +8,7 @@
 //! Needs a standing lab (`fsmatrix lab up`; CI brings one up) or brings one up.
 mod common;
 
-use std::path::Path;
-
-use common::{eta_after_first_variant, fsmatrix, inventory_for, lab_lock, Lab};
+use common::{eta_after_first_variant, files_under, fsmatrix, inventory_for, lab_lock, Lab};
 use serde_json::Value;
 
 const MATRIX: &str = r#"name = "eta-two"
@@ -32,22 +30,6 @@ scale = 2
 clients = [1]
 duration = "3s"
 "#;
-
-fn files_under(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
 
 #[test]
 fn the_eta_after_the_first_filesystem_is_within_a_quarter_and_tps_streams_live() {
@@ -80,16 +62,7 @@ fn the_eta_after_the_first_filesystem_is_within_a_quarter_and_tps_streams_live()
     let etas = eta_after_first_variant(&events);
     assert_eq!(etas.len(), 1, "{etas:?}");
     let e = &etas[0];
-    eprintln!(
-        "{}: after {}: estimated {:.1} s ±{:.1} ({}), took {:.1} s: error {:.1} %",
-        e.host,
-        e.variant,
-        e.estimated_s,
-        e.plus_minus_s,
-        e.basis,
-        e.actual_s,
-        100.0 * e.error()
-    );
+    eprintln!("{e}");
     assert_eq!(e.basis, "observed", "{e:?}");
     assert!(e.error() <= 0.25, "{e:?}");
 

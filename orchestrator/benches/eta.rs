@@ -77,16 +77,7 @@ fn main() {
     println!("  ETA once the first filesystem was done, against what the host then took:");
     let mut worst: f64 = 0.0;
     for e in common::eta_after_first_variant(&events) {
-        println!(
-            "    {} after {}: {:.1} s ±{:.1} ({}) vs {:.1} s: error {:.1} %",
-            e.host,
-            e.variant,
-            e.estimated_s,
-            e.plus_minus_s,
-            e.basis,
-            e.actual_s,
-            100.0 * e.error()
-        );
+        println!("    {e}");
         worst = worst.max(e.error());
     }
     println!("  largest error {:.1} % (aim ≤ 15 %)", 100.0 * worst);

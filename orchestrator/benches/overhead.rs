@@ -125,7 +125,7 @@ fn main() {
 
     let mut overheads = Vec::new();
     let mut walls = Vec::new();
-    for entry in walk(&bundle) {
+    for entry in common::files_under(&bundle) {
         if entry.file_name().and_then(|n| n.to_str()) != Some("result.json") {
             continue;
         }
@@ -171,23 +171,4 @@ fn main() {
         "orchestrator CPU during the 60 s run: {c:.2} s of CPU over {w:.1} s = {:.3}% of a core (aim < 0.5%)",
         100.0 * c / w
     );
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
 }

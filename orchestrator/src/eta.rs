@@ -9,11 +9,16 @@
 //! earlier bundles (`--history`), then the defaults.  What a timed run
 //! lasts (`duration = "60s"`) is known, not learned: only its overhead is.
 //!
+//! A kind not seen yet on the host takes the host's ratio over every kind
+//! seen (a fast disk makes mkfs and the load fast alike) before the
+//! defaults.
+//!
 //! How sure: each kind's ratio carries a relative uncertainty — the spread
 //! (coefficient of variation) of the ratios seen when there are two or
 //! more, 25 % after one, 50 % when borrowed from another filesystem type,
-//! 100 % for the defaults (they can be 2–4× off) — and the kinds' errors
-//! add in quadrature (one kind's items err together: they share a ratio).
+//! 100 % from other kinds of work or the defaults (they can be 2–10× off)
+//! — and the kinds' errors add in quadrature (one kind's items err
+//! together: they share a ratio).
 //!
 //! Pure: time is passed in, so the arithmetic is tested without a clock.
 use std::collections::HashSet;
@@ -270,6 +275,8 @@ pub struct Ratio {
 
 const REL_ONE: f64 = 0.25;
 const REL_OTHER_FS: f64 = 0.5;
+/// Another kind of work's ratio: the host's pace, not this work's.
+const REL_OTHER_KIND: f64 = 1.0;
 const REL_PRIOR: f64 = 1.0;
 /// Never claim better than ±5 %.
 const REL_FLOOR: f64 = 0.05;
@@ -319,6 +326,15 @@ pub fn ratio(observed: &[Timing], history: &[Timing], kind: WorkKind, fs_type: &
     for (ts, basis) in [(observed, Basis::Observed), (history, Basis::History)] {
         if let Some(mut r) = ratio_of(&pick(ts, kind, None), basis) {
             r.rel = r.rel.max(REL_OTHER_FS);
+            return r;
+        }
+    }
+    // No work of this kind seen yet: how the host compares with the
+    // defaults on the kinds seen says more than the defaults alone.
+    for (ts, basis) in [(observed, Basis::Observed), (history, Basis::History)] {
+        let all: Vec<&Timing> = ts.iter().collect();
+        if let Some(mut r) = ratio_of(&all, basis) {
+            r.rel = r.rel.max(REL_OTHER_KIND);
             return r;
         }
     }
@@ -496,7 +512,7 @@ impl HostEta {
         }
         Estimate {
             remaining: fixed + learned,
-            plus_minus: var.sqrt().max(0.0),
+            plus_minus: if var > 0.0 { var.sqrt() } else { 0.0 },
             basis,
             observed: self.observed.len(),
         }
@@ -728,6 +744,17 @@ mod tests {
         assert_eq!(
             (r.ratio, r.rel, r.basis),
             (0.2, REL_OTHER_FS, Basis::Observed)
+        );
+        // No load seen anywhere: the host's pace over the kinds seen.
+        let r = ratio(&obs, &hist, WorkKind::Load, "xfs");
+        assert_eq!(
+            (r.ratio, r.rel, r.basis),
+            (0.2, REL_OTHER_KIND, Basis::Observed)
+        );
+        let r = ratio(&[], &hist, WorkKind::Load, "xfs");
+        assert_eq!(
+            (r.ratio, r.rel, r.basis),
+            (4.0, REL_OTHER_KIND, Basis::History)
         );
         let r = ratio(&[], &[], WorkKind::Load, "xfs");
         assert_eq!((r.ratio, r.rel, r.basis), (1.0, REL_PRIOR, Basis::Plan));

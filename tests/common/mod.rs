@@ -340,6 +340,22 @@ pub struct EtaAfterFirst {
     pub actual_s: f64,
 }
 
+impl std::fmt::Display for EtaAfterFirst {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} after {}: {:.1} s ±{:.1} ({}) vs {:.1} s: error {:.1} %",
+            self.host,
+            self.variant,
+            self.estimated_s,
+            self.plus_minus_s,
+            self.basis,
+            self.actual_s,
+            100.0 * self.error()
+        )
+    }
+}
+
 impl EtaAfterFirst {
     /// |estimated − actual| ÷ actual.
     pub fn error(&self) -> f64 {
@@ -399,6 +415,26 @@ pub fn eta_after_first_variant(events: &[serde_json::Value]) -> Vec<EtaAfterFirs
             basis: after["basis"].as_str().unwrap_or_default().to_string(),
             actual_s: f(end, "at_s") - f(after, "at_s"),
         });
+    }
+    out
+}
+
+/// Every file under `dir`, recursively (links not followed).
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push(p),
+                Ok(t) if t.is_file() => out.push(p),
+                _ => {}
+            }
+        }
     }
     out
 }

@@ -17,7 +17,9 @@ use super::sweep::{host_sweep, HostJob};
 use super::verb::{run_timeout, Verb};
 use super::worker::Worker;
 use crate::config::{FsType, Inventory, Matrix};
+use crate::eta::WorkKind;
 use crate::plan::{plan, Cell, Plan};
+use crate::remote::ExecOutput;
 use crate::remote::{Recorded, RecordingRemote};
 use crate::results::bundle::Bundle;
 
@@ -49,6 +51,8 @@ struct Ran {
     results: Vec<serde_json::Value>,
     events: Vec<RunEvent>,
     tally: HostTally,
+    /// The bundle's `timings.jsonl`.
+    timings: Vec<crate::eta::Timing>,
 }
 
 impl Ran {
@@ -116,6 +120,7 @@ async fn run_worker(
     let sink = Sink::new(bundle, tx);
     let host = &inv.hosts[0];
     let cells: Vec<&Cell> = p.cells.iter().collect();
+    sink.eta_begin(host.name.as_str(), &cells, Vec::new());
     let w = Worker {
         remote,
         host,
@@ -160,12 +165,14 @@ async fn run_worker(
     assert_eq!(ids, planned, "each cell recorded once");
     let calls = remote.calls();
     let verbs = remote.commands().iter().map(|c| verb_of(c)).collect();
+    let timings = std::fs::read_to_string(root.join("data/timings.jsonl")).unwrap_or_default();
     Ran {
         verbs,
         calls,
         results,
         events,
         tally,
+        timings: crate::results::timings::parse_lines(&timings),
     }
 }
 
@@ -917,4 +924,73 @@ async fn latency_logs_are_fetched_removed_and_measured() {
         tail.contains("per-transaction log pgbench_log.9.gz"),
         "{tail}"
     );
+}
+
+#[tokio::test]
+async fn each_end_of_work_is_timed_and_re_estimates_and_runs_stream_their_tps() {
+    let (inv, p) = setup("2", false);
+    let remote = stand_in_for(&inv);
+    // The script streams pgbench's -P lines, marked, on stderr.
+    remote.respond(
+        "linux.sh run ",
+        ExecOutput {
+            status: crate::remote::ExitStatus::Code { code: 0 },
+            stdout: b"status=0\n".to_vec(),
+            stderr: b"fsmatrix-live progress: 1.0 s, 812.5 tps, lat 1.229 ms stddev 0.412\n\
+                      fsmatrix-live progress: 2.0 s, 790.0 tps, lat 1.301 ms stddev 0.5\n\
+                      + something the script logged\n"
+                .to_vec(),
+        },
+    );
+    for c in &p.cells {
+        remote.respond_ok(&format!("runs/{}/stdout", c.id), &pgbench_out(800.0));
+    }
+    let ran = run_worker(&inv, &p, &remote, no_cancel()).await;
+    assert_eq!(ran.tally.done, 2);
+    // Setup, load, two runs, teardown: each timed against its default.
+    let kinds: Vec<WorkKind> = ran.timings.iter().map(|t| t.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            WorkKind::Setup,
+            WorkKind::Load,
+            WorkKind::RunOverhead,
+            WorkKind::RunOverhead,
+            WorkKind::Teardown
+        ]
+    );
+    assert!(ran
+        .timings
+        .iter()
+        .all(|t| t.fs_type == "ext4" && t.prior_secs > 0.0));
+    // An estimate after each, learning; nothing left after the last.
+    let etas: Vec<&crate::eta::Estimate> = ran
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::Eta { estimate, .. } => Some(estimate),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(etas.len(), 5, "{etas:?}");
+    assert!(etas.iter().all(|e| e.basis == crate::eta::Basis::Observed));
+    // The stand-in answers at once: what is left is the runs' known 5 s each.
+    let near = |e: &crate::eta::Estimate, s: f64| (e.remaining - s).abs() < 0.5;
+    assert!(near(etas[0], 10.0) && near(etas[2], 5.0), "{etas:?}");
+    assert_eq!((etas[4].remaining, etas[4].plus_minus), (0.0, 0.0));
+    // Each run's seconds as tps events, for its own cell.
+    let tps: Vec<(&str, f64, f64)> = ran
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::Tps { cell, t_s, tps, .. } => Some((cell.as_str(), *t_s, *tps)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(tps.len(), 4, "{tps:?}");
+    assert_eq!(
+        (tps[0].0, tps[0].1, tps[0].2),
+        (p.cells[0].id.as_str(), 1.0, 812.5)
+    );
+    assert_eq!(tps[3].0, p.cells[1].id.as_str());
 }
