@@ -251,7 +251,19 @@ run_step() {
 		_rs_err=$_rs_out/live.fifo
 		rm -f "$_rs_err"
 		mkfifo -m 600 "$_rs_err" || die "mkfifo $_rs_err failed"
-		awk -v keep="$_rs_live" '/^progress: / { print "fsmatrix-live " $0 > "/dev/stderr"; fflush("/dev/stderr"); if (keep != "keep") next } { print }' <"$_rs_err" >"$_rs_out/stderr" &
+		# The shell's read, not awk: awk reads a FIFO in blocks (mawk
+		# without -W interactive), so the lines would come at the end.
+		(
+			while IFS= read -r _rs_l || [ -n "$_rs_l" ]; do
+				case $_rs_l in
+				'progress: '*)
+					printf 'fsmatrix-live %s\n' "$_rs_l" >&2
+					if [ "$_rs_live" = keep ]; then printf '%s\n' "$_rs_l"; fi
+					;;
+				*) printf '%s\n' "$_rs_l" ;;
+				esac
+			done <"$_rs_err" >"$_rs_out/stderr"
+		) &
 		_rs_filter=$!
 	fi
 	_rs_t0=$(now_ms)

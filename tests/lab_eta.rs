@@ -42,22 +42,31 @@ fn the_eta_after_the_first_filesystem_is_within_a_quarter_and_tps_streams_live()
     std::fs::write(&inv, inventory_for(&lab.inv, &[(h, "")], "")).expect("inventory");
     std::fs::write(&m, MATRIX).expect("matrix");
     let out = tmp.path().join("out");
-    let o = fsmatrix()
+    // Each line's arrival time: the live view must get pgbench's seconds as
+    // they come, not at the end of the run.
+    let mut child = fsmatrix()
         .args(["run", "--json", "-i"])
         .arg(&inv)
         .arg("-m")
         .arg(&m)
         .arg("--out")
         .arg(&out)
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .expect("run");
+    let t0 = std::time::Instant::now();
+    let stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut events: Vec<Value> = Vec::new();
+    let mut arrived: Vec<f64> = Vec::new();
+    for line in std::io::BufRead::lines(stdout) {
+        let line = line.expect("read");
+        events.push(serde_json::from_str(&line).expect("a JSON line"));
+        arrived.push(t0.elapsed().as_secs_f64());
+    }
+    let o = child.wait_with_output().expect("wait");
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{err}");
-    let events: Vec<Value> = String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
-
     // The ETA after ext4, against what xfs then took.
     let etas = eta_after_first_variant(&events);
     assert_eq!(etas.len(), 1, "{etas:?}");
@@ -82,6 +91,21 @@ fn the_eta_after_the_first_filesystem_is_within_a_quarter_and_tps_streams_live()
         assert!(
             secs.iter().all(|v| v["tps"].as_f64().unwrap_or(0.0) > 0.0),
             "{secs:?}"
+        );
+        // The first second of a 3 s run is seen well before the run ends.
+        let when = |pred: &dyn Fn(&Value) -> bool| {
+            events
+                .iter()
+                .position(|v| pred(v))
+                .map(|i| arrived[i])
+                .expect("the event")
+        };
+        let first = when(&|v| v["event"] == "tps" && v["cell"] == *cell);
+        let ended = when(&|v| v["event"] == "cell_ended" && v["cell"] == *cell);
+        assert!(
+            ended - first >= 1.0,
+            "cell {cell}: its first tps came {:.2} s before its end: not live",
+            ended - first
         );
     }
     // ... and none of it reached the bundle: the matrix asked for no progress.

@@ -279,9 +279,18 @@ impl Bars {
 impl Reporter for Bars {
     fn report(&mut self, event: &RunEvent) {
         match event {
-            RunEvent::HostStarted { host, cells, .. } => {
+            RunEvent::HostStarted { host, cells, eta } => {
                 let hb = self.bar(host);
                 hb.bar.set_length(*cells as u64);
+                // The first estimate, until work ends and an `eta` event
+                // brings a learned one.
+                let first = Estimate {
+                    remaining: eta.as_secs_f64(),
+                    plus_minus: eta.as_secs_f64(),
+                    basis: Basis::Plan,
+                    observed: 0,
+                };
+                hb.eta = Some((first, Instant::now()));
                 hb.redraw();
             }
             RunEvent::Step { host, step, on } => {

@@ -31,7 +31,7 @@ POSIX_TOOLS=(
 	ps pgrep pkill hostname find xargs od df mktemp true false nice renice realpath
 	readlink timeout tcsh csh scp cmp diff comm paste split gzip gunzip zcat tar nohup stty
 	logger seq whoami uptime install printenv yes tty logname locale getconf nproc
-	truncate hexdump which
+	truncate hexdump which mkfifo
 )
 # POSIX_TOOLS a DragonFly base system lacks (GNU additions FreeBSD took and DragonFly did
 # not): left out of a DragonFly view.
