@@ -96,7 +96,7 @@ fn the_eta_after_the_first_filesystem_is_within_a_quarter_and_tps_streams_live()
         let when = |pred: &dyn Fn(&Value) -> bool| {
             events
                 .iter()
-                .position(|v| pred(v))
+                .position(pred)
                 .map(|i| arrived[i])
                 .expect("the event")
         };
