@@ -139,6 +139,31 @@ mod tests {
     }
 
     #[test]
+    fn a_planted_link_or_fifo_is_not_read_and_a_bundle_elsewhere_is_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, line("lab1", "setup", "1") + "\n").unwrap();
+        for (name, plant) in [("link", "link"), ("fifo", "fifo")] {
+            let data = dir.path().join("b").join(name).join("data");
+            std::fs::create_dir_all(&data).unwrap();
+            std::fs::write(dir.path().join("b").join(name).join("bagit.txt"), "").unwrap();
+            let target = data.join(TIMINGS_JSONL);
+            match plant {
+                "link" => std::os::unix::fs::symlink(&secret, &target).unwrap(),
+                _ => {
+                    let c = std::ffi::CString::new(target.to_str().unwrap()).unwrap();
+                    // SAFETY: a valid C string; mkfifo has no other precondition.
+                    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+                }
+            }
+        }
+        // Neither is read (nor blocks on the FIFO); each is said.
+        let h = history(&dir.path().join("b"), None).unwrap();
+        assert!(h.by_host.is_empty(), "{:?}", h.by_host);
+        assert_eq!(h.warnings.len(), 2, "{:?}", h.warnings);
+    }
+
+    #[test]
     fn history_reads_bundle_folders_under_a_folder_for_the_named_hosts() {
         let dir = tempfile::tempdir().unwrap();
         for (name, text) in [
