@@ -297,3 +297,89 @@ fn sigint_mid_interleaved_sweep_tears_down_both_devices() {
     );
     assert_both_clean(&lab.inv, h, &second.dev);
 }
+
+/// The clusters of an interleaved batch all run at once: `check` and `run`
+/// refuse, before any disk is formatted, shared_buffers that add up to more
+/// than three quarters of the host's memory, while the same settings one
+/// cluster at a time (sequential) pass.
+#[test]
+fn interleaved_clusters_that_would_not_fit_the_hosts_memory_are_refused() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = &lab.inv.hosts[0];
+    let second = Loop::attach("1G");
+    let (tmp, inv, matrix) = inputs(&lab, &second, "3s");
+    // Half of the host's memory per cluster: one fits, two do not.
+    let mem_kib: u64 = ssh_ok(
+        &lab.inv,
+        h,
+        "awk '$1 == \"MemTotal:\" { print $2 }' /proc/meminfo",
+        &[],
+    )
+    .trim()
+    .parse()
+    .expect("MemTotal");
+    let half_mb = mem_kib / 2 / 1024;
+    let text = std::fs::read_to_string(&matrix).expect("matrix");
+    let big = text.replace(
+        "repeats = 2\n",
+        &format!("repeats = 2\n[postgres]\nshared_buffers = \"{half_mb}MB\"\n"),
+    );
+    std::fs::write(&matrix, &big).expect("write the matrix");
+    let sequential = tmp.path().join("sequential.toml");
+    std::fs::write(
+        &sequential,
+        big.replace("order = \"interleaved\"\n", "order = \"sequential\"\n"),
+    )
+    .expect("write the sequential matrix");
+    let check = |m: &Path| {
+        let o = fsmatrix()
+            .args(["check", "-i"])
+            .arg(&inv)
+            .arg("-m")
+            .arg(m)
+            .output()
+            .expect("check");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        (o.status.code(), text)
+    };
+    let (code, text) = check(&matrix);
+    assert_eq!(code, Some(1), "not ready: {text}");
+    assert!(
+        text.contains("2 PostgreSQL clusters run at once here")
+            && text.contains(&format!("(ext4 {half_mb}MB, xfs {half_mb}MB)"))
+            && text.contains("more than 75% of the host's")
+            && text.contains("valid: lower shared_buffers"),
+        "{text}"
+    );
+    let (code, text) = check(&sequential);
+    assert_eq!(code, Some(0), "one cluster at a time fits: {text}");
+
+    let out = tmp.path().join("out");
+    let o = fsmatrix()
+        .args(["run", "-q", "-i"])
+        .arg(&inv)
+        .arg("-m")
+        .arg(&matrix)
+        .arg("--out")
+        .arg(&out)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run fsmatrix");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(2), "nothing ran: {text}");
+    assert!(
+        text.contains("2 PostgreSQL clusters run at once here"),
+        "{text}"
+    );
+    // Neither device was formatted.
+    assert_both_clean(&lab.inv, h, &second.dev);
+}

@@ -145,6 +145,10 @@ pub struct Needs {
     pub pg: Vec<SettingUse>,
     /// How many of its devices it builds on at a time (1: the first only).
     pub slots: u32,
+    /// The most `shared_buffers` it has running at once there (must fit
+    /// the host's memory; `None`: not known before the host's PostgreSQL
+    /// reads the values).
+    pub shared: Option<pgsettings::SharedPeak>,
 }
 
 /// What the plan needs of `host`.
@@ -160,6 +164,7 @@ pub fn needs_of(plan: &Plan, host: &str) -> Needs {
             .max()
             .unwrap_or(1)
             .max(1),
+        shared: pgsettings::shared_peak(plan, host),
     }
 }
 
@@ -273,6 +278,14 @@ pub async fn prepare<R: Remote>(
         guard
     };
     judge(&mut report, &host, &needs.fs, facts, guard);
+    // The clusters running at once must leave the host memory for its
+    // page cache (order interleaved: one cluster per device).
+    if let (Some(peak), Some(mem)) = (&needs.shared, report.parsed.mem_bytes) {
+        if let Some(p) = pgsettings::memory_problem(peak, mem) {
+            report.problems.push(p);
+            report.ready = false;
+        }
+    }
     // The host's other devices the plan builds on (interleaved and random
     // orders) pass the same guard before any disk is formatted.
     for slot in 1..needs.slots {

@@ -232,9 +232,257 @@ fn edits(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+/// PostgreSQL's `shared_buffers` when nothing sets it (initdb writes
+/// 128MB where the kernel allows it, as every supported release does).
+pub const DEFAULT_SHARED_BUFFERS: u64 = 128 << 20;
+
+/// The most of a host's memory the shared buffers of the clusters that run
+/// at once may take.  PostgreSQL's own advice is ~25% for one dedicated
+/// server; past three quarters the operating system and its page cache
+/// (half of what a filesystem comparison measures) are starved, and a
+/// cluster fails to start or the host swaps mid-run.
+pub const SHARED_BUFFERS_SHARE: f64 = 0.75;
+
+/// A memory setting's value in bytes as PostgreSQL reads it (guc.c
+/// `parse_int`/`convert_to_base_unit`): a number, optionally fractional
+/// (PostgreSQL 12+), optional spaces, then one of the memory units `B`,
+/// `kB`, `MB`, `GB`, `TB` (case matters) or none, meaning the setting's
+/// base unit of `base_bytes` (8192 for `shared_buffers`).  `None` for
+/// anything else: the host's PostgreSQL judges such a value
+/// (`pg-check-settings`).
+pub fn memory_bytes(value: &str, base_bytes: u64) -> Option<u64> {
+    let v = value.trim();
+    let split = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(v.len());
+    let (num, unit) = v.split_at(split);
+    let n: f64 = num.parse().ok().filter(|n: &f64| n.is_finite())?;
+    let unit_bytes = match unit.trim_start() {
+        "" => base_bytes,
+        "B" => 1,
+        "kB" => 1 << 10,
+        "MB" => 1 << 20,
+        "GB" => 1 << 30,
+        "TB" => 1 << 40,
+        _ => return None,
+    };
+    let b = n * unit_bytes as f64;
+    (b < u64::MAX as f64).then_some(b as u64)
+}
+
+/// The most `shared_buffers` a plan has running at once on one host: one
+/// variant's under `order = "sequential"`, a batch's sum under
+/// `"interleaved"`/`"random"` (one cluster per device, all running).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedPeak {
+    pub bytes: u64,
+    /// The variants whose clusters run together then, and each one's
+    /// `shared_buffers` as written (or PostgreSQL's default).
+    pub clusters: Vec<(String, String)>,
+}
+
+/// [`SharedPeak`] of `host` in `plan`; `None` when the host has no cells
+/// or a value is not one [`memory_bytes`] reads (the host's PostgreSQL
+/// refuses or reads it; `check` asks it).
+pub fn shared_peak(plan: &Plan, host: &str) -> Option<SharedPeak> {
+    let hp = plan.hosts.iter().find(|h| h.host.as_str() == host)?;
+    let of = |variant: &str| -> Option<(u64, String)> {
+        let c = plan
+            .cells
+            .iter()
+            .find(|c| c.host.as_str() == host && c.fs.name.as_str() == variant)?;
+        match c
+            .pg_settings
+            .iter()
+            .find(|s| s.name.as_str() == "shared_buffers")
+        {
+            Some(s) => Some((
+                memory_bytes(s.value.as_str(), 8192)?,
+                s.value.as_str().to_string(),
+            )),
+            None => Some((DEFAULT_SHARED_BUFFERS, "128MB (default)".to_string())),
+        }
+    };
+    let groups: Vec<Vec<String>> = if hp.batches.is_empty() {
+        hp.fs_variants
+            .iter()
+            .map(|v| vec![v.as_str().to_string()])
+            .collect()
+    } else {
+        hp.batches
+            .iter()
+            .map(|b| {
+                b.slots
+                    .iter()
+                    .map(|s| s.variant.as_str().to_string())
+                    .collect()
+            })
+            .collect()
+    };
+    let mut best: Option<SharedPeak> = None;
+    for g in groups {
+        let mut peak = SharedPeak {
+            bytes: 0,
+            clusters: Vec::new(),
+        };
+        for v in g {
+            let (b, text) = of(&v)?;
+            peak.bytes = peak.bytes.saturating_add(b);
+            peak.clusters.push((v, text));
+        }
+        if best.as_ref().is_none_or(|b| peak.bytes > b.bytes) {
+            best = Some(peak);
+        }
+    }
+    best
+}
+
+/// Why `peak` does not fit a host with `mem_bytes` of memory, if it does
+/// not (more than [`SHARED_BUFFERS_SHARE`] of it).
+pub fn memory_problem(peak: &SharedPeak, mem_bytes: u64) -> Option<String> {
+    if (peak.bytes as f64) <= SHARED_BUFFERS_SHARE * mem_bytes as f64 {
+        return None;
+    }
+    let list = peak
+        .clusters
+        .iter()
+        .map(|(v, b)| format!("{v} {b}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let (what, valid) = if peak.clusters.len() > 1 {
+        (
+            format!(
+                "{} PostgreSQL clusters run at once here (one per device, order interleaved or random), and their shared_buffers ({list}) add up to {}",
+                peak.clusters.len(),
+                crate::text::iec_bytes(peak.bytes as f64)
+            ),
+            "lower shared_buffers ([postgres] or the variants' postgres = {…}), or list fewer devices for this host so fewer variants are set up at a time",
+        )
+    } else {
+        (
+            format!(
+                "shared_buffers of {list} is {}",
+                crate::text::iec_bytes(peak.bytes as f64)
+            ),
+            "lower shared_buffers ([postgres] or the variant's postgres = {…})",
+        )
+    };
+    Some(format!(
+        "{what}: more than {:.0}% of the host's {} of memory, which leaves too little for the operating system and the page cache (a cluster would fail to start, or the host swap mid-run); valid: {valid}",
+        SHARED_BUFFERS_SHARE * 100.0,
+        crate::text::iec_bytes(mem_bytes as f64)
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// PostgreSQL's own readings (SHOW shared_buffers after `-c`, PostgreSQL
+    /// 15): 1.5GB = 1536MB, 100 blocks = 800kB, 1 GB with a space.
+    #[test]
+    fn memory_values_read_as_postgres_reads_them() {
+        let b = |v: &str| memory_bytes(v, 8192);
+        assert_eq!(b("128MB"), Some(128 << 20));
+        assert_eq!(b("1.5GB"), Some(1536 << 20));
+        assert_eq!(b("1 GB"), Some(1 << 30));
+        assert_eq!(b("100"), Some(819_200));
+        assert_eq!(b("64kB"), Some(65_536));
+        assert_eq!(b("2TB"), Some(2 << 40));
+        assert_eq!(b("8192B"), Some(8192));
+        for bad in [
+            "1gb", "1 GiB", "-1", "", "MB", "0x10", "1e3MB", "1.2.3MB", "NaN",
+        ] {
+            assert_eq!(b(bad), None, "{bad}");
+        }
+    }
+
+    fn planned(devices: &str, order: &str, pg: &str) -> Plan {
+        let inv = crate::config::Inventory::parse(
+            std::path::Path::new("inv.toml"),
+            format!(
+                "[[host]]\nname = \"h\"\naddress = \"127.0.0.1\"\nos = \"linux\"\ndevices = {devices}\n"
+            ),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let m = crate::config::Matrix::parse(
+            std::path::Path::new("m.toml"),
+            format!(
+                "name = \"m\"\norder = \"{order}\"\n{pg}\n\
+                 [[filesystem]]\nname = \"e\"\ntype = \"ext4\"\n\
+                 [[filesystem]]\nname = \"x\"\ntype = \"xfs\"\npostgres = {{ shared_buffers = \"3GB\" }}\n\
+                 [[filesystem]]\nname = \"b\"\ntype = \"btrfs\"\n\
+                 [[workload]]\nname = \"w\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"5s\"\n"
+            ),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        m.check_against(&inv).unwrap_or_else(|e| panic!("{e}"));
+        crate::plan::plan(&inv, &m)
+    }
+
+    #[test]
+    fn the_clusters_running_at_once_must_fit_the_hosts_memory() {
+        const GIB: u64 = 1 << 30;
+        // Sequential: one cluster at a time, the largest variant's.
+        let p = planned(
+            r#"["/dev/sdb"]"#,
+            "sequential",
+            "[postgres]\nshared_buffers = \"2GB\"",
+        );
+        let peak = shared_peak(&p, "h").expect("peak");
+        assert_eq!(peak.bytes, 3 * GIB);
+        assert_eq!(peak.clusters, vec![("x".to_string(), "3GB".to_string())]);
+        assert_eq!(
+            memory_problem(&peak, 4 * GIB),
+            None,
+            "3 of 4 GiB: 75%, the limit"
+        );
+        let why = memory_problem(&peak, 4 * GIB - 1).expect("past 75%");
+        assert!(
+            why.starts_with(
+                "shared_buffers of x 3GB is 3.0 GiB: more than 75% of the host's 4.0 GiB"
+            ),
+            "{why}"
+        );
+        assert!(why.contains("valid: lower shared_buffers"), "{why}");
+        // Interleaved over three devices: all three run at once.
+        let p = planned(
+            r#"["/dev/sdb", "/dev/sdc", "/dev/sdd"]"#,
+            "interleaved",
+            "[postgres]\nshared_buffers = \"2GB\"",
+        );
+        let peak = shared_peak(&p, "h").expect("peak");
+        assert_eq!(peak.bytes, 7 * GIB);
+        assert_eq!(peak.clusters.len(), 3);
+        assert_eq!(memory_problem(&peak, 10 * GIB), None);
+        let why = memory_problem(&peak, 8 * GIB).expect("7 of 8 GiB");
+        assert!(
+            why.starts_with("3 PostgreSQL clusters run at once here"),
+            "{why}"
+        );
+        assert!(
+            why.contains("(e 2GB, x 3GB, b 2GB) add up to 7.0 GiB"),
+            "{why}"
+        );
+        assert!(why.contains("list fewer devices"), "{why}");
+        // Two devices for three variants: batches of two; the peak is the
+        // batch with the 3GB variant.  Unset: PostgreSQL's 128MB.
+        let p = planned(r#"["/dev/sdb", "/dev/sdc"]"#, "interleaved", "");
+        let peak = shared_peak(&p, "h").expect("peak");
+        assert_eq!(peak.bytes, 3 * GIB + DEFAULT_SHARED_BUFFERS);
+        assert!(
+            peak.clusters.iter().any(|(_, b)| b == "128MB (default)"),
+            "{peak:?}"
+        );
+        // A value only the host's PostgreSQL can judge: no verdict here.
+        let p = planned(
+            r#"["/dev/sdb"]"#,
+            "sequential",
+            "[postgres]\nshared_buffers = \"2 gigs\"",
+        );
+        assert_eq!(shared_peak(&p, "h"), None);
+        assert_eq!(shared_peak(&p, "other"), None);
+    }
 
     fn use_of(name: &str, value: &str) -> SettingUse {
         SettingUse {

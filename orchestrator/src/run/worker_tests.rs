@@ -183,6 +183,7 @@ fn stand_in_for(inv: &Inventory) -> RecordingRemote {
             fs: vec![FsType::Ext4],
             pg: Vec::new(),
             slots: 1,
+            shared: None,
         },
     )
 }
@@ -523,6 +524,7 @@ fn host_job<'a>(inv: &'a Inventory, p: &'a Plan) -> HostJob<'a> {
             fs: vec![FsType::Ext4],
             pg: Vec::new(),
             slots: 1,
+            shared: None,
         },
         pre_clean: true,
         counted: Counted::default(),
@@ -603,6 +605,7 @@ fn stand_in_two(inv: &Inventory) -> RecordingRemote {
             fs: vec![FsType::Ext4, FsType::Xfs],
             pg: Vec::new(),
             slots: 2,
+            shared: None,
         },
     )
 }
