@@ -217,16 +217,26 @@ async fn one_sweep(
     let cells = client
         .query(
             "SELECT c.cell_id, c.state, c.host, c.address, c.port,
-                    (SELECT r.tps FROM fsmatrix_runs r JOIN fsmatrix_bundles b ON b.sha256 = r.bundle_sha256
+                    (SELECT r.result::text FROM fsmatrix_runs r JOIN fsmatrix_bundles b ON b.sha256 = r.bundle_sha256
                      WHERE b.sweep_id = c.sweep_id AND r.cell_id = c.cell_id LIMIT 1)
              FROM fsmatrix_cells c WHERE c.sweep_id = $1",
             &[&id],
         )
         .await
         .map_err(DbError::query("read the sweep's cells"))?;
+    // A published cell's value of the metric it is compared on (tps, a
+    // rate-limited workload's latency, a SQL script's load time): what
+    // adaptive repeats count, as resume counts the kept cells'.
     let stored: BTreeMap<String, (String, Option<f64>)> = cells
         .iter()
-        .map(|r| (r.get(0), (r.get(1), r.get(5))))
+        .map(|r| {
+            let value = r
+                .get::<_, Option<String>>(5)
+                .and_then(|t| serde_json::from_str::<crate::results::CellResult>(&t).ok())
+                .as_ref()
+                .and_then(crate::results::stats::Metric::compared_value);
+            (r.get(0), (r.get(1), value))
+        })
         .collect();
     // The hosts this turn runs: all of the sweep's, or, when it is split
     // between agents, those leased here.

@@ -35,12 +35,32 @@ impl Metric {
     /// The metric of a finished cell: a SQL script's load time, a
     /// rate-limited workload's latency, otherwise tps.
     pub fn of(params: &CellParams, run: &RunMeasures) -> Metric {
-        if params.sql_script || !run.statements.is_empty() {
+        if !run.statements.is_empty() {
+            Metric::LoadTime
+        } else {
+            Metric::planned(params)
+        }
+    }
+
+    /// The metric a cell will be compared on, known before it runs (what
+    /// adaptive repeats decide on): a SQL script's load time, a
+    /// rate-limited workload's latency, otherwise tps.
+    pub fn planned(params: &CellParams) -> Metric {
+        if params.sql_script {
             Metric::LoadTime
         } else if params.rate.is_some() {
             Metric::Latency
         } else {
             Metric::Tps
+        }
+    }
+
+    /// A finished cell's value of the metric it is compared on; `None` for
+    /// a cell that did not finish (or a latency pgbench did not print).
+    pub fn compared_value(r: &CellResult) -> Option<f64> {
+        match &r.status {
+            CellStatus::Done { run } => Metric::of(&r.params, run).value(run),
+            _ => None,
         }
     }
 

@@ -2,18 +2,27 @@
 //! of its group (host, variant, workload, clients) have a 95% CI wider than
 //! the target.  One [`Counted`] per host worker; a resumed sweep seeds it with
 //! the kept cells' results.
+//!
+//! The CI is that of the value the report compares the group on
+//! ([`Metric::planned`]): tps, but a rate-limited workload's mean latency
+//! (its tps is the rate, whose CI is near zero after any two runs, so
+//! counting tps would stop every such group at `min`) and a SQL script's
+//! load time.
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use super::sink::params;
 use crate::plan::Cell;
+use crate::results::stats::Metric;
 
-/// Counted tps so far per (filesystem variant, workload, clients) on one
-/// host: what adaptive repeats decide on.  Clones share it (the workers of
+/// Counted values so far (of the metric each group is compared on) per
+/// (filesystem variant, workload, clients) on one host: what adaptive
+/// repeats decide on.  Clones share it (the workers of
 /// one host's devices under `order = "interleaved"`).
 #[derive(Debug, Default, Clone)]
 pub struct Counted(Arc<Mutex<ByGroup>>);
 
-/// Counted tps by (variant, workload, clients).
+/// Counted values by (variant, workload, clients).
 type ByGroup = HashMap<(String, String, u32), Vec<f64>>;
 
 impl Counted {
@@ -25,13 +34,14 @@ impl Counted {
         )
     }
 
-    /// Remember a counted (not warm-up) repeat's tps.
-    pub fn add(&self, c: &Cell, tps: f64) {
+    /// Remember a counted (not warm-up) repeat's value of its group's
+    /// metric ([`Metric::compared_value`] of its result).
+    pub fn add(&self, c: &Cell, value: f64) {
         if c.warmup {
             return;
         }
         let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        m.entry(Self::key(c)).or_default().push(tps);
+        m.entry(Self::key(c)).or_default().push(value);
     }
 
     /// Why cell `c` need not run: it is an adaptive repeat past `min` and the
@@ -50,9 +60,10 @@ impl Counted {
         let half = crate::results::stats::summarize(xs)?.ci_rel_half_width()?;
         (half <= target.fraction()).then(|| {
             format!(
-                "adaptive repeats: the {} counted repeats before it have a 95% CI of ±{:.2}% of the mean tps, within the target ±{target}",
+                "adaptive repeats: the {} counted repeats before it have a 95% CI of ±{:.2}% of the mean {}, within the target ±{target}",
                 xs.len(),
-                half * 100.0
+                half * 100.0,
+                Metric::planned(&params(c)).name()
             )
         })
     }
@@ -73,13 +84,14 @@ impl Counted {
             .unwrap_or(f64::INFINITY);
         (half > target.fraction()).then(|| {
             format!(
-                "{} {} c={}: {} counted repeats (max {}) leave the 95% CI at ±{:.2}% of the mean tps, wider than the target ±{target}",
+                "{} {} c={}: {} counted repeats (max {}) leave the 95% CI at ±{:.2}% of the mean {}, wider than the target ±{target}",
                 c.fs.name.as_str(),
                 c.workload.name.as_str(),
                 c.clients,
                 xs.len(),
                 a.max,
-                half * 100.0
+                half * 100.0,
+                Metric::planned(&params(c)).name()
             )
         })
     }

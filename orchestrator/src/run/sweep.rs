@@ -24,6 +24,7 @@ use crate::plan::{plan, Cell, Plan};
 use crate::remote::{Held, Remote, RemoteError, SshRemote};
 use crate::results::bundle::{Bundle, CreateOptions};
 use crate::results::journal::SweepStatus;
+use crate::results::stats::Metric;
 use crate::results::{CellResult, CellStatus};
 
 /// Outcome of a sweep.
@@ -34,7 +35,8 @@ pub struct SweepSummary {
     pub interrupted: bool,
 }
 
-/// Cells a resumed sweep keeps: id → tps when the cell is done.
+/// Cells a resumed sweep keeps: id → its value of the metric it is
+/// compared on ([`Metric::compared_value`]) when the cell is done.
 type Kept = HashMap<String, Option<f64>>;
 
 /// Run the whole sweep into a new bundle under `out`.
@@ -149,11 +151,8 @@ pub async fn resume(dir: &Path, display: Display) -> Result<SweepSummary, RunErr
             .as_ref()
             .is_some_and(|r| !matches!(r.status, CellStatus::NotRun { .. }));
         if ran && bundle.cell_files_intact(&c.id) {
-            let tps = result.and_then(|r| match r.status {
-                CellStatus::Done { run } => Some(run.tps),
-                _ => None,
-            });
-            keep.insert(c.id.clone(), tps);
+            let value = result.as_ref().and_then(Metric::compared_value);
+            keep.insert(c.id.clone(), value);
         } else if let Err(e) = bundle.discard_cell(&c.id) {
             claims.release().await;
             return Err(e.into());
@@ -177,13 +176,13 @@ pub async fn resume(dir: &Path, display: Display) -> Result<SweepSummary, RunErr
     execute_hooked(bundle, &inv, &p, None, &keep, claims, hooks).await
 }
 
-/// The counted tps of `host`'s kept cells (a resumed sweep), so that its
+/// The counted values of `host`'s kept cells (a resumed sweep), so that its
 /// adaptive repeats decide on every repeat, not only on the ones run now.
 fn kept_counted(p: &Plan, host: &HostName, keep: &Kept) -> Counted {
     let counted = Counted::default();
     for c in p.cells.iter().filter(|c| &c.host == host) {
-        if let Some(Some(tps)) = keep.get(&c.id) {
-            counted.add(c, *tps);
+        if let Some(Some(v)) = keep.get(&c.id) {
+            counted.add(c, *v);
         }
     }
     counted

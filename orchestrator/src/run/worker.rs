@@ -30,6 +30,7 @@ use crate::remote::{ExecOptions, ExecOutput, Remote, RemoteCommand, RemoteError}
 use crate::results::model::{
     CellResult, CellStatus, FsSettings, InitTimings, Sizes, RESULT_SCHEMA,
 };
+use crate::results::stats::Metric;
 use crate::text::{json_pretty_bytes, now_rfc3339, sha256_hex, tail_lines};
 
 /// How the scripts mark a line for the live view only (`progress=live`):
@@ -799,8 +800,8 @@ impl<'a, R: Remote> Worker<'a, R> {
         }
         // Its end is the cell's record (the sink's ETA sees it there).
         self.work_started(Work::Run { cell: c.id.clone() });
-        if let Some(tps) = self.run_cell(c, st, ws, tally).await {
-            self.counted.add(c, tps);
+        if let Some(v) = self.run_cell(c, st, ws, tally).await {
+            self.counted.add(c, v);
         }
         if let Some(msg) = self.counted.short_of_target(c) {
             self.note(msg);
@@ -902,7 +903,8 @@ impl<'a, R: Remote> Worker<'a, R> {
         })
     }
 
-    /// One cell: run it, measure it, record it.  The counted tps when done.
+    /// One cell: run it, measure it, record it.  When done, its value of
+    /// the metric it is compared on (what adaptive repeats count).
     async fn run_cell(
         &self,
         c: &Cell,
@@ -952,7 +954,6 @@ impl<'a, R: Remote> Worker<'a, R> {
             ws.sizes.clone()
         };
         files.push(("commands.log".into(), log.into_bytes()));
-        let tps = measured.measures.as_ref().ok().map(|r| r.tps);
         let status = match measured.measures {
             Ok(run) => CellStatus::Done { run },
             Err(why) => CellStatus::Failed {
@@ -979,7 +980,7 @@ impl<'a, R: Remote> Worker<'a, R> {
             fs_settings: Some(st.settings.clone()),
         };
         self.sink.record(c, &result, &files, tally);
-        tps
+        Metric::compared_value(&result)
     }
 
     /// Drop caches, read the counters, run, collect the output, read the

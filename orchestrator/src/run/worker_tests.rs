@@ -28,6 +28,11 @@ const INV: &str = "[[host]]\nname = \"h\"\naddress = \"127.0.0.1\"\nos = \"linux
 
 /// One ext4 variant, select-only at 1 client, `repeats` runs of 5 s.
 fn setup(repeats: &str, drop_caches: bool) -> (Inventory, Plan) {
+    setup_workload(repeats, drop_caches, "")
+}
+
+/// As [`setup`], with more keys for the workload (`rate = 220\n`).
+fn setup_workload(repeats: &str, drop_caches: bool, workload: &str) -> (Inventory, Plan) {
     let inv =
         Inventory::parse(Path::new("inv.toml"), INV.to_string()).unwrap_or_else(|e| panic!("{e}"));
     let m = Matrix::parse(
@@ -35,7 +40,7 @@ fn setup(repeats: &str, drop_caches: bool) -> (Inventory, Plan) {
         format!(
             "name = \"m\"\nrepeats = {repeats}\ndrop_caches = {drop_caches}\n\
              [[filesystem]]\nname = \"e\"\ntype = \"ext4\"\nmount_options = [\"noatime\"]\n\
-             [[workload]]\nname = \"w\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"5s\"\n"
+             [[workload]]\nname = \"w\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"5s\"\n{workload}"
         ),
     )
     .unwrap_or_else(|e| panic!("{e}"));
@@ -420,6 +425,81 @@ async fn adaptive_repeats_stop_once_the_ci_is_within_target() {
         ran.notes().contains("4 counted repeats (max 4)"),
         "{}",
         ran.notes()
+    );
+}
+
+/// pgbench 15's real output of a rate-limited run (`-R`), its tps fixed
+/// near the rate, with the given mean latency.
+fn rated_out(latency_ms: f64) -> String {
+    let real = include_str!("../../../tests/fixtures/pgbench/15/run-rate-limit.stdout");
+    real.replace(
+        "latency average = 0.444 ms",
+        &format!("latency average = {latency_ms:.3} ms"),
+    )
+}
+
+/// A rate-limited workload is compared on latency (its tps is the rate),
+/// so adaptive repeats count latency: the same tps every run with spread
+/// latencies runs every repeat, and the reverse stops at `min`.
+#[tokio::test]
+async fn adaptive_repeats_of_a_rate_limited_workload_count_latency() {
+    let (inv, p) = setup_workload(
+        "{ min = 2, max = 4, target_ci = \"5%\" }",
+        false,
+        "rate = 220\n",
+    );
+    assert!(p.cells.iter().all(|c| c.workload.rate == Some(220)));
+    let remote = stand_in_for(&inv);
+    for (c, lat) in p.cells.iter().zip([0.40, 0.90, 0.55, 1.30]) {
+        remote.respond_ok(&format!("runs/{}/stdout", c.id), &rated_out(lat));
+    }
+    let ran = run_worker(&inv, &p, &remote, no_cancel()).await;
+    assert_eq!(ran.verbs.iter().filter(|v| *v == "run").count(), 4);
+    assert_eq!(ran.tally.done, 4, "{:?}", ran.tally);
+    assert!(
+        ran.notes()
+            .contains("4 counted repeats (max 4) leave the 95% CI at"),
+        "{}",
+        ran.notes()
+    );
+    assert!(
+        ran.notes().contains("of the mean latency"),
+        "{}",
+        ran.notes()
+    );
+    // Steady latency: the CI is 0 after min = 2 whatever the tps does.
+    let (inv, p) = setup_workload(
+        "{ min = 2, max = 4, target_ci = \"5%\" }",
+        false,
+        "rate = 220\n",
+    );
+    let remote = stand_in_for(&inv);
+    for (c, tps) in p.cells.iter().zip(["150.1", "219.2", "300.5", "90.0"]) {
+        let out = rated_out(0.5).replace("tps = 219.232112", &format!("tps = {tps}"));
+        remote.respond_ok(&format!("runs/{}/stdout", c.id), &out);
+    }
+    let ran = run_worker(&inv, &p, &remote, no_cancel()).await;
+    assert_eq!(
+        (ran.tally.done, ran.tally.not_needed),
+        (2, 2),
+        "{:?}",
+        ran.tally
+    );
+    let why = ran
+        .results
+        .iter()
+        .filter(|r| r["status"]["state"] == "not_needed")
+        .map(|r| {
+            r["status"]["reason"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect::<Vec<_>>();
+    assert_eq!(why.len(), 2, "{why:?}");
+    assert!(
+        why[0].contains("of the mean latency, within the target ±5%"),
+        "{why:?}"
     );
 }
 
