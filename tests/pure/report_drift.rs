@@ -107,6 +107,96 @@ fn a_drifting_group_is_said_in_markdown_json_html_and_the_summary() {
     );
 }
 
+/// Start times for `cells` in the order given, a minute apart.
+fn started_in_order(cells: &mut [CellResult]) {
+    for (i, c) in cells.iter_mut().enumerate() {
+        c.started = Some(format!("2026-12-01T10:{:02}:00Z", i));
+    }
+}
+
+#[test]
+fn drift_advice_knows_whether_the_variants_alternated() {
+    let ext4 = [1000.0, 985.0, 972.0, 960.0, 944.0, 931.0];
+    let xfs = [1000.0, 1040.0, 970.0, 1030.0, 985.0, 1020.0];
+    // Sequential: all of ext4's runs, then all of xfs's.
+    let mut seq = group("ext4", "tpcb", 4, &ext4);
+    seq.extend(group("xfs", "tpcb", 4, &xfs));
+    started_in_order(&mut seq);
+    let r = report(&seq);
+    assert_eq!(r.warnings.len(), 1, "{:#?}", r.warnings);
+    assert!(
+        r.warnings[0]
+            .contains("the variants ran one after the other, so set `order = \"interleaved\"`"),
+        "{}",
+        r.warnings[0]
+    );
+    assert!(json_row(&r, "ext4", "tpcb", 4).get("alternated").is_none());
+    // Interleaved: ext4, xfs, ext4, xfs … (the same values, other times).
+    let (e, x) = (
+        group("ext4", "tpcb", 4, &ext4),
+        group("xfs", "tpcb", 4, &xfs),
+    );
+    let mut alt: Vec<CellResult> = e.into_iter().zip(x).flat_map(|(a, b)| [a, b]).collect();
+    started_in_order(&mut alt);
+    let r = report(&alt);
+    assert_eq!(r.warnings.len(), 1, "{:#?}", r.warnings);
+    let w = &r.warnings[0];
+    assert!(
+        w.starts_with("lab1 ext4 tpcb c=4: tps fell 7.1% over 6 runs"),
+        "{w}"
+    );
+    assert!(
+        w.contains("the variants' runs alternated on this host"),
+        "{w}"
+    );
+    assert!(!w.contains("order = "), "{w}");
+    assert_eq!(json_row(&r, "ext4", "tpcb", 4)["alternated"], true);
+    // Pooled with a sequential bundle of the same host: not every run
+    // alternated, so the advice to alternate stands.
+    let r = build_report(
+        &[
+            Source {
+                name: "a",
+                cells: &alt,
+            },
+            Source {
+                name: "s",
+                cells: &seq,
+            },
+        ],
+        &ReportOptions::default(),
+    );
+    // The same cells with the same start times are one run: refused; give
+    // the sequential bundle its own times.
+    assert!(r.is_err());
+    let mut seq2 = seq.clone();
+    for c in &mut seq2 {
+        c.started = c
+            .started
+            .as_ref()
+            .map(|s| s.replace("2026-12-01", "2026-12-02"));
+    }
+    let r = build_report(
+        &[
+            Source {
+                name: "a",
+                cells: &alt,
+            },
+            Source {
+                name: "s",
+                cells: &seq2,
+            },
+        ],
+        &ReportOptions::default(),
+    )
+    .unwrap();
+    assert!(
+        r.warnings.iter().all(|w| !w.contains("runs alternated")),
+        "{:#?}",
+        r.warnings
+    );
+}
+
 #[test]
 fn a_first_run_outlier_is_said_with_what_to_do() {
     // Others 1040 1035 1050 1042: median 1041, MAD 3.5; the first run is

@@ -237,8 +237,11 @@ pub fn row_label(host: &str, filesystem: &str, workload: &str, clients: u32) -> 
 }
 
 /// The warnings of a row's drift, hyperfine style, each starting with
-/// `label`; `warmups` is the group's warm-up runs (what to advise).
-pub fn drift_sentences(label: &str, d: &Drift, warmups: usize) -> Vec<String> {
+/// `label`; `warmups` is the group's warm-up runs (what to advise);
+/// `alternated`: the host's variants ran in alternation (their runs
+/// interleaved in time, `order = "interleaved"`/`"random"`), so drift hit
+/// them alike and the advice is not to alternate them.
+pub fn drift_sentences(label: &str, d: &Drift, warmups: usize, alternated: bool) -> Vec<String> {
     let mut out = Vec::new();
     let f = &d.first_run;
     if f.outlier {
@@ -260,8 +263,13 @@ pub fn drift_sentences(label: &str, d: &Drift, warmups: usize) -> Vec<String> {
         } else {
             ""
         };
+        let advice = if alternated {
+            "the variants' runs alternated on this host, so the drift hit them alike: the comparisons stand better than the figures themselves; check the host for other load, add warm-up runs (`warmup = N`) if it settles, or re-run to see whether it repeats."
+        } else {
+            "check the host for other load, add warm-up runs (`warmup = N`) if it settles, or re-run the variants to see whether it repeats; the variants ran one after the other, so set `order = \"interleaved\"` in the matrix (one device per variant on the host) so that drift hits every variant alike."
+        };
         out.push(format!(
-            "{label}: {} {} {:.1}% over {} runs{without} (trend {}): drift (background load, thermal throttling, cache or free-space state) may bias this row and its comparisons; check the host for other load, add warm-up runs (`warmup = N`) if it settles, or re-run the variants to see whether it repeats; unless the sweep already alternated its variants, set `order = \"interleaved\"` in the matrix (one device per variant on the host) so that drift hits every variant alike.",
+            "{label}: {} {} {:.1}% over {} runs{without} (trend {}): drift (background load, thermal throttling, cache or free-space state) may bias this row and its comparisons; {advice}",
             d.metric.name(),
             if t.change < 0.0 { "fell" } else { "rose" },
             t.change.abs() * 100.0,
@@ -360,7 +368,7 @@ mod tests {
         close(d.first_run.z.unwrap(), 1.798_666_7, 1e-6);
         assert!(!d.first_run.outlier);
         assert!(d.flagged());
-        let words = drift_sentences("lab1 ext4 tpcb c=4", &d, 0);
+        let words = drift_sentences("lab1 ext4 tpcb c=4", &d, 0, false);
         assert_eq!(words.len(), 1);
         assert!(
             words[0].starts_with("lab1 ext4 tpcb c=4: tps fell 6.2% over 5 runs (trend p < 0.001)"),
@@ -372,6 +380,17 @@ mod tests {
             words[0].contains("set `order = \"interleaved\"` in the matrix"),
             "{}",
             words[0]
+        );
+        // A sweep that alternated its variants is not told to alternate them.
+        let alt = drift_sentences("lab1 ext4 tpcb c=4", &d, 0, true);
+        assert_eq!(alt.len(), 1);
+        assert!(!alt[0].contains("order = "), "{}", alt[0]);
+        assert!(
+            alt[0].contains(
+                "the variants' runs alternated on this host, so the drift hit them alike"
+            ),
+            "{}",
+            alt[0]
         );
     }
 
@@ -390,7 +409,7 @@ mod tests {
         // z = 0.6745 · (100 − 103) / 3 = −0.6745.
         close(d.first_run.z.unwrap(), -0.6745, 1e-12);
         assert!(!d.first_run.outlier && !d.flagged());
-        assert!(drift_sentences("x", &d, 0).is_empty());
+        assert!(drift_sentences("x", &d, 0, false).is_empty());
     }
 
     #[test]
@@ -410,15 +429,14 @@ mod tests {
         assert!(t.first_run_excluded && t.n == 4);
         close(t.slope, 2.1, 1e-12);
         assert!(!t.drift);
-        let words = drift_sentences("lab2 zfs select-only c=1", &d, 0);
+        let words = drift_sentences("lab2 zfs select-only c=1", &d, 0, false);
         assert_eq!(words.len(), 1);
         assert!(words[0].starts_with(
             "lab2 zfs select-only c=1: the first counted run is an outlier (812 tps against a median of 1041 tps for the other 4)"
         ));
         assert!(words[0].ends_with("add `warmup = 1` to the workload."));
-        assert!(
-            drift_sentences("x", &d, 2)[0].ends_with("raise `warmup` (now 2) for the workload.")
-        );
+        assert!(drift_sentences("x", &d, 2, false)[0]
+            .ends_with("raise `warmup` (now 2) for the workload."));
         // With 4 runs and the first left out, 3 remain: no trend test.
         let d = drift_tps(&[812.0, 1040.0, 1035.0, 1050.0]).unwrap();
         assert!(d.first_run.outlier && d.trend.is_none());
@@ -461,7 +479,7 @@ mod tests {
     #[test]
     fn a_latency_drift_is_said_in_ms() {
         let d = drift(&[4.0, 4.1, 4.2, 4.3, 4.4], Metric::Latency).unwrap();
-        let w = drift_sentences("lab1 ext4 rated c=4", &d, 1);
+        let w = drift_sentences("lab1 ext4 rated c=4", &d, 1, false);
         assert!(
             w[0].starts_with(
                 "lab1 ext4 rated c=4: latency rose 9.5% over 5 runs (trend p < 0.001)"
@@ -469,7 +487,7 @@ mod tests {
             "{w:?}"
         );
         let d = drift(&[6.0, 4.0, 4.02, 4.02, 4.0], Metric::Latency).unwrap();
-        assert!(drift_sentences("x", &d, 0)[0].starts_with(
+        assert!(drift_sentences("x", &d, 0, false)[0].starts_with(
             "x: the first counted run is an outlier (6.00 ms against a median of 4.01 ms"
         ));
     }

@@ -311,6 +311,11 @@ pub struct Row {
     /// SQL scripts: this row's median on-disk size (du) ÷ the baseline's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub on_disk_vs_baseline: Option<f64>,
+    /// This host's variants ran in alternation for this workload and
+    /// client count (their runs interleaved in time, in every bundle that
+    /// ran two or more of them: [`alternated`]), so drift hit them alike.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub alternated: bool,
 }
 
 impl Row {
@@ -324,7 +329,9 @@ impl Row {
     pub fn warnings(&self) -> Vec<String> {
         let label = self.label();
         let mut out = match &self.drift {
-            Some(d) => drift::drift_sentences(&label, d, self.stats.warmups_excluded),
+            Some(d) => {
+                drift::drift_sentences(&label, d, self.stats.warmups_excluded, self.alternated)
+            }
             None => Vec::new(),
         };
         if let Some(s) = self.sizes_check.as_ref().filter(|s| !s.agree) {
@@ -575,6 +582,7 @@ fn build(
 
     let groups = group_stats(cells, &opts.stats);
     let run_order = counted_in_run_order(sources);
+    let alternated = alternated(sources);
     let warmups_excluded = cells
         .iter()
         .filter(|c| c.params.warmup && matches!(c.status, CellStatus::Done { .. }))
@@ -676,6 +684,11 @@ fn build(
                         drift,
                         sizes_check: drift::size_check(g),
                         on_disk_vs_baseline,
+                        alternated: alternated.contains(&(
+                            g.key.host.as_str(),
+                            g.key.workload.as_str(),
+                            g.key.clients,
+                        )),
                     }
                 })
                 .collect();
@@ -789,6 +802,50 @@ fn counted_in_run_order<'a>(sources: &[Source<'a>]) -> BTreeMap<GroupKey, Vec<&'
             v.sort_by_key(|&(i, repeat, _)| (i, repeat));
             (k, v.into_iter().map(|(_, _, run)| run).collect())
         })
+        .collect()
+}
+
+/// (host, workload, clients): the runs of one table row block.
+type RunKey<'a> = (&'a str, &'a str, u32);
+
+/// The (host, workload, clients) whose variants ran in alternation: in
+/// every bundle where the host ran two or more variants of it, some
+/// variant's runs (warm-ups too; by start time, which one bundle writes
+/// one way) come in two or more stretches with another's between them.
+/// Sequential sweeps run each variant's runs in one stretch.
+fn alternated<'a>(sources: &[Source<'a>]) -> BTreeSet<RunKey<'a>> {
+    // key → per bundle: is it alternated (None: one variant only there)
+    let mut seen: BTreeMap<RunKey<'a>, Vec<Option<bool>>> = BTreeMap::new();
+    for s in sources {
+        // key → (started, variant) of each run
+        let mut runs: BTreeMap<RunKey<'a>, Vec<(&'a str, &'a str)>> = BTreeMap::new();
+        for c in s.cells {
+            let (CellStatus::Done { .. }, Some(started)) = (&c.status, c.started.as_deref()) else {
+                continue;
+            };
+            let p = &c.params;
+            runs.entry((p.host.as_str(), p.workload.as_str(), p.clients))
+                .or_default()
+                .push((started, p.filesystem.as_str()));
+        }
+        for (key, mut v) in runs {
+            v.sort();
+            let mut stretches: BTreeMap<&str, usize> = BTreeMap::new();
+            for (i, (_, fs)) in v.iter().enumerate() {
+                if i == 0 || v[i - 1].1 != *fs {
+                    *stretches.entry(fs).or_default() += 1;
+                }
+            }
+            let verdict = (stretches.len() > 1).then(|| stretches.values().any(|n| *n > 1));
+            seen.entry(key).or_default().push(verdict);
+        }
+    }
+    seen.into_iter()
+        .filter(|(_, v)| {
+            let known: Vec<bool> = v.iter().flatten().copied().collect();
+            !known.is_empty() && known.iter().all(|a| *a)
+        })
+        .map(|(k, _)| k)
         .collect()
 }
 
