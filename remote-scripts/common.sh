@@ -1094,6 +1094,11 @@ verb_teardown() {
 	_t_mnt=$(opt mnt "" ${1+"$@"})
 	_t_pool=$(opt pool "" ${1+"$@"})
 	_t_bin=$(opt pg_bin "" ${1+"$@"})
+	_t_work=$(opt work "" ${1+"$@"})
+	if [ -n "$_t_work" ]; then
+		check_abs work "$_t_work"
+		case $_t_work/ in */../* | */./*) usage_die "work=$_t_work has . or .. parts" ;; esac
+	fi
 	_t_fail=
 	# 1. PostgreSQL (only when its data dir is reachable: mounted or not).
 	if [ -n "$_t_mnt" ] && [ -n "$_t_bin" ] && [ -f "${_t_mnt%/}/pgdata/postmaster.pid" ]; then
@@ -1178,6 +1183,23 @@ verb_teardown() {
 		esac
 	else
 		kv device "untouched: $(printf '%s' "$_t_why" | tr '\n' ' ')"
+	fi
+	# 5. Per-transaction logs (pgbench -l) that a failed, timed-out or
+	#    interrupted run left under work= (a run that ended had its logs
+	#    fetched and removed): they grow with every transaction, on the
+	#    host's own disk.  Only <work>/runs/<cell>/txlog folders, never
+	#    through a link.
+	if [ -n "$_t_work" ]; then
+		_t_n=0
+		for _t_d in "${_t_work%/}"/runs/*/txlog; do
+			[ -d "$_t_d" ] || continue
+			if [ -L "$_t_d" ] || [ -L "${_t_d%/txlog}" ] || [ -L "${_t_work%/}/runs" ]; then
+				log "not removing $_t_d: a symbolic link on its path"
+				continue
+			fi
+			if try rm -rf "$_t_d"; then _t_n=$((_t_n + 1)); else _t_fail="$_t_fail txlog"; fi
+		done
+		kv txlogs_removed "$_t_n"
 	fi
 	[ -z "$_t_fail" ] || die "could not clean:$_t_fail"
 }

@@ -426,8 +426,23 @@ scenario_half() {
 	ok half_postgres_cell
 	# Only mkfs done.
 	step make_fs2 0 make-fs ident="$IDENT" dev="$LOOP" allowed="$LOOP" fs=btrfs
-	step teardown2 0 teardown dev="$LOOP" allowed="$LOOP" fs=btrfs mnt="$TMP/mnt" pg_bin="$PG_BIN"
+	# Per-transaction logs that killed runs left under work=: removed; one
+	# reached through a link is not, nor is a run's other output.
+	_w=$TMP/work
+	mkdir -p "$_w/runs/c1/txlog" "$_w/runs/c2/txlog" "$TMP/elsewhere/txlog"
+	echo 1 >"$_w/runs/c1/txlog/pgbench_log.41"
+	echo 2 >"$_w/runs/c2/txlog/pgbench_log.42.1"
+	echo out >"$_w/runs/c1/stdout"
+	echo keep >"$TMP/elsewhere/txlog/pgbench_log.43"
+	ln -s "$TMP/elsewhere" "$_w/runs/c3"
+	step teardown2 0 teardown dev="$LOOP" allowed="$LOOP" fs=btrfs mnt="$TMP/mnt" pg_bin="$PG_BIN" work="$_w"
 	[ "$(value device)" = blank ] || fail "teardown2: $(value device)"
+	[ "$(value txlogs_removed)" = 2 ] || fail "teardown2 txlogs_removed: $(value txlogs_removed)"
+	[ -e "$_w/runs/c1/txlog" ] && fail "c1's txlog left"
+	[ -e "$_w/runs/c2/txlog" ] && fail "c2's txlog left"
+	[ -f "$_w/runs/c1/stdout" ] || fail "a run's stdout was removed"
+	[ -f "$TMP/elsewhere/txlog/pgbench_log.43" ] || fail "removed through a link"
+	step teardown2_dots 2 teardown dev="$LOOP" allowed="$LOOP" fs=btrfs mnt="$TMP/mnt" work="$_w/runs/c3/.."
 	ok half_mkfs_only
 	# A zfs pool, created and mounted, nothing else.
 	FS=zfs

@@ -237,6 +237,8 @@ impl Calls<'_> {
             .arg("pg_bin", self.host.pg_bin_or_hint())
             .arg("pg_user", self.host.pg_user.as_str())
             .arg("cell", &self.paths.pg_dir)
+            // The per-transaction logs a killed run left are removed too.
+            .arg("work", &self.paths.work)
     }
 
     pub fn sizes(&self, c: &Cell) -> Call {
