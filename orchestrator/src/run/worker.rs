@@ -33,6 +33,21 @@ use crate::results::model::{
 use crate::results::stats::Metric;
 use crate::text::{json_pretty_bytes, now_rfc3339, sha256_hex, tail_lines};
 
+/// A command's stderr without the lines that are for fsmatrix alone (the
+/// persistent shell's process group, the live view's): what it said, for
+/// the commands log and an error's tail.
+fn said_stderr(stderr: &str) -> String {
+    let mut out = String::new();
+    for l in stderr
+        .lines()
+        .filter(|l| !l.starts_with("fsmatrix-pgid ") && !l.starts_with(LIVE_MARK))
+    {
+        out.push_str(l);
+        out.push('\n');
+    }
+    out
+}
+
 /// How the scripts mark a line for the live view only (`progress=live`):
 /// pgbench's `-P` lines, streamed as they come, never logged.
 pub const LIVE_MARK: &str = "fsmatrix-live ";
@@ -255,18 +270,21 @@ impl<'a, R: Remote> Worker<'a, R> {
         }
         .map_err(|e| StepError::remote(step, &e))?;
         log.push_str(&out.stdout_lossy());
-        for l in out
-            .stderr_lossy()
-            .lines()
-            .filter(|l| !l.starts_with("fsmatrix-pgid ") && !l.starts_with(LIVE_MARK))
-        {
+        let said = said_stderr(&out.stderr_lossy());
+        for l in said.lines() {
             log.push_str("! ");
             log.push_str(l);
             log.push('\n');
         }
         log.push_str(&format!("# {}\n", out.status));
         if !out.status.success() {
-            return Err(StepError::status(step, &out));
+            // The error's stderr tail is what the script said, without
+            // the live view's lines (a failed run's last seconds of tps).
+            let shown = ExecOutput {
+                stderr: said.into_bytes(),
+                ..out
+            };
+            return Err(StepError::status(step, &shown));
         }
         Ok((Kv::parse(&out.stdout_lossy()), out))
     }

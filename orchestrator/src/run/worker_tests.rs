@@ -1009,6 +1009,33 @@ async fn latency_logs_are_fetched_removed_and_measured() {
     );
 }
 
+/// A run that fails after pgbench streamed some seconds: the cell's
+/// stderr tail is what went wrong, not the live view's tps lines.
+#[tokio::test]
+async fn a_failed_runs_tail_leaves_out_the_live_lines() {
+    let (inv, p) = setup("1", false);
+    let remote = stand_in_for(&inv);
+    remote.respond(
+        "linux.sh run ",
+        ExecOutput {
+            status: crate::remote::ExitStatus::Code { code: 1 },
+            stdout: b"status=2\n".to_vec(),
+            stderr: b"fsmatrix-live progress: 1.0 s, 812.5 tps, lat 1.229 ms stddev 0.412\n\
+                      fsmatrix-live progress: 2.0 s, 790.0 tps, lat 1.301 ms stddev 0.5\n\
+                      pgbench: error: client 0 aborted in command 1 of script 0\n\
+                      error: run: pgbench exited 2\n"
+                .to_vec(),
+        },
+    );
+    let ran = run_worker(&inv, &p, &remote, no_cancel()).await;
+    let r = &ran.results[0];
+    assert_eq!(r["status"]["state"], "failed", "{r}");
+    let tail = r["status"]["stderr_tail"].as_str().unwrap_or_default();
+    assert!(tail.contains("client 0 aborted"), "{tail}");
+    assert!(tail.contains("pgbench exited 2"), "{tail}");
+    assert!(!tail.contains("fsmatrix-live"), "{tail}");
+}
+
 #[tokio::test]
 async fn each_end_of_work_is_timed_and_re_estimates_and_runs_stream_their_tps() {
     let (inv, p) = setup("2", false);
