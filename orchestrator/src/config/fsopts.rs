@@ -409,6 +409,22 @@ const BSD_MOUNT: &[(&str, V)] = &[
     ("rw", V::No),
 ];
 
+// hammer, hammer2 mount: DragonFly's standard options (sbin/mount/mntopts.h
+// MOPT_STDOPTS, which mount_hammer.c and mount_hammer2.c take): no async or
+// sync, which only mount_ufs adds (`mount_hammer: -o async: option not
+// supported`, exit 1, after mkfs and before PostgreSQL: refused at plan time
+// instead).
+const DRAGONFLY_STD_MOUNT: &[(&str, V)] = &[
+    ("noatime", V::No),
+    ("atime", V::No),
+    ("noclusterr", V::No),
+    ("noclusterw", V::No),
+    ("noexec", V::No),
+    ("nosuid", V::No),
+    ("nosymfollow", V::No),
+    ("rw", V::No),
+];
+
 // hammer mount: DragonFly mount_hammer(8),
 // https://man.dragonflybsd.org/?command=mount_hammer&section=8: nohistory
 // (no fine-grained history: the study's tuning).  Left out: master=id and
@@ -455,8 +471,12 @@ fn mount_tables(fs: FsType) -> (&'static [&'static [(&'static str, V)]], &'stati
         FsType::Xfs => (&[XFS_MOUNT, LINUX_MOUNT], "xfs(5), mount(8)"),
         FsType::Btrfs => (&[BTRFS_MOUNT, LINUX_MOUNT], "btrfs(5), mount(8)"),
         FsType::Zfs => (&[ZFS_MOUNT], "zfsprops(7)"),
-        FsType::Hammer => (&[BSD_MOUNT, HAMMER_MOUNT], "mount(8), mount_hammer(8)"),
-        FsType::Ufs | FsType::Hammer2 => (&[BSD_MOUNT], "mount(8)"),
+        FsType::Hammer => (
+            &[DRAGONFLY_STD_MOUNT, HAMMER_MOUNT],
+            "mount(8), mount_hammer(8)",
+        ),
+        FsType::Hammer2 => (&[DRAGONFLY_STD_MOUNT], "mount(8), mount_hammer2(8)"),
+        FsType::Ufs => (&[BSD_MOUNT], "mount(8)"),
     }
 }
 
@@ -700,9 +720,15 @@ pub fn check_mount(fs: FsType, opt: &MountOption) -> Result<(), String> {
         .flat_map(|t| t.iter())
         .find(|(key, _)| *key == k)
     else {
+        let why = match (fs, k) {
+            (FsType::Hammer | FsType::Hammer2, "async" | "sync") => {
+                "DragonFly's mount_hammer and mount_hammer2 take only the standard options, \
+                 which have no async or sync: the mount would fail"
+            }
+            _ => "it names a device or a path, or is not a performance option",
+        };
         return Err(format!(
-            "mount option `{k}` is not allowed for {} (it names a device or a path, or is not a \
-             performance option); {}",
+            "mount option `{k}` is not allowed for {} ({why}); {}",
             fs.as_str(),
             valid()
         ));
@@ -873,11 +899,34 @@ mod tests {
             (Btrfs, "compress=/x"),
             (Zfs, "ro"),
             (Ufs, "update"),
+            (Hammer, "async"),
+            (Hammer, "sync"),
+            (Hammer2, "async"),
+            (Hammer2, "sync"),
         ] {
             let e = mount(fs, o).expect_err(o);
             assert!(e.starts_with("mount option `"), "{o}: {e}");
             assert!(e.contains("valid for"), "{o}: {e}");
         }
+    }
+
+    #[test]
+    fn hammer_async_is_refused_with_dragonflys_reason() {
+        let e = mount(FsType::Hammer, "async").expect_err("async");
+        assert!(
+            e.contains("mount_hammer and mount_hammer2 take only the standard options, which have no async or sync"),
+            "{e}"
+        );
+        assert!(
+            e.contains("valid for hammer (mount(8), mount_hammer(8)): "),
+            "{e}"
+        );
+        assert!(e.contains("nohistory") && !e.contains("async,"), "{e}");
+        let e = mount(FsType::Hammer2, "sync").expect_err("sync");
+        assert!(
+            e.contains("no async or sync") && !e.contains("nohistory"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -919,8 +968,12 @@ mod tests {
             (Btrfs, "nodatasum"),
             (Zfs, "noatime"),
             (Ufs, "async"),
+            (Ufs, "sync"),
             (Ufs, "noatime"),
             (Hammer, "noatime"),
+            (Hammer, "nohistory"),
+            (Hammer, "noclusterw"),
+            (Hammer2, "noatime"),
         ] {
             if let Err(e) = mount(fs, o) {
                 panic!("{fs:?} {o}: {e}");
