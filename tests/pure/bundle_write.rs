@@ -331,6 +331,12 @@ fn reopen_after_a_crash_reads_the_journal_and_closes_clean() {
             f.write_all(b"{\"cell_id\":\"c0")
         })
         .unwrap();
+    // timings.jsonl: one whole line, then a torn one.
+    fs::write(
+        root.join("data/timings.jsonl"),
+        b"{\"host\":\"h\",\"kind\":\"setup\"}\n{\"host\":\"h\",\"ki",
+    )
+    .unwrap();
     fs::write(
         root.join("data/cells/c03/.fsmx-tmp.run-1-1.out.999"),
         b"partial",
@@ -350,6 +356,11 @@ fn reopen_after_a_crash_reads_the_journal_and_closes_clean() {
     b.discard_cell("c03").unwrap();
     write_cell(&mut b, &cells[1]);
     write_cell(&mut b, &cells[2]);
+    b.append_jsonl(
+        "timings.jsonl",
+        &serde_json::json!({"host": "h", "kind": "load"}),
+    )
+    .unwrap();
     let root = b.close(SweepStatus::Complete).unwrap();
     let r = verify(&root).unwrap();
     assert!(r.is_ok(), "{:?}", r.problems);
@@ -372,6 +383,13 @@ fn reopen_after_a_crash_reads_the_journal_and_closes_clean() {
         })
         .collect();
     assert_eq!(ids, ["c01", "c02", "c03"], "{text}");
+    // timings.jsonl: the torn line is gone, the one appended after the
+    // reopen is whole on its own line.
+    let text = fs::read_to_string(root.join("data/timings.jsonl")).unwrap();
+    assert_eq!(
+        text,
+        "{\"host\":\"h\",\"kind\":\"setup\"}\n{\"host\":\"h\",\"kind\":\"load\"}\n"
+    );
 }
 
 #[test]

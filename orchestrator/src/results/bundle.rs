@@ -220,8 +220,9 @@ impl Bundle {
     }
 
     /// Open an existing bundle to continue it (resume): reads the journal
-    /// back, drops a torn last line of the journal and of data/results.jsonl
-    /// (a crash mid-append), and records that it was reopened.
+    /// back, drops a torn last line of the journal, of data/results.jsonl
+    /// and of data/timings.jsonl (a crash mid-append), and records that it
+    /// was reopened.
     pub fn open(dir: &Path) -> Result<Self, BundleError> {
         let not = |why: String| BundleError::NotABundle {
             path: dir.to_owned(),
@@ -269,15 +270,19 @@ impl Bundle {
                 outcomes.insert(cell.clone(), outcome.clone());
             }
         }
+        // The files a sweep appends to: a line torn by the crash would glue
+        // itself to the first line appended now, and both be lost.
         let mut appended = BTreeSet::new();
-        let results = dir.join("data").join(RESULTS_JSONL);
-        if results.is_file() {
-            let bytes = fs::read(&results).map_err(|e| BundleError::io("read", &results, e))?;
-            let intact = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
-            if intact != bytes.len() {
-                truncate_to(&results, intact as u64)?;
+        for name in [RESULTS_JSONL, super::timings::TIMINGS_JSONL] {
+            let path = dir.join("data").join(name);
+            if path.is_file() {
+                let bytes = fs::read(&path).map_err(|e| BundleError::io("read", &path, e))?;
+                let intact = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+                if intact != bytes.len() {
+                    truncate_to(&path, intact as u64)?;
+                }
+                appended.insert(format!("data/{name}"));
             }
-            appended.insert(format!("data/{RESULTS_JSONL}"));
         }
         fs::create_dir_all(dir.join("data"))
             .map_err(|e| BundleError::io("create", &dir.join("data"), e))?;
