@@ -128,3 +128,46 @@ fn quiet_and_verbose_together_are_refused() {
         .code(2)
         .stderr(predicate::str::contains("cannot be used with"));
 }
+
+/// `run` says where each value it took from an ssh config came from, as
+/// `plan` and `check` do, before it connects (here to a closed port on
+/// loopback: nothing runs, exit 2).
+#[test]
+fn run_says_where_its_ssh_config_values_came_from() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("ssh_config");
+    std::fs::write(
+        &config,
+        "Host bench-closed\n    HostName 127.0.0.1\n    Port 1\n    User root\n",
+    )
+    .unwrap();
+    let known = tmp.path().join("known_hosts");
+    std::fs::write(&known, "").unwrap();
+    let key = tmp.path().join("id_ed25519");
+    std::fs::write(&key, "").unwrap();
+    let inv = tmp.path().join("inventory.toml");
+    std::fs::write(
+        &inv,
+        format!(
+            "ssh_config = {:?}\n[defaults]\nos = \"linux\"\nknown_hosts = {:?}\nidentity_file = {:?}\n\
+             [[host]]\nname = \"one\"\naddress = \"bench-closed\"\ndevices = [\"/dev/vdb\"]\n",
+            config.display(),
+            known.display(),
+            key.display()
+        ),
+    )
+    .unwrap();
+    let o = fsmatrix()
+        .args(["run", "-i"])
+        .arg(&inv)
+        .args(["-m", "matrix/quick.toml", "--out"])
+        .arg(tmp.path().join("out"))
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("one: address 127.0.0.1"), "{err}");
+    assert!(err.contains("HostName"), "{err}");
+    assert!(err.contains("port 1"), "{err}");
+}
