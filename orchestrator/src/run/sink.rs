@@ -95,7 +95,11 @@ impl Sink {
     /// Update `host`'s ETA with `f`; the timing it gives (work that ended)
     /// goes to the bundle's `timings.jsonl`, and the new estimate out as
     /// an event.  A host without an ETA (check, plan) is left alone.
-    fn eta_update(&self, host: &str, f: impl FnOnce(&mut HostEta, Instant) -> Option<Timing>) {
+    fn eta_update<T: IntoIterator<Item = Timing>>(
+        &self,
+        host: &str,
+        f: impl FnOnce(&mut HostEta, Instant) -> T,
+    ) {
         let now = Instant::now();
         let (timing, event) = {
             let mut book = self.etas();
@@ -112,7 +116,7 @@ impl Sink {
             };
             (timing, event)
         };
-        if let Some(t) = timing {
+        for t in timing {
             if self.broken().is_none() {
                 if let Err(e) = self.with_bundle(|b| b.append_jsonl(TIMINGS_JSONL, &t)) {
                     // Only the ETA's history loses a line: not a reason to stop.
@@ -140,7 +144,7 @@ impl Sink {
     pub fn eta_finish(&self, host: &str) {
         self.eta_update(host, |eta, _| {
             eta.finish();
-            None
+            None::<Timing>
         });
     }
 
@@ -193,7 +197,8 @@ impl Sink {
         })
     }
 
-    /// Record a cell's end (files, result, journal), count it, say it.
+    /// Record a cell's end (files, result, journal), count it, say it, and
+    /// estimate the host's remaining time again.
     pub fn record(
         &self,
         cell: &Cell,
@@ -201,6 +206,20 @@ impl Sink {
         files: &[(String, Vec<u8>)],
         tally: &mut HostTally,
     ) {
+        let done = self.record_only(cell, result, files, tally) == Outcome::Done;
+        self.eta_update(cell.host.as_str(), |eta, now| {
+            eta.cell_ended(&cell.id, done, now)
+        });
+    }
+
+    /// [`Sink::record`] without the new estimate (its caller gives one).
+    fn record_only(
+        &self,
+        cell: &Cell,
+        result: &CellResult,
+        files: &[(String, Vec<u8>)],
+        tally: &mut HostTally,
+    ) -> Outcome {
         let host = cell.host.as_str().to_string();
         // Once a record failed, nothing more is appended: a small write that
         // fits after a torn one would bury it mid-file (resume drops only a
@@ -226,24 +245,33 @@ impl Sink {
         let outcome = Outcome::of(&result.status);
         tally.count(outcome);
         self.emit(RunEvent::CellEnded {
-            host: host.clone(),
+            host,
             cell: cell.id.clone(),
             outcome,
             planned: Duration::from_secs(cell_secs(cell)),
         });
-        self.eta_update(&host, |eta, now| {
-            eta.cell_ended(&cell.id, outcome == Outcome::Done, now)
-        });
+        outcome
     }
 
-    /// Record every cell in `cells` as not run, with `reason`.
+    /// Record every cell in `cells` as not run, with `reason`; one new
+    /// estimate for them all (a host that was not ready, or a sweep cut
+    /// short, would otherwise say its ETA once per cell in the same instant).
     pub fn record_not_run(&self, cells: &[&Cell], reason: &str, tally: &mut HostTally) {
         for c in cells {
             let status = CellStatus::NotRun {
                 reason: reason.to_string(),
             };
-            self.record(c, &unrun(c, status), &[], tally);
+            self.record_only(c, &unrun(c, status), &[], tally);
         }
+        let Some(first) = cells.first() else {
+            return;
+        };
+        self.eta_update(first.host.as_str(), |eta, now| {
+            cells
+                .iter()
+                .filter_map(|c| eta.cell_ended(&c.id, false, now))
+                .collect::<Vec<_>>()
+        });
     }
 
     /// Record an adaptive repeat that the CI target made unnecessary.

@@ -1009,6 +1009,31 @@ async fn latency_logs_are_fetched_removed_and_measured() {
     );
 }
 
+/// Cells recorded as not run together (here: a sweep interrupted before
+/// its first cell) get one new estimate between them, not one each.
+#[tokio::test]
+async fn cells_not_run_together_are_estimated_once() {
+    let (inv, p) = setup("4", false);
+    assert_eq!(p.cells.len(), 4);
+    let remote = stand_in_for(&inv);
+    let (_tx, cancelled) = watch::channel(true);
+    let ran = run_worker(&inv, &p, &remote, cancelled).await;
+    assert_eq!(ran.tally.not_run, 4, "{:?}", ran.tally);
+    let etas = ran
+        .events
+        .iter()
+        .filter(|e| matches!(e, RunEvent::Eta { .. }))
+        .count();
+    // One for the four cells (the teardown after an interrupt is not timed).
+    assert_eq!(etas, 1, "estimates for 4 cells not run: {:?}", ran.events);
+    let ended = ran
+        .events
+        .iter()
+        .filter(|e| matches!(e, RunEvent::CellEnded { .. }))
+        .count();
+    assert_eq!(ended, 4);
+}
+
 /// A run that fails after pgbench streamed some seconds: the cell's
 /// stderr tail is what went wrong, not the live view's tps lines.
 #[tokio::test]
