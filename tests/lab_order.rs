@@ -89,6 +89,33 @@ fn bundle_in(out: &Path) -> PathBuf {
     v[0].clone()
 }
 
+/// `fsmatrix run -q` of `inv` and `matrix` into `out`: its exit code and
+/// what it printed (also shown on the test's stderr, with the time taken).
+fn run_quiet(inv: &Path, matrix: &Path, out: &Path) -> (Option<i32>, String) {
+    let t0 = Instant::now();
+    let o = fsmatrix()
+        .args(["run", "-q", "--inventory"])
+        .arg(inv)
+        .arg("--matrix")
+        .arg(matrix)
+        .arg("--out")
+        .arg(out)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run fsmatrix");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    eprintln!(
+        "fsmatrix run -> {:?} in {:.1} s\n{text}",
+        o.status.code(),
+        t0.elapsed().as_secs_f64()
+    );
+    (o.status.code(), text)
+}
+
 /// An inventory of lab1 with its own device and `second`, and an
 /// interleaved matrix of ext4 and xfs, 2 repeats of `duration`:
 /// (folder, inventory, matrix).
@@ -150,25 +177,8 @@ fn interleaved_sweep_alternates_two_clusters_on_two_devices() {
     assert!(text.contains("runs: A B A B (4 runs)"), "{text}");
 
     let out = tmp.path().join("out");
-    let t0 = Instant::now();
-    let o = fsmatrix()
-        .args(["run", "-q", "--inventory"])
-        .arg(&inv)
-        .arg("--matrix")
-        .arg(&matrix)
-        .arg("--out")
-        .arg(&out)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run fsmatrix");
-    eprintln!(
-        "fsmatrix run -> {:?} in {:.1} s\n{}{}",
-        o.status.code(),
-        t0.elapsed().as_secs_f64(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert_eq!(o.status.code(), Some(0), "every cell done");
+    let (code, _) = run_quiet(&inv, &matrix, &out);
+    assert_eq!(code, Some(0), "every cell done");
     let bundle = bundle_in(&out);
     let verify = fsmatrix()
         .arg("verify")
@@ -359,23 +369,8 @@ fn interleaved_clusters_that_would_not_fit_the_hosts_memory_are_refused() {
     let (code, text) = check(&sequential);
     assert_eq!(code, Some(0), "one cluster at a time fits: {text}");
 
-    let out = tmp.path().join("out");
-    let o = fsmatrix()
-        .args(["run", "-q", "-i"])
-        .arg(&inv)
-        .arg("-m")
-        .arg(&matrix)
-        .arg("--out")
-        .arg(&out)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run fsmatrix");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert_eq!(o.status.code(), Some(2), "nothing ran: {text}");
+    let (code, text) = run_quiet(&inv, &matrix, &tmp.path().join("out"));
+    assert_eq!(code, Some(2), "nothing ran: {text}");
     assert!(
         text.contains("2 PostgreSQL clusters run at once here"),
         "{text}"

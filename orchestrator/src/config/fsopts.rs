@@ -391,14 +391,14 @@ const UFS_MKFS: Flags = &[
     ("-t", V::No),
 ];
 
-// ufs, hammer, hammer2 mount: FreeBSD mount(8),
-// https://man.freebsd.org/cgi/man.cgi?query=mount&sektion=8, and DragonFly
+// ufs, hammer, hammer2 mount: the BSDs' standard options (FreeBSD and
+// DragonFly sbin/mount/mntopts.h MOPT_STDOPTS, FreeBSD mount(8),
+// https://man.freebsd.org/cgi/man.cgi?query=mount&sektion=8, DragonFly
 // mount(8), mount_hammer(8), mount_hammer2(8),
-// https://man.dragonflybsd.org/?command=mount_hammer&section=8.  Left out:
-// ro/rdonly, update, force, snapshot, union, nfsv4acls-like access changes.
-const BSD_MOUNT: &[(&str, V)] = &[
-    ("async", V::No),
-    ("sync", V::No),
+// https://man.dragonflybsd.org/?command=mount_hammer&section=8), which
+// mount_ufs, mount_hammer and mount_hammer2 all take.  Left out: ro/rdonly,
+// update, force, snapshot, union, nfsv4acls-like access changes.
+const BSD_STD_MOUNT: &[(&str, V)] = &[
     ("noatime", V::No),
     ("atime", V::No),
     ("noclusterr", V::No),
@@ -409,21 +409,11 @@ const BSD_MOUNT: &[(&str, V)] = &[
     ("rw", V::No),
 ];
 
-// hammer, hammer2 mount: DragonFly's standard options (sbin/mount/mntopts.h
-// MOPT_STDOPTS, which mount_hammer.c and mount_hammer2.c take): no async or
-// sync, which only mount_ufs adds (`mount_hammer: -o async: option not
-// supported`, exit 1, after mkfs and before PostgreSQL: refused at plan time
-// instead).
-const DRAGONFLY_STD_MOUNT: &[(&str, V)] = &[
-    ("noatime", V::No),
-    ("atime", V::No),
-    ("noclusterr", V::No),
-    ("noclusterw", V::No),
-    ("noexec", V::No),
-    ("nosuid", V::No),
-    ("nosymfollow", V::No),
-    ("rw", V::No),
-];
+// ufs mount: async and sync, which mount_ufs adds to the standard options.
+// mount_hammer and mount_hammer2 do not (`mount_hammer: -o async: option
+// not supported`, exit 1, after mkfs and before PostgreSQL: refused at plan
+// time instead).
+const UFS_MOUNT: &[(&str, V)] = &[("async", V::No), ("sync", V::No)];
 
 // hammer mount: DragonFly mount_hammer(8),
 // https://man.dragonflybsd.org/?command=mount_hammer&section=8: nohistory
@@ -471,12 +461,9 @@ fn mount_tables(fs: FsType) -> (&'static [&'static [(&'static str, V)]], &'stati
         FsType::Xfs => (&[XFS_MOUNT, LINUX_MOUNT], "xfs(5), mount(8)"),
         FsType::Btrfs => (&[BTRFS_MOUNT, LINUX_MOUNT], "btrfs(5), mount(8)"),
         FsType::Zfs => (&[ZFS_MOUNT], "zfsprops(7)"),
-        FsType::Hammer => (
-            &[DRAGONFLY_STD_MOUNT, HAMMER_MOUNT],
-            "mount(8), mount_hammer(8)",
-        ),
-        FsType::Hammer2 => (&[DRAGONFLY_STD_MOUNT], "mount(8), mount_hammer2(8)"),
-        FsType::Ufs => (&[BSD_MOUNT], "mount(8)"),
+        FsType::Hammer => (&[BSD_STD_MOUNT, HAMMER_MOUNT], "mount(8), mount_hammer(8)"),
+        FsType::Hammer2 => (&[BSD_STD_MOUNT], "mount(8), mount_hammer2(8)"),
+        FsType::Ufs => (&[BSD_STD_MOUNT, UFS_MOUNT], "mount(8)"),
     }
 }
 
