@@ -18,7 +18,7 @@
 use std::time::{Duration, Instant};
 
 use fsmatrix::results::html::render_html;
-use fsmatrix::results::model::*;
+use fsmatrix::model::*;
 use fsmatrix::results::report::{
     build_report, render_csv, render_json, render_markdown_report, Report, ReportOptions, Source,
 };

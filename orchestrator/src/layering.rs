@@ -59,7 +59,7 @@ fn no_module_below_the_commands_layer_imports_it() {
 
 #[test]
 fn plan_imports_neither_the_commands_layer_nor_the_run_engine() {
-    let text = include_str!("plan.rs");
+    let text = include_str!("plan/mod.rs");
     for m in ["commands", "cli", "run", "remote", "results"] {
         assert!(!imports(text, m), "plan.rs imports crate::{m}");
     }

@@ -12,6 +12,7 @@ pub mod db;
 pub mod eta;
 pub mod files;
 pub mod lab;
+pub mod model;
 pub mod load;
 pub mod plan;
 pub mod remote;

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 use std::path::{Path, PathBuf};
 
-use fsmatrix::results::model::*;
+use fsmatrix::model::*;
 use fsmatrix::results::{Bundle, SweepStatus};
 
 pub fn cell(id: &str, fs: &str, clients: u32, repeat: u32, status: CellStatus) -> CellResult {

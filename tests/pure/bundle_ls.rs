@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 
 use fsmatrix::results::bundle::CreateOptions;
 use fsmatrix::results::listing::{self, BundleKind, BundleSummary, ListStatus};
-use fsmatrix::results::model::CellStatus;
+use fsmatrix::model::CellStatus;
 use fsmatrix::results::{Bundle, SweepStatus};
 use serde_json::Value;
 

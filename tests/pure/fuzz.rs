@@ -618,7 +618,7 @@ fn has_non_finite(text: &str) -> bool {
 
 #[test]
 fn statistics_never_put_nan_or_inf_into_a_report() {
-    use fsmatrix::results::model::{CellStatus, RunMeasures};
+    use fsmatrix::model::{CellStatus, RunMeasures};
     let group = (
         0..3usize,
         proptest::collection::vec((odd_tps(), proptest::option::of(odd_tps())), 1..5),

@@ -3,7 +3,7 @@
 //! ZFS's, said in words in the Markdown, JSON and HTML reports and the run
 //! summary; and timelines of many runs drawn as a median with a min–max band.
 use fsmatrix::results::html::render_html;
-use fsmatrix::results::model::*;
+use fsmatrix::model::*;
 use fsmatrix::results::report::{
     build_report, render_json, render_markdown_report, Report, ReportOptions, Source,
 };

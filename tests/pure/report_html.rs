@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use fsmatrix::results::html::{render_html, PLOT_KINDS};
-use fsmatrix::results::model::*;
+use fsmatrix::model::*;
 use fsmatrix::results::report::{build_report, ReportOptions, Source};
 
 const CHROMIUM: &str = "/usr/bin/chromium";

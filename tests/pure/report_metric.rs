@@ -4,7 +4,7 @@
 //! and JSON; and p-values said once, one way.
 use fsmatrix::results::compare::Verdict;
 use fsmatrix::results::html::render_html;
-use fsmatrix::results::model::*;
+use fsmatrix::model::*;
 use fsmatrix::results::report::{
     build_report, render_json, render_markdown_report, Report, ReportOptions, Source,
 };

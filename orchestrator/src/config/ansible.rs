@@ -2116,7 +2116,7 @@ fn map_host(cx: &mut Cx<'_>, h: &Resolved<'_>) -> Result<Option<Entry>, ImportEr
         OsFound::Other(fact) => {
             return skip(
                 cx,
-                format!("{fact}; fsmatrix runs on linux, freebsd and dragonfly"),
+                format!("{fact}; fsmatrix runs on {}", Os::names(" and ")),
             );
         }
     };

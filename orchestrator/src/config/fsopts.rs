@@ -15,7 +15,7 @@
 //! them (`["-E", "stride=16,stripe_width=32"]`); a flag's value is the next
 //! entry or is attached (`-b4096`, `--nodesize=16k`).  The check runs on each
 //! variant's options after `vary` substitution.
-use super::inventory::Os;
+use super::os::Os;
 use super::matrix::FsType;
 use super::values::{MkfsOption, MountOption};
 

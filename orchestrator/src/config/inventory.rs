@@ -13,38 +13,7 @@ use super::values::{
     shown, AbsPath, Address, DevicePath, HostName, Label, PgSettingName, UserName, ValueError,
 };
 use super::walk::Tbl;
-
-/// Operating system of a host; checked against `uname -s` by `check`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Os {
-    Linux,
-    Freebsd,
-    Dragonfly,
-}
-
-impl Os {
-    pub const ALL: [Os; 3] = [Os::Linux, Os::Freebsd, Os::Dragonfly];
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Os::Linux => "linux",
-            Os::Freebsd => "freebsd",
-            Os::Dragonfly => "dragonfly",
-        }
-    }
-    pub fn parse(s: &str) -> Option<Os> {
-        Os::ALL.into_iter().find(|o| o.as_str() == s)
-    }
-    /// Where PostgreSQL's binaries are looked for when `pg_bin` is not given:
-    /// Debian/Ubuntu install per major version (`*` = newest found), the BSD
-    /// ports/dports into /usr/local/bin.
-    pub fn pg_bin_hint(self) -> &'static str {
-        match self {
-            Os::Linux => "/usr/lib/postgresql/*/bin",
-            Os::Freebsd | Os::Dragonfly => "/usr/local/bin",
-        }
-    }
-}
+pub use super::os::Os;
 
 /// Where the host runs; report metadata (and `lab` tells the run engine the
 /// host is a namespace of the local lab, on a loop device).
@@ -914,9 +883,10 @@ fn parse_host(
                     errs.push(
                         &s.span(),
                         format!(
-                            "unknown os `{}` in {}; valid: linux, freebsd, dragonfly",
+                            "unknown os `{}` in {}; valid: {}",
                             s.get_ref(),
-                            t.ctx
+                            t.ctx,
+                            Os::names(", ")
                         ),
                     );
                     None
@@ -926,8 +896,9 @@ fn parse_host(
             errs.push(
                 h.span,
                 format!(
-                    "{} has no `os`; set it here or in [defaults] (linux, freebsd, dragonfly)",
-                    h.ctx
+                    "{} has no `os`; set it here or in [defaults] ({})",
+                    h.ctx,
+                    Os::names(", ")
                 ),
             );
             None

@@ -12,7 +12,8 @@ use toml::de::{DeTable, DeValue};
 
 use super::error::{ConfigError, ConfigErrors, Errors, Source};
 use super::fsopts::{check_mkfs, check_mount};
-use super::inventory::{Host, Inventory, Os};
+use super::inventory::{Host, Inventory};
+use super::os::Os;
 use super::pgclass::{class_with_value, PgClass};
 use super::values::{
     check_vary_value, Label, MkfsOption, MountOption, PgSettingName, PgSettingValue,
@@ -2293,8 +2294,9 @@ fn rules(
                             None => errs.push(
                                 &s.span(),
                                 format!(
-                                    "unknown os `{}` in {ctx}; valid: linux, freebsd, dragonfly",
-                                    s.get_ref()
+                                    "unknown os `{}` in {ctx}; valid: {}",
+                                    s.get_ref(),
+                                    Os::names(", ")
                                 ),
                             ),
                         }
@@ -2410,8 +2412,9 @@ fn host_filter(
             None => errs.push(
                 &s.span(),
                 format!(
-                    "unknown os `{}` in [hosts]; valid: linux, freebsd, dragonfly",
-                    s.get_ref()
+                    "unknown os `{}` in [hosts]; valid: {}",
+                    s.get_ref(),
+                    Os::names(", ")
                 ),
             ),
         }

@@ -7,6 +7,7 @@ pub mod error;
 pub mod fsopts;
 pub mod inventory;
 pub mod matrix;
+pub mod os;
 pub mod pgclass;
 pub mod ssh_config;
 pub mod values;
@@ -15,7 +16,8 @@ mod walk;
 use std::path::Path;
 
 pub use error::{ConfigError, ConfigErrors};
-pub use inventory::{Auth, Become, Host, Inventory, Os, Platform};
+pub use inventory::{Auth, Become, Host, Inventory, Platform};
+pub use os::Os;
 pub use matrix::{
     Builtin, CiTarget, FsType, FsVariant, HostFilter, Jobs, Length, Matrix, Order, PgSetting,
     Repeats, Rule, SamplingRate, Scale, Workload, WorkloadKind, ZfsProperty,

@@ -4,7 +4,7 @@
 use super::pgbench::{parse_init, parse_run, ProgressSample as PgbenchSample, TpsKind};
 use super::psql::parse_psql;
 use crate::config::Length;
-use crate::results::model::{InitTimings, Phase, ProgressSample, RunMeasures, StatementTime};
+use crate::model::{InitTimings, Phase, ProgressSample, RunMeasures, StatementTime};
 use crate::text::json_pretty_bytes;
 
 /// A run's output read: its measures, or why it has none, and the files

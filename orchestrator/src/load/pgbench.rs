@@ -14,7 +14,7 @@
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::results::model::StatementLatency;
+pub use crate::model::StatementLatency;
 
 /// Everything parsed from one `pgbench` run (not `-i`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -30,7 +30,7 @@ use std::io::{BufRead, BufReader, Read};
 
 use flate2::read::MultiGzDecoder;
 
-use crate::results::model::LatencyPercentiles;
+use crate::model::LatencyPercentiles;
 
 /// The percentiles of a run's latency curve ([`LatencyPercentiles::curve_ms`]).
 pub const CURVE: [f64; 19] = [

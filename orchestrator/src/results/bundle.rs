@@ -21,7 +21,7 @@ use time::OffsetDateTime;
 
 use super::journal::{self, CellTally, Journal, JournalEvent, SweepStatus, JOURNAL_FILE};
 use super::manifest::{self, check_rel_path, sha256_file, TMP_PREFIX};
-use super::model::{CellResult, CellStatus, Sizes, CSV_HEADER};
+use crate::model::{CellResult, CellStatus, Sizes, CSV_HEADER};
 use super::BundleError;
 use crate::config::values::Label;
 use crate::text::{rfc3339, sha256_hex};

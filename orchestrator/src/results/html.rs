@@ -29,7 +29,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::model::{CellResult, CellStatus};
+use crate::model::{CellResult, CellStatus};
 use super::report::Report;
 use super::stats::{Metric, Summary};
 use super::view::{
@@ -1037,7 +1037,7 @@ fn table_html(out: &mut String, t: &TableView) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::model::*;
+    use crate::model::*;
     use super::super::report::{build_report, ReportOptions, Source};
     use super::*;
 

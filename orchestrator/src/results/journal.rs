@@ -38,7 +38,7 @@ impl SweepStatus {
 }
 
 /// How the cells recorded so far ended, by outcome (the names of
-/// [`CellStatus::name`](super::model::CellStatus::name)): a running total on
+/// [`CellStatus::name`](crate::model::CellStatus::name)): a running total on
 /// every `cell_done` line and the final one on `closed`, so that the
 /// journal's last lines say how far a sweep got (`fsmatrix ls` reads only
 /// the tail).  A cell re-run by `resume` is counted once, as it ended last.

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::model::{LatencyPercentiles, StatementLatency};
+use crate::model::{LatencyPercentiles, StatementLatency};
 use super::report::Report;
 use super::stats::GroupStats;
 
@@ -313,7 +313,7 @@ mod tests {
     }
 
     /// Two variants × 2 runs with logs and `-r` rows, as result.json holds them.
-    fn cells() -> Vec<crate::results::model::CellResult> {
+    fn cells() -> Vec<crate::model::CellResult> {
         let mut out = Vec::new();
         for (fs, base) in [("ext4", 1.0), ("xfs", 2.0)] {
             for repeat in 1..=2u32 {
@@ -393,7 +393,7 @@ mod tests {
         let plain: Vec<_> = cells
             .into_iter()
             .map(|mut c| {
-                if let crate::results::model::CellStatus::Done { run } = &mut c.status {
+                if let crate::model::CellStatus::Done { run } = &mut c.status {
                     run.latency_percentiles = None;
                     run.statement_latencies.clear();
                 }

@@ -4,7 +4,7 @@
 //! - [`journal`]: append-only `journal.jsonl` that drives resume.
 //! - [`manifest`]: sha256 helpers and manifest files.
 //! - [`verify`]: completeness and checksums of a bag ([`verify::verify`]).
-//! - [`model`]: what a cell's `result.json` / a `results.jsonl` line holds.
+//! - [`crate::model`] (below this module): what a cell's `result.json` / a `results.jsonl` line holds.
 //! - [`compare`]: variants against a baseline on one host (Welch, ratio CI).
 //! - [`stats`]: summaries and Student's t over counted repeats.
 //! - [`drift`]: order effects over a group's runs, and size agreement.
@@ -30,7 +30,6 @@ pub mod journal;
 pub mod latency;
 pub mod listing;
 pub mod manifest;
-pub mod model;
 pub mod report;
 pub mod signature;
 pub mod stats;
@@ -41,7 +40,7 @@ pub mod view;
 
 pub use bundle::Bundle;
 pub use journal::{JournalEvent, SweepStatus};
-pub use model::{CellParams, CellResult, CellStatus};
+pub use crate::model::{CellParams, CellResult, CellStatus};
 pub use verify::{verify, VerifyReport};
 
 /// Errors of the bundle layer.  Messages read after "failed to …".

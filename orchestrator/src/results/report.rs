@@ -14,8 +14,8 @@ use serde::Serialize;
 use super::bundle::{read_results_jsonl, RESULTS_JSONL};
 use super::compare::{self, Comparison};
 use super::drift::{self, Drift, SizeCheck};
-use super::model::RunMeasures;
-use super::model::{CellResult, CellStatus};
+use crate::model::RunMeasures;
+use crate::model::{CellResult, CellStatus};
 use super::stats::{group_stats, GroupKey, GroupStats, Metric, StatsOptions};
 use super::view::{
     Kind, ReportView, SizeText, TableView, NO_COUNTED_RUN, NO_RESULTS, NO_WINNER, PROBLEMS_HEADING,
@@ -1089,7 +1089,7 @@ pub fn render_json(r: &Report) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::model::*;
+    use crate::model::*;
     use super::*;
 
     #[test]
@@ -1228,7 +1228,7 @@ mod tests {
         // A record built in memory (from parsed text) is held to the same rule.
         let mut c = sample()[1].clone();
         if let CellStatus::Done { run } = &mut c.status {
-            run.progress.push(super::super::model::ProgressSample {
+            run.progress.push(crate::model::ProgressSample {
                 t_s: 1.0,
                 tps: f64::INFINITY,
                 latency_avg_ms: None,
@@ -1241,7 +1241,7 @@ mod tests {
             Some("status.run.progress[0].tps")
         );
         c.status = CellStatus::NotRun { reason: "x".into() };
-        c.init = Some(super::super::model::InitTimings {
+        c.init = Some(crate::model::InitTimings {
             total_s: Some(f64::NAN),
             phases: vec![],
         });

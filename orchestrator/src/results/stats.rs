@@ -11,7 +11,7 @@
 //! local lab, so counting it punishes whichever filesystem runs first).
 use serde::Serialize;
 
-use super::model::{CellParams, CellResult, CellStatus, ProgressSample, RunMeasures};
+use crate::model::{CellParams, CellResult, CellStatus, ProgressSample, RunMeasures};
 
 /// What a row is measured and compared on: the one choice every renderer
 /// (terminal summary, Markdown, HTML, JSON) and every check (noise, drift,
@@ -588,8 +588,8 @@ pub fn group_stats(cells: &[CellResult], opts: &StatsOptions) -> Vec<GroupStats>
         lag_max: Option<f64>,
         skipped: Option<u64>,
         late: Option<u64>,
-        tx_log: Vec<&'a super::model::LatencyPercentiles>,
-        stmt_lat: Vec<&'a [super::model::StatementLatency]>,
+        tx_log: Vec<&'a crate::model::LatencyPercentiles>,
+        stmt_lat: Vec<&'a [crate::model::StatementLatency]>,
         pg_db: Vec<f64>,
         per_second: Vec<f64>,
         warmups: usize,
@@ -828,7 +828,7 @@ mod tests {
     }
 
     fn cell(fs: &str, repeat: u32, warmup: bool, tps: f64) -> CellResult {
-        use super::super::model::*;
+        use crate::model::*;
         CellResult {
             schema: RESULT_SCHEMA,
             cell_id: format!("{fs}-{repeat}"),
@@ -914,7 +914,7 @@ mod tests {
         let mib = 1u64 << 20;
         let sized = |repeat: u32, warmup: bool, used: u64| {
             let mut c = cell("zfs", repeat, warmup, 100.0);
-            c.sizes = Some(crate::results::model::Sizes {
+            c.sizes = Some(crate::model::Sizes {
                 zfs_used_bytes: Some(used * mib),
                 zfs_referenced_bytes: Some((used - 1) * mib),
                 zfs_logicalused_bytes: Some(2 * used * mib),

@@ -8,7 +8,7 @@ use super::pgsettings::SettingUse;
 use super::verb::{scripts_dir, Call, Verb};
 use crate::config::{FsType, Host, Length, Scale, WorkloadKind, ZfsProperty};
 use crate::plan::Cell;
-use crate::results::model::FsSettings;
+use crate::model::FsSettings;
 
 /// The pool name fsmatrix gives every ZFS pool it makes (the guard knows
 /// `fsmx*` pools as its own).

@@ -13,7 +13,7 @@ use crate::eta::{work_of, Estimate, HostEta, Timing, Work};
 use crate::plan::{cell_secs, Cell};
 use crate::results::bundle::Bundle;
 use crate::results::journal::SweepStatus;
-use crate::results::model::{CellParams, CellResult, CellStatus, RESULT_SCHEMA};
+use crate::model::{CellParams, CellResult, CellStatus, RESULT_SCHEMA};
 use crate::results::timings::TIMINGS_JSONL;
 use crate::results::BundleError;
 

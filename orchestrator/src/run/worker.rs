@@ -27,7 +27,7 @@ use crate::eta::Work;
 use crate::load::measures::{init_timings, measure_pgbench, measure_psql, with_latency_log};
 use crate::plan::{Batch, Cell};
 use crate::remote::{ExecOptions, ExecOutput, Remote, RemoteCommand, RemoteError};
-use crate::results::model::{
+use crate::model::{
     CellResult, CellStatus, FsSettings, InitTimings, Sizes, RESULT_SCHEMA,
 };
 use crate::results::stats::Metric;

@@ -21,6 +21,8 @@ use crate::text::hms as format_duration;
 
 /// ETA constants.  Rough on purpose: they are only for "how long will this
 /// take", shown before a run and refined by the run engine as cells finish.
+pub mod work;
+
 pub mod eta {
     /// Per filesystem variant: mkfs + mount + initdb + start, and at the end
     /// stop + unmount + destroy.  The lab measured 3–40 s (zfs-fuse slowest);
@@ -659,7 +661,7 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
         // estimator (secs_min: without the repeats adaptive repeats may
         // not need).
         let host_cells: Vec<&Cell> = cells[first..].iter().collect();
-        let (secs, secs_min) = crate::eta::prior_total(&crate::eta::work_of(&host_cells));
+        let (secs, secs_min) = work::prior_total(&work::work_of(&host_cells));
         hosts.push(HostPlan {
             host: host.name.clone(),
             os: host.os,
