@@ -17,8 +17,8 @@
 //! builds byte for byte).
 use std::time::{Duration, Instant};
 
-use fsmatrix::results::html::render_html;
 use fsmatrix::model::*;
+use fsmatrix::results::html::render_html;
 use fsmatrix::results::report::{
     build_report, render_csv, render_json, render_markdown_report, Report, ReportOptions, Source,
 };

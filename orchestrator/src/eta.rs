@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 pub use crate::plan::work::{prior_total, work_of, Item, Work, WorkKind};
-use crate::plan::Plan;
+use crate::plan::{Cell, Plan};
 use crate::text::{hms, plus_minus};
 
 /// One piece of work that ended well on one host: how long its learned part

@@ -7,9 +7,9 @@ use super::bundle_common::{cell, done, make_bundle, write_cell};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use fsmatrix::model::CellStatus;
 use fsmatrix::results::bundle::CreateOptions;
 use fsmatrix::results::listing::{self, BundleKind, BundleSummary, ListStatus};
-use fsmatrix::model::CellStatus;
 use fsmatrix::results::{Bundle, SweepStatus};
 use serde_json::Value;
 

@@ -2,8 +2,8 @@
 //! first-run outlier over the counted runs, du's compression ratio against
 //! ZFS's, said in words in the Markdown, JSON and HTML reports and the run
 //! summary; and timelines of many runs drawn as a median with a min–max band.
-use fsmatrix::results::html::render_html;
 use fsmatrix::model::*;
+use fsmatrix::results::html::render_html;
 use fsmatrix::results::report::{
     build_report, render_json, render_markdown_report, Report, ReportOptions, Source,
 };

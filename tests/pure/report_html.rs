@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use fsmatrix::results::html::{render_html, PLOT_KINDS};
 use fsmatrix::model::*;
+use fsmatrix::results::html::{render_html, PLOT_KINDS};
 use fsmatrix::results::report::{build_report, ReportOptions, Source};
 
 const CHROMIUM: &str = "/usr/bin/chromium";

@@ -2,9 +2,9 @@
 //! latency (tps is the rate), a SQL script on its load time, led by each
 //! statement's time and the sizes, in the terminal summary, Markdown, HTML
 //! and JSON; and p-values said once, one way.
+use fsmatrix::model::*;
 use fsmatrix::results::compare::Verdict;
 use fsmatrix::results::html::render_html;
-use fsmatrix::model::*;
 use fsmatrix::results::report::{
     build_report, render_json, render_markdown_report, Report, ReportOptions, Source,
 };

@@ -15,8 +15,8 @@
 //! them (`["-E", "stride=16,stripe_width=32"]`); a flag's value is the next
 //! entry or is attached (`-b4096`, `--nodesize=16k`).  The check runs on each
 //! variant's options after `vary` substitution.
-use super::os::Os;
 use super::matrix::FsType;
+use super::os::Os;
 use super::values::{MkfsOption, MountOption};
 
 /// What a flag, a sub-option or a mount option takes.

@@ -8,12 +8,12 @@ use serde::{Deserialize, Serialize};
 use toml::de::{DeTable, DeValue};
 
 use super::error::{ConfigErrors, Errors, Source};
+pub use super::os::Os;
 use super::ssh_config::{self, ConfigFile, InventorySet, Resolved, Resolver, Sourced};
 use super::values::{
     shown, AbsPath, Address, DevicePath, HostName, Label, PgSettingName, UserName, ValueError,
 };
 use super::walk::Tbl;
-pub use super::os::Os;
 
 /// Where the host runs; report metadata (and `lab` tells the run engine the
 /// host is a namespace of the local lab, on a loop device).

@@ -17,11 +17,11 @@ use std::path::Path;
 
 pub use error::{ConfigError, ConfigErrors};
 pub use inventory::{Auth, Become, Host, Inventory, Platform};
-pub use os::Os;
 pub use matrix::{
     Builtin, CiTarget, FsType, FsVariant, HostFilter, Jobs, Length, Matrix, Order, PgSetting,
     Repeats, Rule, SamplingRate, Scale, Workload, WorkloadKind, ZfsProperty,
 };
+pub use os::Os;
 
 pub(crate) fn read_file(path: &Path) -> Result<String, ConfigErrors> {
     std::fs::read_to_string(path).map_err(|e| {

@@ -21,9 +21,9 @@ use time::OffsetDateTime;
 
 use super::journal::{self, CellTally, Journal, JournalEvent, SweepStatus, JOURNAL_FILE};
 use super::manifest::{self, check_rel_path, sha256_file, TMP_PREFIX};
-use crate::model::{CellResult, CellStatus, Sizes, CSV_HEADER};
 use super::BundleError;
 use crate::config::values::Label;
+use crate::model::{CellResult, CellStatus, Sizes, CSV_HEADER};
 use crate::text::{rfc3339, sha256_hex};
 
 pub const BAGIT_FILE: &str = "bagit.txt";

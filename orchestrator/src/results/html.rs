@@ -29,13 +29,13 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::model::{CellResult, CellStatus};
 use super::report::Report;
 use super::stats::{Metric, Summary};
 use super::view::{
     Kind, ReportView, SizeText, TableView, NO_COUNTED_RUN, NO_RESULTS, NO_WINNER, PROBLEMS_HEADING,
     TITLE, WARN,
 };
+use crate::model::{CellResult, CellStatus};
 use crate::text;
 
 mod latency_plot;
@@ -1037,9 +1037,9 @@ fn table_html(out: &mut String, t: &TableView) {
 
 #[cfg(test)]
 mod tests {
-    use crate::model::*;
     use super::super::report::{build_report, ReportOptions, Source};
     use super::*;
+    use crate::model::*;
 
     fn cell(fs: &str, clients: u32, repeat: u32, tps: f64, with_extras: bool) -> CellResult {
         CellResult {

@@ -11,9 +11,9 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::model::{LatencyPercentiles, StatementLatency};
 use super::report::Report;
 use super::stats::GroupStats;
+use crate::model::{LatencyPercentiles, StatementLatency};
 
 /// One counted run's percentiles, as the group keeps them.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -38,9 +38,9 @@ pub mod timings;
 pub mod verify;
 pub mod view;
 
+pub use crate::model::{CellParams, CellResult, CellStatus};
 pub use bundle::Bundle;
 pub use journal::{JournalEvent, SweepStatus};
-pub use crate::model::{CellParams, CellResult, CellStatus};
 pub use verify::{verify, VerifyReport};
 
 /// Errors of the bundle layer.  Messages read after "failed to …".

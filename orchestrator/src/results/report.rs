@@ -14,14 +14,14 @@ use serde::Serialize;
 use super::bundle::{read_results_jsonl, RESULTS_JSONL};
 use super::compare::{self, Comparison};
 use super::drift::{self, Drift, SizeCheck};
-use crate::model::RunMeasures;
-use crate::model::{CellResult, CellStatus};
 use super::stats::{group_stats, GroupKey, GroupStats, Metric, StatsOptions};
 use super::view::{
     Kind, ReportView, SizeText, TableView, NO_COUNTED_RUN, NO_RESULTS, NO_WINNER, PROBLEMS_HEADING,
     TITLE, WARN,
 };
 use super::BundleError;
+use crate::model::RunMeasures;
+use crate::model::{CellResult, CellStatus};
 use crate::text::csv_text;
 /// The cell records of a bundle: `data/results.jsonl`, or, when that is
 /// absent (a bundle closed before any cell finished writing it), every
@@ -1089,8 +1089,8 @@ pub fn render_json(r: &Report) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::model::*;
     use super::*;
+    use crate::model::*;
 
     #[test]
     fn stand_in_hosts_come_from_their_facts_and_are_labelled_everywhere() {

@@ -7,8 +7,8 @@ use super::facts::Kv;
 use super::pgsettings::SettingUse;
 use super::verb::{scripts_dir, Call, Verb};
 use crate::config::{FsType, Host, Length, Scale, WorkloadKind, ZfsProperty};
-use crate::plan::Cell;
 use crate::model::FsSettings;
+use crate::plan::Cell;
 
 /// The pool name fsmatrix gives every ZFS pool it makes (the guard knows
 /// `fsmx*` pools as its own).

@@ -25,11 +25,9 @@ use super::verb::{run_timeout, scripts_for, Call, Step, Verb};
 use crate::config::{FsType, Host, WorkloadKind};
 use crate::eta::Work;
 use crate::load::measures::{init_timings, measure_pgbench, measure_psql, with_latency_log};
+use crate::model::{CellResult, CellStatus, FsSettings, InitTimings, Sizes, RESULT_SCHEMA};
 use crate::plan::{Batch, Cell};
 use crate::remote::{ExecOptions, ExecOutput, Remote, RemoteCommand, RemoteError};
-use crate::model::{
-    CellResult, CellStatus, FsSettings, InitTimings, Sizes, RESULT_SCHEMA,
-};
 use crate::results::stats::Metric;
 use crate::text::{json_pretty_bytes, now_rfc3339, sha256_hex, tail_lines};
 
