@@ -1,0 +1,258 @@
+//! The import as a whole: Ansible's documented examples, the lab's three
+//! fixtures and format detection.
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::test_support::*;
+use super::*;
+use crate::config::Inventory;
+
+const FIXTURE_INI: &str = include_str!("../../../../tests/fixtures/ansible/hosts.ini");
+const FIXTURE_YAML: &str = include_str!("../../../../tests/fixtures/ansible/hosts.yml");
+const FIXTURE_JSON: &str = include_str!("../../../../tests/fixtures/ansible/list.json");
+
+// --- Ansible's own examples (inventory_guide/intro_inventory) --------
+
+const DOCS_INI: &str = "\
+mail.example.com
+
+[webservers]
+foo.example.com
+bar.example.com
+
+[dbservers]
+one.example.com
+two.example.com
+three.example.com
+
+[east]
+foo.example.com
+one.example.com
+two.example.com
+
+[west]
+bar.example.com
+three.example.com
+
+[prod:children]
+east
+
+[test:children]
+west
+";
+
+const DOCS_YAML: &str = "\
+all:
+  hosts:
+    mail.example.com:
+  children:
+    webservers:
+      hosts:
+        foo.example.com:
+        bar.example.com:
+    dbservers:
+      hosts:
+        one.example.com:
+        two.example.com:
+        three.example.com:
+    east:
+      hosts:
+        foo.example.com:
+        one.example.com:
+        two.example.com:
+    west:
+      hosts:
+        bar.example.com:
+        three.example.com:
+    prod:
+      children:
+        east:
+    test:
+      children:
+        west:
+";
+
+#[test]
+fn docs_ini_groups_and_children_become_tags() {
+    let i = imp("hosts", DOCS_INI);
+    assert_eq!(i.hosts, 6);
+    let inv = parse_filled(&i);
+    let names: Vec<String> = inv.hosts.iter().map(|h| h.name.to_string()).collect();
+    assert_eq!(
+        names,
+        [
+            "mail.example.com",
+            "foo.example.com",
+            "bar.example.com",
+            "one.example.com",
+            "two.example.com",
+            "three.example.com"
+        ]
+    );
+    let h = by_name(&inv);
+    // (host, tags: every group through children, but all/ungrouped)
+    for (host, want) in [
+        ("mail.example.com", vec![]),
+        ("foo.example.com", vec!["east", "prod", "webservers"]),
+        ("bar.example.com", vec!["test", "webservers", "west"]),
+        ("one.example.com", vec!["dbservers", "east", "prod"]),
+        ("three.example.com", vec!["dbservers", "test", "west"]),
+    ] {
+        assert_eq!(tags(h[host]), want, "{host}");
+        assert_eq!(h[host].address.as_str(), host);
+        assert_eq!(h[host].port, 22);
+    }
+}
+
+#[test]
+fn docs_yaml_gives_the_same_inventory_as_the_docs_ini() {
+    assert_eq!(detect(Path::new("hosts"), DOCS_YAML), AnsibleFormat::Yaml);
+    let y = imp("hosts.yml", DOCS_YAML);
+    let i = imp("hosts", DOCS_INI);
+    assert_eq!(body(&y.toml), body(&i.toml));
+    assert!(y.toml.starts_with(
+        "# fsmatrix inventory, imported from the Ansible inventory hosts.yml (YAML).\n"
+    ));
+}
+
+#[test]
+fn the_three_fixtures_describe_the_same_lab() {
+    let imported = [
+        ("hosts.ini", FIXTURE_INI),
+        ("hosts.yml", FIXTURE_YAML),
+        ("list.json", FIXTURE_JSON),
+    ]
+    .map(|(name, text)| imp(name, text));
+    let summary = |i: &Imported| -> BTreeMap<String, String> {
+        parse_filled(i)
+            .hosts
+            .iter()
+            .map(|h| {
+                (
+                    h.name.to_string(),
+                    format!(
+                        "{} {} {} {:?} {:?} {} {:?}",
+                        h.address,
+                        h.port,
+                        h.user,
+                        h.become_,
+                        h.auth,
+                        h.os.as_str(),
+                        tags(h)
+                    ),
+                )
+            })
+            .collect()
+    };
+    let ini = summary(&imported[0]);
+    assert_eq!(summary(&imported[1]), ini, "yaml");
+    assert_eq!(summary(&imported[2]), ini, "json");
+    let key = "Some(IdentityFile(\"~/.ssh/lab_ed25519\"))"
+        .replace("Some(", "")
+        .replace("))", ")");
+    let want: BTreeMap<String, String> = [
+        (
+            "alma9",
+            format!("10.0.1.161 22 bench None {key} linux [\"lab\", \"pg_linux\"]"),
+        ),
+        (
+            "deb12-kvm",
+            format!(
+                "10.0.1.159 22 bench Some(Sudo) {key} linux [\"lab\", \"pg_linux\", \"rack2\"]"
+            ),
+        ),
+        (
+            "deb12-metal",
+            format!(
+                "db-metal-1.lab.example 2222 bench Some(Sudo) {key} linux [\"lab\", \"pg_linux\"]"
+            ),
+        ),
+        (
+            "fbsd14",
+            format!("10.0.1.160 22 root None {key} freebsd [\"lab\", \"pg_bsd\", \"rack2\"]"),
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    assert_eq!(ini, want);
+    for i in &imported {
+        assert_eq!(i.hosts, 4);
+        assert!(
+            warned(i, "host `localhost` skipped: ansible_connection = local"),
+            "{:?}",
+            i.warnings
+        );
+        assert!(
+            warned(i, "host `alma9`: Ansible becomes root here with `su`"),
+            "{:?}",
+            i.warnings
+        );
+        // The lab's `-o ProxyJump=ops@bastion.lab.example` on every host.
+        assert_eq!(
+            i.toml
+                .matches("proxy_jump = \"ops@bastion.lab.example\"")
+                .count(),
+            4,
+            "{}",
+            i.toml
+        );
+        assert!(i
+            .toml
+            .contains("# CHECK: Ansible becomes root here with `su`"));
+        assert!(
+            !i.toml.contains("CHECK: os not known"),
+            "every fixture host names its OS"
+        );
+    }
+    assert!(
+        warned(&imported[0], "hosts.ini:8: host `alma9`"),
+        "{:?}",
+        imported[0].warnings
+    );
+}
+
+#[test]
+fn imported_inventory_is_refused_until_devices_are_filled_in() {
+    let i = imp("hosts.ini", FIXTURE_INI);
+    assert!(i.toml.contains(
+            "devices = []  # FILL IN: the ONLY devices fsmatrix may destroy here, e.g. [\"/dev/vdb\"]\n"
+        ));
+    assert!(i.toml.contains("# FILL IN THE DEVICES before use."));
+    let e = Inventory::parse(Path::new("/lab/imported.toml"), i.toml.clone()).unwrap_err();
+    assert_eq!(e.len(), 4, "one refusal per host: {e}");
+    for err in e.iter() {
+        assert!(err.message.starts_with("`devices` of [[host]] `"), "{err}");
+        assert!(
+            err.message
+                .contains("is empty; list at least one spare device"),
+            "{err}"
+        );
+    }
+    let inv = parse_filled(&i);
+    assert!(inv.hosts.iter().all(|h| h.devices.len() == 1));
+}
+
+#[test]
+fn detect_reads_the_content_then_the_extension() {
+    // (file name, content, format)
+    for (name, text, want) in [
+        ("inv", "{\"all\": {}}", AnsibleFormat::Json),
+        ("inv.ini", "  \n{\"all\": {}}", AnsibleFormat::Json),
+        ("inv", "all:\n  hosts:\n    a:\n", AnsibleFormat::Yaml),
+        ("inv.ini", "web:\n  hosts:\n", AnsibleFormat::Yaml),
+        (
+            "inv",
+            "mail.example.com\n\n[webservers]\nfoo.example.com\n",
+            AnsibleFormat::Ini,
+        ),
+        ("inv", "[web]\na\n", AnsibleFormat::Ini),
+        ("inv", "a ansible_host=1.2.3.4\n", AnsibleFormat::Ini),
+        ("inv.yml", "all: [broken\n", AnsibleFormat::Yaml),
+        ("inv.yaml", "", AnsibleFormat::Yaml),
+        ("inv.json", "", AnsibleFormat::Json),
+        ("inv", "", AnsibleFormat::Ini),
+    ] {
+        assert_eq!(detect(Path::new(name), text), want, "{name}: {text:?}");
+    }
+}
