@@ -1,0 +1,277 @@
+//! How often and how long runs go: repeats (fixed or adaptive), warm-up
+//! runs, `run_timeout`, and the durations they are written in; the
+//! matrix's values are each workload's defaults.
+use std::ops::Range;
+
+use toml::de::DeValue;
+
+use super::types::{CiTarget, Repeats};
+use crate::config::error::Errors;
+use crate::config::walk::{int_value, type_name, Tbl, Val};
+
+/// The longest run or estimate a matrix may name: 30 days.  Longer is a
+/// typo (or hostile), and sums of such durations would overflow.
+pub const MAX_DURATION_SECS: u64 = 30 * 86400;
+
+/// "10s", "15m", "2h", "1h30m", "90s" → seconds; `None` for anything else,
+/// 0, or more than [`MAX_DURATION_SECS`].
+pub fn parse_duration(s: &str) -> Option<u64> {
+    let mut total: u64 = 0;
+    let mut num = String::new();
+    let mut any = false;
+    for c in s.chars() {
+        if c.is_ascii_digit() {
+            num.push(c);
+        } else {
+            let n: u64 = num.parse().ok()?;
+            num.clear();
+            let mult = match c {
+                's' => 1,
+                'm' => 60,
+                'h' => 3600,
+                'd' => 86400,
+                _ => return None,
+            };
+            total = total.checked_add(n.checked_mul(mult)?)?;
+            any = true;
+        }
+    }
+    if !num.is_empty() || !any || total == 0 || total > MAX_DURATION_SECS {
+        return None;
+    }
+    Some(total)
+}
+
+pub(super) struct WlDefaults {
+    pub(super) repeats: Repeats,
+    pub(super) drop_caches: bool,
+    pub(super) warmup: u32,
+    pub(super) progress: bool,
+    /// Seconds, and where the matrix says it (a workload too short for it
+    /// is an error there).
+    pub(super) run_timeout: Option<(u64, Range<usize>)>,
+}
+
+/// `run_timeout = "2m"`: a duration, as `duration` is written.
+pub(super) fn run_timeout_value(errs: &mut Errors<'_>, v: &Val<'_>, ctx: &str) -> Option<u64> {
+    let n = v.get_ref().as_str().and_then(parse_duration);
+    if n.is_none() {
+        errs.push(
+            &v.span(),
+            format!(
+                "`run_timeout` in {ctx} must be a duration such as \"90s\", \"10m\" or \"2h\" (at most 30d): how long one run may take before it is killed"
+            ),
+        );
+    }
+    n
+}
+
+/// Most counted repeats a client count may ask for.
+pub const MAX_REPEATS: i64 = 1000;
+/// Most warm-up runs per client count.
+pub const MAX_WARMUP: i64 = 100;
+
+/// `repeats = 3` or `repeats = { min = 3, max = 10, target_ci = "2%" }`.
+pub(super) fn repeats_value(errs: &mut Errors<'_>, v: &Val<'_>, ctx: &str) -> Option<Repeats> {
+    match v.get_ref() {
+        DeValue::Integer(_) => int_value(errs, v, &format!("`repeats` in {ctx}"), 1, MAX_REPEATS)
+            .map(|n| Repeats::fixed(*n.get_ref() as u32)),
+        DeValue::Table(t) => {
+            let what = format!("`repeats` in {ctx}");
+            let tbl = Tbl {
+                t,
+                span: &v.span(),
+                ctx: &what,
+            };
+            tbl.check_keys(errs, &["min", "max", "target_ci"]);
+            let min = tbl
+                .int(errs, "min", 2, MAX_REPEATS)
+                .map(|n| *n.get_ref() as u32);
+            let max = tbl.int(errs, "max", 2, MAX_REPEATS);
+            let target = tbl.str(errs, "target_ci").and_then(|s| {
+                let t = CiTarget::parse(s.get_ref());
+                if t.is_none() {
+                    errs.push(
+                        &s.span(),
+                        format!(
+                            "`target_ci` in {what} is \"{}\"; valid: a share of the mean from \"0.01%\" to \"50%\", e.g. \"2%\" (95% CI half-width)",
+                            s.get_ref()
+                        ),
+                    );
+                }
+                t
+            });
+            let mut missing = Vec::new();
+            for key in ["min", "max", "target_ci"] {
+                if tbl.get(key).is_none() {
+                    missing.push(key);
+                }
+            }
+            if !missing.is_empty() {
+                errs.push(
+                    &v.span(),
+                    format!(
+                        "{what} lacks {}; adaptive repeats need all three, e.g. {{ min = 3, max = 10, target_ci = \"2%\" }} (or give a plain number)",
+                        missing.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+                    ),
+                );
+                return None;
+            }
+            let (min, max, target) = (min?, max?, target?);
+            let max_v = *max.get_ref() as u32;
+            if max_v < min {
+                errs.push(
+                    &max.span(),
+                    format!("`max` in {what} is {max_v}, below `min` = {min}; valid: {min}..={MAX_REPEATS}"),
+                );
+                return None;
+            }
+            Some(Repeats {
+                min,
+                max: max_v,
+                target_ci: Some(target),
+            })
+        }
+        other => {
+            errs.push(
+                &v.span(),
+                format!(
+                    "`repeats` in {ctx} must be a number (e.g. 3) or a table {{ min = 3, max = 10, target_ci = \"2%\" }}, found {}",
+                    type_name(other)
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// `warmup = 2`, or `true` (1) / `false` (0).
+pub(super) fn warmup_value(errs: &mut Errors<'_>, v: &Val<'_>, ctx: &str) -> Option<u32> {
+    match v.get_ref() {
+        DeValue::Boolean(b) => Some(*b as u32),
+        DeValue::Integer(_) => int_value(errs, v, &format!("`warmup` in {ctx}"), 0, MAX_WARMUP)
+            .map(|n| *n.get_ref() as u32),
+        other => {
+            errs.push(
+                &v.span(),
+                format!(
+                    "`warmup` in {ctx} must be a number of warm-up runs (0..={MAX_WARMUP}) or true/false, found {}",
+                    type_name(other)
+                ),
+            );
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::*;
+
+    #[test]
+    fn durations() {
+        for (s, want) in [
+            ("10s", Some(10)),
+            ("15m", Some(900)),
+            ("2h", Some(7200)),
+            ("1h30m", Some(5400)),
+            ("10", None),
+            ("", None),
+            ("0s", None),
+            ("5x", None),
+            ("m", None),
+            ("30d", Some(2_592_000)),
+            ("30d1s", None),
+            ("18446744073709551615s", None),
+            ("99999999999999999999h", None),
+        ] {
+            assert_eq!(parse_duration(s), want, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn run_timeout_from_the_matrix_or_the_workload_and_longer_than_the_run() {
+        let fs = "[[filesystem]]\nname = \"e\"\ntype = \"ext4\"\n";
+        let m = parse(&format!("name = \"m\"\nrun_timeout = \"1m\"\n{WL}{fs}"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.workloads[0].run_timeout, Some(60));
+        let m = parse(&format!(
+            "name = \"m\"\nrun_timeout = \"1m\"\n{WL}run_timeout = \"20s\"\n{fs}"
+        ))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.workloads[0].run_timeout, Some(20));
+        let m = parse(&format!("name = \"m\"\n{WL}{fs}")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(m.workloads[0].run_timeout, None);
+        // Not longer than the 5 s duration, from either place; not a duration.
+        for (text, want) in [
+            (
+                format!("name = \"m\"\n{WL}run_timeout = \"5s\"\n{fs}"),
+                "not longer than the `duration`",
+            ),
+            (
+                format!("name = \"m\"\nrun_timeout = \"3s\"\n{WL}{fs}"),
+                "valid: more than 5 s",
+            ),
+            (
+                format!("name = \"m\"\n{WL}run_timeout = 30\n{fs}"),
+                "must be a duration such as",
+            ),
+            (
+                format!("name = \"m\"\n{WL}run_timeout = \"31d\"\n{fs}"),
+                "at most 30d",
+            ),
+        ] {
+            match parse(&text) {
+                Ok(_) => panic!("accepted:\n{text}"),
+                Err(e) => assert!(e.to_string().contains(want), "{want:?} not in {e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn repeats_and_warmup_forms() {
+        let m = parse(
+            r#"
+name = "m"
+repeats = { min = 3, max = 10, target_ci = "2%" }
+warmup = true
+[[filesystem]]
+name = "e"
+type = "ext4"
+[[workload]]
+name = "a"
+builtin = "select-only"
+scale = 1
+clients = [1]
+duration = "5s"
+[[workload]]
+name = "b"
+builtin = "select-only"
+scale = 1
+clients = [1]
+duration = "5s"
+repeats = 4
+warmup = 3
+"#,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let a = &m.workloads[0];
+        assert_eq!(
+            (a.repeats.min, a.repeats.max, a.repeats.target_ci, a.warmup),
+            (3, 10, CiTarget::parse("2%"), 1)
+        );
+        assert!(a.repeats.is_adaptive());
+        let b = &m.workloads[1];
+        assert_eq!((b.repeats, b.warmup), (Repeats::fixed(4), 3));
+        assert!(!b.repeats.is_adaptive());
+        // min = max with a target is a fixed count in effect.
+        let same = Repeats {
+            min: 3,
+            max: 3,
+            target_ci: CiTarget::parse("2%"),
+        };
+        assert!(!same.is_adaptive());
+        assert_eq!(same.to_string(), "3");
+    }
+}
