@@ -13,7 +13,7 @@ use crate::config::fsopts::{check_mkfs, check_mount};
 use crate::config::values::{
     check_vary_value, Label, MkfsOption, MountOption, ZfsPropertyName, ZfsPropertyValue,
 };
-use crate::config::walk::{scalar_string, type_name, Tbl, Val};
+use crate::config::walk::{scalar_string, tables, type_name, Tbl, Val};
 
 const FS_KEYS: &[&str] = &[
     "name",
@@ -141,8 +141,42 @@ fn uses(template: &str, key: &str) -> bool {
     template.contains(&format!("{{{key}}}"))
 }
 
+/// Every `[[filesystem]]`'s variants, with where each entry is; a variant
+/// name given twice is an error at the later entry.
+pub(super) fn filesystems(
+    errs: &mut Errors<'_>,
+    root: &Tbl<'_, '_>,
+    guarded: &mut Vec<Guarded>,
+) -> Vec<(FsVariant, Range<usize>)> {
+    let mut filesystems: Vec<(FsVariant, Range<usize>)> = Vec::new();
+    match root.get("filesystem") {
+        Some(v) => {
+            for (t, span) in tables(errs, v, "filesystem") {
+                filesystems.extend(filesystem(errs, t, &span, guarded));
+            }
+        }
+        None => errs.push(
+            &(0..0),
+            "the matrix has no [[filesystem]]; add at least one with name and type",
+        ),
+    }
+    for i in 0..filesystems.len() {
+        let (f, span) = &filesystems[i];
+        if filesystems[..i].iter().any(|(g, _)| g.name == f.name) {
+            errs.push(
+                span,
+                format!(
+                    "duplicate filesystem variant name `{}`; give every [[filesystem]] (and every vary value, via {{key}} in the name) its own name",
+                    f.name
+                ),
+            );
+        }
+    }
+    filesystems
+}
+
 /// One [[filesystem]] entry → its variants (one per vary combination).
-pub(super) fn filesystem(
+fn filesystem(
     errs: &mut Errors<'_>,
     t: &DeTable<'_>,
     span: &Range<usize>,

@@ -5,11 +5,34 @@ use std::collections::BTreeMap;
 use toml::de::DeValue;
 
 use super::filesystem::subst;
-use super::types::PgSetting;
+use super::types::{Guarded, PgSetting};
 use crate::config::error::{ConfigError, Errors};
 use crate::config::pgclass::{class_with_value, PgClass};
 use crate::config::values::{PgSettingName, PgSettingValue};
-use crate::config::walk::{scalar_string, type_name, Val};
+use crate::config::walk::{scalar_string, type_name, Tbl, Val};
+
+/// `[postgres]`: the settings of every cell; those of a [`PgClass`] go to
+/// `guarded`.
+pub(super) fn postgres_table(
+    errs: &mut Errors<'_>,
+    root: &Tbl<'_, '_>,
+    guarded: &mut Vec<Guarded>,
+) -> Vec<PgSetting> {
+    match root.table(errs, "postgres") {
+        Some(v) => {
+            let mut g = Vec::new();
+            let out = settings(errs, v, "[postgres]", &[], &mut g);
+            guarded.extend(g.into_iter().map(|(setting, class, at)| Guarded {
+                setting,
+                class,
+                variant: None,
+                at,
+            }));
+            out
+        }
+        None => Vec::new(),
+    }
+}
 
 /// A table of PostgreSQL settings; `vars` are substituted into `{key}`s.
 /// Names are stored lowercased, as PostgreSQL compares them (guc.c

@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use toml::de::DeValue;
 
-use super::types::{CiTarget, Repeats};
+use super::types::{CiTarget, Length, Repeats};
 use crate::config::error::Errors;
 use crate::config::walk::{int_value, type_name, Tbl, Val};
 
@@ -42,18 +42,20 @@ pub fn parse_duration(s: &str) -> Option<u64> {
     Some(total)
 }
 
-pub(super) struct WlDefaults {
+/// How often and how long a workload's runs go; the matrix's values are
+/// every workload's defaults.
+pub(super) struct RunKeys {
     pub(super) repeats: Repeats,
     pub(super) drop_caches: bool,
     pub(super) warmup: u32,
     pub(super) progress: bool,
-    /// Seconds, and where the matrix says it (a workload too short for it
-    /// is an error there).
+    /// Seconds, and where it is written (a workload too short for the
+    /// matrix's is an error there).
     pub(super) run_timeout: Option<(u64, Range<usize>)>,
 }
 
 /// `run_timeout = "2m"`: a duration, as `duration` is written.
-pub(super) fn run_timeout_value(errs: &mut Errors<'_>, v: &Val<'_>, ctx: &str) -> Option<u64> {
+fn run_timeout_value(errs: &mut Errors<'_>, v: &Val<'_>, ctx: &str) -> Option<u64> {
     let n = v.get_ref().as_str().and_then(parse_duration);
     if n.is_none() {
         errs.push(
@@ -72,7 +74,7 @@ pub const MAX_REPEATS: i64 = 1000;
 pub const MAX_WARMUP: i64 = 100;
 
 /// `repeats = 3` or `repeats = { min = 3, max = 10, target_ci = "2%" }`.
-pub(super) fn repeats_value(errs: &mut Errors<'_>, v: &Val<'_>, ctx: &str) -> Option<Repeats> {
+fn repeats_value(errs: &mut Errors<'_>, v: &Val<'_>, ctx: &str) -> Option<Repeats> {
     match v.get_ref() {
         DeValue::Integer(_) => int_value(errs, v, &format!("`repeats` in {ctx}"), 1, MAX_REPEATS)
             .map(|n| Repeats::fixed(*n.get_ref() as u32)),
@@ -146,7 +148,7 @@ pub(super) fn repeats_value(errs: &mut Errors<'_>, v: &Val<'_>, ctx: &str) -> Op
 }
 
 /// `warmup = 2`, or `true` (1) / `false` (0).
-pub(super) fn warmup_value(errs: &mut Errors<'_>, v: &Val<'_>, ctx: &str) -> Option<u32> {
+fn warmup_value(errs: &mut Errors<'_>, v: &Val<'_>, ctx: &str) -> Option<u32> {
     match v.get_ref() {
         DeValue::Boolean(b) => Some(*b as u32),
         DeValue::Integer(_) => int_value(errs, v, &format!("`warmup` in {ctx}"), 0, MAX_WARMUP)
@@ -161,6 +163,71 @@ pub(super) fn warmup_value(errs: &mut Errors<'_>, v: &Val<'_>, ctx: &str) -> Opt
             );
             None
         }
+    }
+}
+
+/// The matrix's repeats, drop_caches, warm-up, progress and run_timeout:
+/// every workload's defaults.
+pub(super) fn matrix_runs(errs: &mut Errors<'_>, root: &Tbl<'_, '_>) -> RunKeys {
+    RunKeys {
+        repeats: root
+            .get("repeats")
+            .and_then(|v| repeats_value(errs, v, "the matrix"))
+            .unwrap_or(Repeats::fixed(1)),
+        drop_caches: root.bool(errs, "drop_caches").unwrap_or(false),
+        warmup: root
+            .get("warmup")
+            .and_then(|v| warmup_value(errs, v, "the matrix"))
+            .unwrap_or(0),
+        progress: root.bool(errs, "progress").unwrap_or(false),
+        run_timeout: root
+            .get("run_timeout")
+            .and_then(|v| run_timeout_value(errs, v, "the matrix").map(|n| (n, v.span()))),
+    }
+}
+
+/// A workload's repeats, warm-up, progress, drop_caches and run_timeout,
+/// the matrix's values where it gives none; a run_timeout must outlast a
+/// timed run.
+pub(super) fn workload_runs(
+    errs: &mut Errors<'_>,
+    w: &Tbl<'_, '_>,
+    ctx: &str,
+    d: &RunKeys,
+    length: &Option<Length>,
+) -> RunKeys {
+    let repeats = w
+        .get("repeats")
+        .and_then(|v| repeats_value(errs, v, ctx))
+        .unwrap_or(d.repeats);
+    let warmup = w
+        .get("warmup")
+        .and_then(|v| warmup_value(errs, v, ctx))
+        .unwrap_or(d.warmup);
+    let progress = w.bool(errs, "progress").unwrap_or(d.progress);
+    let drop_caches = w.bool(errs, "drop_caches").unwrap_or(d.drop_caches);
+    let run_timeout = match w.get("run_timeout") {
+        Some(v) => run_timeout_value(errs, v, ctx).map(|n| (n, v.span())),
+        None => d.run_timeout.clone(),
+    };
+    // A timed run killed before its duration is up would fail every cell.
+    if let (Some((limit, at)), Some(Length::Seconds(secs))) = (&run_timeout, length) {
+        if limit <= secs {
+            errs.push(
+                at,
+                format!(
+                    "`run_timeout` ({limit} s) is not longer than the `duration` of {ctx} ({secs} s): every run would be killed; valid: more than {secs} s, e.g. \"{}s\"",
+                    secs.saturating_add(60)
+                ),
+            );
+        }
+    }
+    RunKeys {
+        repeats,
+        drop_caches,
+        warmup,
+        progress,
+        run_timeout,
     }
 }
 

@@ -1,20 +1,19 @@
 //! The matrix document: its top-level keys, then each key group's parser
 //! in the order of the file's keys.
-use std::ops::Range;
 use std::path::Path;
 
 use toml::de::DeTable;
 
-use super::filesystem::filesystem;
-use super::postgres::settings;
+use super::filesystem::filesystems;
+use super::postgres::postgres_table;
 use super::rules::{host_filter, rules, Names};
-use super::runs::{repeats_value, run_timeout_value, warmup_value, WlDefaults};
-use super::types::{FsVariant, Guarded, Matrix, Order, Repeats, Workload};
-use super::workload::workload;
+use super::runs::matrix_runs;
+use super::types::{Guarded, Matrix, Order};
+use super::workload::workloads;
 use super::{DEFAULT_MAX_CELLS, MAX_CELLS_LIMIT, MAX_SEED};
-use crate::config::error::{Errors, Source};
+use crate::config::error::{ConfigError, Errors, Source};
 use crate::config::values::Label;
-use crate::config::walk::{tables, Tbl};
+use crate::config::walk::Tbl;
 
 const TOP_KEYS: &[&str] = &[
     "name",
@@ -51,6 +50,70 @@ pub(super) fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Matrix> {
         ctx: "the matrix",
     };
     root.check_keys(errs, TOP_KEYS);
+    let top = top_keys(src, errs, &root);
+    let defaults = matrix_runs(errs, &root);
+    let mut guarded: Vec<Guarded> = Vec::new();
+    let postgres = postgres_table(errs, &root, &mut guarded);
+    let mut refs = Vec::new();
+    let hosts = root
+        .table(errs, "hosts")
+        .map(|v| host_filter(src, errs, v, &mut refs));
+    let filesystems = filesystems(errs, &root, &mut guarded);
+    let base = src.path.parent().unwrap_or(Path::new("")).to_path_buf();
+    let workloads = workloads(errs, &root, &base, &defaults);
+
+    let fs_names: Vec<String> = filesystems
+        .iter()
+        .map(|(f, _)| f.name.as_str().to_string())
+        .collect();
+    let wl_names: Vec<String> = workloads
+        .iter()
+        .map(|(w, _)| w.name.as_str().to_string())
+        .collect();
+    let names = Names {
+        fs: &fs_names,
+        wl: &wl_names,
+    };
+    let include = rules(src, errs, &root, "include", &names, &mut refs);
+    let exclude = rules(src, errs, &root, "exclude", &names, &mut refs);
+
+    Some(Matrix {
+        path: src.path.clone(),
+        name: top.name?,
+        description: top.description,
+        postgres,
+        filesystems: filesystems.into_iter().map(|(f, _)| f).collect(),
+        workloads: workloads.into_iter().map(|(w, _)| w).collect(),
+        include,
+        exclude,
+        hosts,
+        max_cells: top.max_cells,
+        split_hosts: top.split_hosts,
+        order: top.order,
+        seed: top.seed,
+        seed_drawn: false,
+        order_at: top.order_at,
+        max_cells_at: top.max_cells_at,
+        refs,
+        guarded,
+    })
+}
+
+/// The matrix's own keys, and where `order` and `max_cells` are (for the
+/// errors against the inventory).
+struct Top {
+    name: Option<Label>,
+    description: Option<String>,
+    max_cells: u64,
+    split_hosts: bool,
+    order: Order,
+    seed: Option<u64>,
+    order_at: Option<ConfigError>,
+    max_cells_at: Option<ConfigError>,
+}
+
+/// `name`, `description`, `max_cells`, `split_hosts`, `order` and `seed`.
+fn top_keys(src: &Source, errs: &mut Errors<'_>, root: &Tbl<'_, '_>) -> Top {
     let name = match root.get("name") {
         Some(_) => root.typed(errs, "name", Label::new),
         None => {
@@ -101,129 +164,14 @@ pub(super) fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Matrix> {
         &max_cells_v.as_ref().map_or(0..0, |n| n.span()),
         String::new(),
     ));
-    let defaults = WlDefaults {
-        repeats: root
-            .get("repeats")
-            .and_then(|v| repeats_value(errs, v, "the matrix"))
-            .unwrap_or(Repeats::fixed(1)),
-        drop_caches: root.bool(errs, "drop_caches").unwrap_or(false),
-        warmup: root
-            .get("warmup")
-            .and_then(|v| warmup_value(errs, v, "the matrix"))
-            .unwrap_or(0),
-        progress: root.bool(errs, "progress").unwrap_or(false),
-        run_timeout: root
-            .get("run_timeout")
-            .and_then(|v| run_timeout_value(errs, v, "the matrix").map(|n| (n, v.span()))),
-    };
-    let mut guarded: Vec<Guarded> = Vec::new();
-    let postgres = match root.table(errs, "postgres") {
-        Some(v) => {
-            let mut g = Vec::new();
-            let out = settings(errs, v, "[postgres]", &[], &mut g);
-            guarded.extend(g.into_iter().map(|(setting, class, at)| Guarded {
-                setting,
-                class,
-                variant: None,
-                at,
-            }));
-            out
-        }
-        None => Vec::new(),
-    };
-    let mut refs = Vec::new();
-    let hosts = root
-        .table(errs, "hosts")
-        .map(|v| host_filter(src, errs, v, &mut refs));
-
-    // Filesystems.
-    let mut filesystems: Vec<(FsVariant, Range<usize>)> = Vec::new();
-    match root.get("filesystem") {
-        Some(v) => {
-            for (t, span) in tables(errs, v, "filesystem") {
-                filesystems.extend(filesystem(errs, t, &span, &mut guarded));
-            }
-        }
-        None => errs.push(
-            &(0..0),
-            "the matrix has no [[filesystem]]; add at least one with name and type",
-        ),
-    }
-    for i in 0..filesystems.len() {
-        let (f, span) = &filesystems[i];
-        if filesystems[..i].iter().any(|(g, _)| g.name == f.name) {
-            errs.push(
-                span,
-                format!(
-                    "duplicate filesystem variant name `{}`; give every [[filesystem]] (and every vary value, via {{key}} in the name) its own name",
-                    f.name
-                ),
-            );
-        }
-    }
-
-    // Workloads.
-    let base = src.path.parent().unwrap_or(Path::new("")).to_path_buf();
-    let mut workloads: Vec<(Workload, Range<usize>)> = Vec::new();
-    match root.get("workload") {
-        Some(v) => {
-            for (t, span) in tables(errs, v, "workload") {
-                if let Some(w) = workload(errs, t, &span, &base, &defaults) {
-                    workloads.push((w, span));
-                }
-            }
-        }
-        None => errs.push(
-            &(0..0),
-            "the matrix has no [[workload]]; add at least one (e.g. builtin = \"tpcb-like\")",
-        ),
-    }
-    for i in 0..workloads.len() {
-        let (w, span) = &workloads[i];
-        if workloads[..i].iter().any(|(x, _)| x.name == w.name) {
-            errs.push(
-                span,
-                format!(
-                    "duplicate workload name `{}`; every [[workload]] needs its own name",
-                    w.name
-                ),
-            );
-        }
-    }
-
-    let fs_names: Vec<String> = filesystems
-        .iter()
-        .map(|(f, _)| f.name.as_str().to_string())
-        .collect();
-    let wl_names: Vec<String> = workloads
-        .iter()
-        .map(|(w, _)| w.name.as_str().to_string())
-        .collect();
-    let names = Names {
-        fs: &fs_names,
-        wl: &wl_names,
-    };
-    let include = rules(src, errs, &root, "include", &names, &mut refs);
-    let exclude = rules(src, errs, &root, "exclude", &names, &mut refs);
-
-    Some(Matrix {
-        path: src.path.clone(),
-        name: name?,
+    Top {
+        name,
         description,
-        postgres,
-        filesystems: filesystems.into_iter().map(|(f, _)| f).collect(),
-        workloads: workloads.into_iter().map(|(w, _)| w).collect(),
-        include,
-        exclude,
-        hosts,
         max_cells,
         split_hosts,
         order,
         seed,
-        seed_drawn: false,
         order_at,
         max_cells_at,
-        refs,
-        guarded,
-    })
+    }
 }

@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 
 use toml::de::{DeTable, DeValue};
 
-use super::runs::{parse_duration, repeats_value, run_timeout_value, warmup_value, WlDefaults};
+use super::runs::{parse_duration, workload_runs, RunKeys};
 use super::types::{Builtin, Jobs, Length, SamplingRate, Scale, Workload, WorkloadKind};
 use crate::config::error::Errors;
 use crate::config::values::Label;
-use crate::config::walk::{int_value, type_name, Tbl};
+use crate::config::walk::{int_value, tables, type_name, Tbl};
 use crate::text::sha256_hex;
 
 const WL_KEYS: &[&str] = &[
@@ -81,12 +81,51 @@ pub fn read_script(path: &Path) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_string())
 }
 
-pub(super) fn workload(
+/// Every `[[workload]]`, with where it is; scripts are read relative to
+/// `base`; a name given twice is an error at the later entry.
+pub(super) fn workloads(
+    errs: &mut Errors<'_>,
+    root: &Tbl<'_, '_>,
+    base: &Path,
+    defaults: &RunKeys,
+) -> Vec<(Workload, Range<usize>)> {
+    let mut workloads: Vec<(Workload, Range<usize>)> = Vec::new();
+    match root.get("workload") {
+        Some(v) => {
+            for (t, span) in tables(errs, v, "workload") {
+                if let Some(w) = workload(errs, t, &span, base, defaults) {
+                    workloads.push((w, span));
+                }
+            }
+        }
+        None => errs.push(
+            &(0..0),
+            "the matrix has no [[workload]]; add at least one (e.g. builtin = \"tpcb-like\")",
+        ),
+    }
+    for i in 0..workloads.len() {
+        let (w, span) = &workloads[i];
+        if workloads[..i].iter().any(|(x, _)| x.name == w.name) {
+            errs.push(
+                span,
+                format!(
+                    "duplicate workload name `{}`; every [[workload]] needs its own name",
+                    w.name
+                ),
+            );
+        }
+    }
+    workloads
+}
+
+/// One `[[workload]]` entry, a function per key group; `None` when any of
+/// its keys is wrong (every error is pushed).
+fn workload(
     errs: &mut Errors<'_>,
     t: &DeTable<'_>,
     span: &Range<usize>,
     base: &Path,
-    d: &WlDefaults,
+    d: &RunKeys,
 ) -> Option<Workload> {
     let label = t
         .iter()
@@ -104,7 +143,47 @@ pub(super) fn workload(
             None
         }
     };
-    let given: Vec<&str> = ["builtin", "pgbench_script", "sql_script"]
+    let key = kind_key(errs, &w, span, &ctx)?;
+    let kind = kind(errs, &w, &ctx, key, base);
+    let is_sql = matches!(kind, Some(WorkloadKind::SqlScript { .. }));
+    let scale = scale(errs, &w, span, &ctx, is_sql);
+    let clients = clients(errs, &w, span, &ctx, is_sql);
+    let jobs = jobs(errs, &w, &ctx);
+    let length = length(errs, &w, span, &ctx, is_sql);
+    let runs = workload_runs(errs, &w, &ctx, d, &length);
+    let (rate, latency_limit_ms) = pgbench_limits(errs, &w, &ctx, is_sql);
+    let (latency_log, per_statement) = latency_keys(errs, &w, &ctx, is_sql);
+    if errs.list.len() > before {
+        return None;
+    }
+    Some(Workload {
+        name: name?,
+        kind: kind?,
+        scale,
+        clients,
+        jobs,
+        length: length?,
+        repeats: runs.repeats,
+        warmup: runs.warmup,
+        progress: runs.progress,
+        drop_caches: runs.drop_caches,
+        run_timeout: runs.run_timeout.map(|(n, _)| n),
+        rate,
+        latency_limit_ms,
+        latency_log,
+        per_statement,
+    })
+}
+
+/// Which of `builtin`, `pgbench_script` and `sql_script` the workload
+/// gives: exactly one, or `None` (an error says so).
+fn kind_key(
+    errs: &mut Errors<'_>,
+    w: &Tbl<'_, '_>,
+    span: &Range<usize>,
+    ctx: &str,
+) -> Option<&'static str> {
+    let given: Vec<&'static str> = ["builtin", "pgbench_script", "sql_script"]
         .into_iter()
         .filter(|k| w.get(k).is_some())
         .collect();
@@ -118,7 +197,18 @@ pub(super) fn workload(
         );
         return None;
     }
-    let kind = match given[0] {
+    Some(given[0])
+}
+
+/// What the workload runs: a builtin, or a script read relative to `base`.
+fn kind(
+    errs: &mut Errors<'_>,
+    w: &Tbl<'_, '_>,
+    ctx: &str,
+    key: &'static str,
+    base: &Path,
+) -> Option<WorkloadKind> {
+    match key {
         "builtin" => w.str(errs, "builtin").and_then(|s| {
             let b = match s.get_ref().as_str() {
                 "tpcb-like" => Builtin::TpcbLike,
@@ -176,9 +266,18 @@ pub(super) fn workload(
                 }
             }
         }),
-    };
-    let is_sql = matches!(kind, Some(WorkloadKind::SqlScript { .. }));
-    let scale = match w.get("scale") {
+    }
+}
+
+/// `scale`: a factor or a share of the device; none for a SQL script.
+fn scale(
+    errs: &mut Errors<'_>,
+    w: &Tbl<'_, '_>,
+    span: &Range<usize>,
+    ctx: &str,
+    is_sql: bool,
+) -> Option<Scale> {
+    match w.get("scale") {
         Some(v) if is_sql => {
             errs.push(
                 &v.span(),
@@ -220,8 +319,18 @@ pub(super) fn workload(
             );
             None
         }
-    };
-    let clients = match w.get("clients") {
+    }
+}
+
+/// `clients`: the client counts, each once; `[1]` for a SQL script.
+fn clients(
+    errs: &mut Errors<'_>,
+    w: &Tbl<'_, '_>,
+    span: &Range<usize>,
+    ctx: &str,
+    is_sql: bool,
+) -> Vec<u32> {
+    match w.get("clients") {
         Some(v) => match v.get_ref() {
             DeValue::Array(a) => {
                 if a.is_empty() {
@@ -272,8 +381,12 @@ pub(super) fn workload(
             );
             Vec::new()
         }
-    };
-    let jobs = match w.get("jobs") {
+    }
+}
+
+/// `jobs`: pgbench's threads, a number or one per client.
+fn jobs(errs: &mut Errors<'_>, w: &Tbl<'_, '_>, ctx: &str) -> Jobs {
+    match w.get("jobs") {
         Some(v) => match v.get_ref() {
             DeValue::String(s) if s.as_ref() == "clients" => Jobs::PerClient,
             DeValue::Integer(_) => int_value(errs, v, &format!("`jobs` in {ctx}"), 1, 1024)
@@ -294,7 +407,18 @@ pub(super) fn workload(
             }
         },
         None => Jobs::Fixed(1),
-    };
+    }
+}
+
+/// How long a run lasts: `duration` or `transactions`, or for a SQL script
+/// to its end (with `estimate` for the ETA).
+fn length(
+    errs: &mut Errors<'_>,
+    w: &Tbl<'_, '_>,
+    span: &Range<usize>,
+    ctx: &str,
+    is_sql: bool,
+) -> Option<Length> {
     let duration = w.str(errs, "duration").and_then(|s| match parse_duration(s.get_ref()) {
         Some(n) => Some(n),
         None => {
@@ -326,7 +450,7 @@ pub(super) fn workload(
                 None
             }
         });
-    let length = if is_sql {
+    if is_sql {
         for key in ["duration", "transactions", "jobs"] {
             if let Some(v) = w.get(key) {
                 errs.push(
@@ -368,33 +492,16 @@ pub(super) fn workload(
                 None
             }
         }
-    };
-    let repeats = w
-        .get("repeats")
-        .and_then(|v| repeats_value(errs, v, &ctx))
-        .unwrap_or(d.repeats);
-    let warmup = w
-        .get("warmup")
-        .and_then(|v| warmup_value(errs, v, &ctx))
-        .unwrap_or(d.warmup);
-    let progress = w.bool(errs, "progress").unwrap_or(d.progress);
-    let drop_caches = w.bool(errs, "drop_caches").unwrap_or(d.drop_caches);
-    let run_timeout = match w.get("run_timeout") {
-        Some(v) => run_timeout_value(errs, v, &ctx).map(|n| (n, v.span())),
-        None => d.run_timeout.clone(),
-    };
-    // A timed run killed before its duration is up would fail every cell.
-    if let (Some((limit, at)), Some(Length::Seconds(secs))) = (&run_timeout, &length) {
-        if limit <= secs {
-            errs.push(
-                at,
-                format!(
-                    "`run_timeout` ({limit} s) is not longer than the `duration` of {ctx} ({secs} s): every run would be killed; valid: more than {secs} s, e.g. \"{}s\"",
-                    secs.saturating_add(60)
-                ),
-            );
-        }
     }
+}
+
+/// `rate` and `latency_limit`: pgbench's `-R` and `-L`.
+fn pgbench_limits(
+    errs: &mut Errors<'_>,
+    w: &Tbl<'_, '_>,
+    ctx: &str,
+    is_sql: bool,
+) -> (Option<u32>, Option<u32>) {
     let rate = w
         .int(errs, "rate", 1, MAX_RATE)
         .map(|n| *n.get_ref() as u32);
@@ -420,27 +527,7 @@ pub(super) fn workload(
             );
         }
     }
-    let (latency_log, per_statement) = latency_keys(errs, &w, &ctx, is_sql);
-    if errs.list.len() > before {
-        return None;
-    }
-    Some(Workload {
-        name: name?,
-        kind: kind?,
-        scale,
-        clients,
-        jobs,
-        length: length?,
-        repeats,
-        warmup,
-        progress,
-        drop_caches,
-        run_timeout: run_timeout.map(|(n, _)| n),
-        rate,
-        latency_limit_ms,
-        latency_log,
-        per_statement,
-    })
+    (rate, latency_limit_ms)
 }
 
 /// `latency_log`, `sampling_rate` and `per_statement`: pgbench's `-l
