@@ -1,0 +1,487 @@
+//! Running `ssh -G` for an alias, with and without the configuration, and
+//! reading what the configuration set.
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::config::values::shown;
+
+/// How long one `ssh -G` may take (`Match exec` runs a command).
+pub const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Hosts resolved at once (each runs two short `ssh -G` processes).
+const PARALLEL: usize = 8;
+
+/// How `ssh -G` is run; the program and home are injectable for tests.
+#[derive(Clone, Debug)]
+pub struct Resolver {
+    /// The ssh program (`ssh`, looked up in PATH).
+    pub ssh: PathBuf,
+    pub timeout: Duration,
+    /// The local user's home: where `~/.ssh/config` is looked for, and what
+    /// `~` and `%d` in an IdentityFile stand for.
+    pub home: Option<PathBuf>,
+}
+
+impl Resolver {
+    pub fn from_env() -> Resolver {
+        Resolver {
+            ssh: PathBuf::from("ssh"),
+            timeout: TIMEOUT,
+            home: std::env::var_os("HOME").map(PathBuf::from),
+        }
+    }
+}
+
+/// Which configuration an inventory resolves its aliases through.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigFile {
+    /// Passed as `-F`; `None`: ssh's own default (~/.ssh/config and the
+    /// system file), exactly as `ssh ALIAS` reads them.
+    pub path: Option<PathBuf>,
+    /// As shown to the user (`~/.ssh/config`, or as the inventory wrote it).
+    pub shown: String,
+}
+
+/// Why an alias could not be resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SshConfigError {
+    /// The alias would not reach ssh as a host name.
+    BadAlias(String),
+    /// No ssh program.
+    Missing {
+        program: String,
+    },
+    Timeout {
+        seconds: u64,
+    },
+    /// ssh -G failed (its stderr).
+    Failed(String),
+}
+
+impl std::fmt::Display for SshConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SshConfigError::BadAlias(m) => f.write_str(m),
+            SshConfigError::Missing { program } => write!(
+                f,
+                "`{program}` was not found to run `ssh -G`; install openssh-client, or give \
+                 address/port/user in the inventory and set ssh_config = \"none\""
+            ),
+            SshConfigError::Timeout { seconds } => write!(
+                f,
+                "`ssh -G` did not finish within {seconds} s (a `Match exec` command that hangs?)"
+            ),
+            SshConfigError::Failed(m) => write!(f, "`ssh -G` failed: {m}"),
+        }
+    }
+}
+
+/// An alias may reach ssh only as a plain host name: ASCII letters, digits,
+/// `.`, `_`, `-`, not starting with `-` or `.` (no option, no whitespace, no
+/// control character, no `%` token, no `@` user).
+pub fn validate_alias(s: &str) -> Result<(), SshConfigError> {
+    let bad = |why: &str| {
+        Err(SshConfigError::BadAlias(format!(
+            "address `{}` cannot be passed to ssh as an alias: {why}; valid: ASCII letters, \
+             digits, . _ - not starting with - or . (e.g. db-metal-1)",
+            shown(s)
+        )))
+    };
+    if s.is_empty() || s.len() > 253 {
+        return bad("it is empty or longer than 253 characters");
+    }
+    if s.starts_with(['-', '.']) {
+        return bad("it starts with - or .");
+    }
+    if let Some(c) = s
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return bad(&format!("it contains {c:?}"));
+    }
+    Ok(())
+}
+
+/// `ssh -G` output: lowercase keyword → its values, one per line printed
+/// (identityfile is printed once per file).
+pub type Dump = BTreeMap<String, Vec<String>>;
+
+pub fn parse_dump(text: &str) -> Dump {
+    let mut d = Dump::new();
+    for line in text.lines() {
+        let (k, v) = line.split_once(' ').unwrap_or((line, ""));
+        if k.is_empty() {
+            continue;
+        }
+        d.entry(k.to_ascii_lowercase())
+            .or_default()
+            .push(v.to_string());
+    }
+    d
+}
+
+/// What the configuration set for one alias, as far as it differs from
+/// OpenSSH's defaults.  Values are as `ssh -G` prints them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Resolved {
+    pub alias: String,
+    pub hostname: Option<String>,
+    pub user: Option<String>,
+    pub port: Option<String>,
+    /// Unexpanded (`~`, `%d`, `%h`, … as written).
+    pub identity_files: Vec<String>,
+    /// OpenSSH's default key files (used with `IdentitiesOnly yes` alone).
+    pub default_identity_files: Vec<String>,
+    pub identities_only: Option<bool>,
+    /// Expanded by ssh; space-separated in its output.
+    pub user_known_hosts: Option<Vec<String>>,
+    /// Raw, as `ssh -G` prints it.
+    pub proxy_jump: Option<String>,
+    /// `false`, `accept-new` (or `true`, `ask`) when set.
+    pub strict_host_key_checking: Option<String>,
+    pub proxy_command: Option<String>,
+    pub host_key_alias: Option<String>,
+    /// The local user name (ssh's default `User`), for `%u`.
+    pub local_user: Option<String>,
+}
+
+impl Resolved {
+    /// Whether the configuration set anything fsmatrix takes or warns about.
+    pub fn is_empty(&self) -> bool {
+        let Resolved {
+            alias: _,
+            default_identity_files: _,
+            local_user: _,
+            hostname,
+            user,
+            port,
+            identity_files,
+            identities_only,
+            user_known_hosts,
+            proxy_jump,
+            strict_host_key_checking,
+            proxy_command,
+            host_key_alias,
+        } = self;
+        hostname.is_none()
+            && user.is_none()
+            && port.is_none()
+            && identity_files.is_empty()
+            && identities_only.is_none()
+            && user_known_hosts.is_none()
+            && proxy_jump.is_none()
+            && strict_host_key_checking.is_none()
+            && proxy_command.is_none()
+            && host_key_alias.is_none()
+    }
+}
+
+/// The values of `set` that differ from `default` (`ssh -G -F /dev/null`).
+pub fn diff(alias: &str, set: &Dump, default: &Dump) -> Resolved {
+    let changed = |k: &str| -> Option<&Vec<String>> {
+        let s = set.get(k)?;
+        (default.get(k) != Some(s)).then_some(s)
+    };
+    let one = |k: &str| changed(k).and_then(|v| v.first().cloned());
+    let first = |d: &Dump, k: &str| d.get(k).and_then(|v| v.first().cloned());
+    Resolved {
+        alias: alias.to_string(),
+        hostname: one("hostname"),
+        user: one("user"),
+        port: one("port"),
+        identity_files: changed("identityfile").cloned().unwrap_or_default(),
+        default_identity_files: default.get("identityfile").cloned().unwrap_or_default(),
+        identities_only: one("identitiesonly").map(|v| v == "yes" || v == "true"),
+        user_known_hosts: one("userknownhostsfile")
+            .map(|v| v.split_whitespace().map(str::to_string).collect()),
+        proxy_jump: one("proxyjump").filter(|v| v != "none"),
+        strict_host_key_checking: one("stricthostkeychecking"),
+        proxy_command: one("proxycommand").filter(|v| v != "none"),
+        host_key_alias: one("hostkeyalias").filter(|v| v != "none"),
+        local_user: first(default, "user"),
+    }
+}
+
+impl Resolver {
+    /// Run `ssh -G [ARGS] -- ALIAS` with a timeout; its stdout.
+    fn run_g(&self, config: &[&std::ffi::OsStr], alias: &str) -> Result<String, SshConfigError> {
+        let mut cmd = Command::new(&self.ssh);
+        cmd.arg("-G")
+            .args(config)
+            .arg("--")
+            .arg(alias)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => SshConfigError::Missing {
+                program: self.ssh.display().to_string(),
+            },
+            _ => SshConfigError::Failed(format!("cannot start {}: {e}", self.ssh.display())),
+        })?;
+        // Read both pipes on their own threads so a full pipe cannot stall ssh.
+        let pipe = |r: Option<Box<dyn Read + Send>>| {
+            std::thread::spawn(move || {
+                let mut s = String::new();
+                if let Some(mut r) = r {
+                    let _ = r.read_to_string(&mut s);
+                }
+                s
+            })
+        };
+        let out = pipe(child.stdout.take().map(|r| Box::new(r) as _));
+        let err = pipe(child.stderr.take().map(|r| Box::new(r) as _));
+        let deadline = Instant::now() + self.timeout;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(st)) => break st,
+                Ok(None) if Instant::now() >= deadline => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    // The reader threads are left: a `Match exec` grandchild
+                    // may still hold the pipes.
+                    return Err(SshConfigError::Timeout {
+                        seconds: self.timeout.as_secs(),
+                    });
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+                Err(e) => return Err(SshConfigError::Failed(e.to_string())),
+            }
+        };
+        let stdout = out.join().unwrap_or_default();
+        let stderr = err.join().unwrap_or_default();
+        if !status.success() || stdout.is_empty() {
+            let msg: Vec<&str> = stderr
+                .lines()
+                .filter(|l| !l.starts_with("Pseudo-terminal will not be allocated"))
+                .collect();
+            return Err(SshConfigError::Failed(format!(
+                "{} ({status})",
+                msg.join("; ").trim()
+            )));
+        }
+        Ok(stdout)
+    }
+
+    /// Resolve `alias` through `config`: what the configuration set.
+    pub fn resolve(&self, config: &ConfigFile, alias: &str) -> Result<Resolved, SshConfigError> {
+        validate_alias(alias)?;
+        let with = match &config.path {
+            Some(p) => self.run_g(&["-F".as_ref(), p.as_os_str()], alias)?,
+            None => self.run_g(&[], alias)?,
+        };
+        let without = self.run_g(&["-F".as_ref(), "/dev/null".as_ref()], alias)?;
+        Ok(diff(alias, &parse_dump(&with), &parse_dump(&without)))
+    }
+
+    /// Resolve many aliases, a few at a time; results in input order.
+    pub fn resolve_all(
+        &self,
+        config: &ConfigFile,
+        aliases: &[String],
+    ) -> Vec<Result<Resolved, SshConfigError>> {
+        let mut all = Vec::with_capacity(aliases.len());
+        for chunk in aliases.chunks(PARALLEL) {
+            std::thread::scope(|s| {
+                let hs: Vec<_> = chunk
+                    .iter()
+                    .map(|a| s.spawn(move || self.resolve(config, a)))
+                    .collect();
+                for h in hs {
+                    all.push(h.join().unwrap_or_else(|_| {
+                        Err(SshConfigError::Failed(
+                            "the resolver thread panicked".into(),
+                        ))
+                    }));
+                }
+            });
+        }
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::super::test_support::*;
+    use super::*;
+
+    #[test]
+    fn hostile_aliases_are_refused_before_ssh() {
+        for bad in [
+            "-oProxyCommand=touch /tmp/x",
+            "-F/etc/passwd",
+            "a b",
+            "a\tb",
+            "a\nb",
+            "a\0b",
+            "$(id)",
+            "'; rm -rf / #",
+            "bench@db1",
+            "db%h",
+            ".hidden",
+            "",
+            "dé1",
+            "a/b",
+            &"a".repeat(254),
+        ] {
+            assert!(
+                matches!(validate_alias(bad), Err(SshConfigError::BadAlias(_))),
+                "{bad:?}"
+            );
+            // Refused by resolve too, whatever the program.
+            let r = Resolver {
+                ssh: PathBuf::from("/nonexistent/ssh"),
+                ..resolver(Path::new("/h"))
+            };
+            assert!(matches!(
+                r.resolve(&named(Path::new("/dev/null")), bad),
+                Err(SshConfigError::BadAlias(_))
+            ));
+        }
+        for ok in ["db-metal-1", "db1.lab.example", "DB_2", "10.0.0.1"] {
+            assert_eq!(validate_alias(ok), Ok(()), "{ok}");
+        }
+    }
+
+    #[test]
+    fn a_missing_ssh_program_says_what_to_install() {
+        let r = Resolver {
+            ssh: PathBuf::from("/nonexistent/bin/ssh"),
+            ..resolver(Path::new("/h"))
+        };
+        let e = r
+            .resolve(&named(Path::new("/dev/null")), "db1")
+            .unwrap_err();
+        assert!(matches!(e, SshConfigError::Missing { .. }), "{e:?}");
+        let m = e.to_string();
+        assert!(m.contains("install openssh-client"), "{m}");
+        assert!(m.contains("/nonexistent/bin/ssh"), "{m}");
+    }
+
+    #[test]
+    fn a_hanging_ssh_is_killed_at_the_timeout() {
+        let t = Tmp::new("hang");
+        let cfg = t.write("cfg", "Match exec \"sleep 30\"\n  User late\n");
+        if !have_ssh() {
+            return;
+        }
+        let r = Resolver {
+            timeout: Duration::from_millis(300),
+            ..resolver(&t.0)
+        };
+        let t0 = Instant::now();
+        let e = r.resolve(&named(&cfg), "db1").unwrap_err();
+        assert!(matches!(e, SshConfigError::Timeout { .. }), "{e:?}");
+        assert!(t0.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn include_wildcards_match_and_first_value_wins() {
+        let t = Tmp::new("resolve");
+        // Include with an absolute path: a relative one is relative to
+        // ~/.ssh for a user configuration (also with -F), /etc/ssh for the
+        // system one.
+        let inc = t.write(
+            "lab.conf",
+            "Host db-*\n  User bench\n  IdentityFile ~/.ssh/lab_%r\n",
+        );
+        let cfg = t.write(
+            "config",
+            &format!(
+                "Include {}\n\
+                 Host db-metal-1\n  HostName 10.0.1.5\n  User ignored-first-wins\n  Port 2222\n\
+                 Host *.lab !bad.lab\n  User labuser\n\
+                 Match host 10.0.1.5\n  IdentitiesOnly yes\n  ProxyJump jump@bastion:2200\n\
+                 Host *\n  User star\n  UserKnownHostsFile ~/kh\n",
+                inc.display()
+            ),
+        );
+        if !have_ssh() {
+            return;
+        }
+        let r = resolver(&t.0);
+        let got = r.resolve(&named(&cfg), "db-metal-1").unwrap();
+        let home = std::env::var("HOME").unwrap_or_default();
+        // (what, got, want)
+        let table: Vec<(&str, String, String)> = vec![
+            (
+                "hostname",
+                format!("{:?}", got.hostname),
+                "Some(\"10.0.1.5\")".into(),
+            ),
+            // From the Include, first: the later `User` lines lose.
+            ("user", format!("{:?}", got.user), "Some(\"bench\")".into()),
+            ("port", format!("{:?}", got.port), "Some(\"2222\")".into()),
+            (
+                "identityfile (unexpanded by ssh -G)",
+                format!("{:?}", got.identity_files),
+                "[\"~/.ssh/lab_%r\"]".into(),
+            ),
+            // Match host sees the HostName.
+            (
+                "identitiesonly",
+                format!("{:?}", got.identities_only),
+                "Some(true)".into(),
+            ),
+            (
+                "proxyjump",
+                format!("{:?}", got.proxy_jump),
+                "Some(\"jump@bastion:2200\")".into(),
+            ),
+            // Expanded by ssh -G itself (with ssh's own home).
+            (
+                "userknownhostsfile",
+                format!("{:?}", got.user_known_hosts),
+                format!("Some([\"{home}/kh\"])"),
+            ),
+            (
+                "stricthostkeychecking",
+                format!("{:?}", got.strict_host_key_checking),
+                "None".into(),
+            ),
+        ];
+        for (what, g, w) in &table {
+            assert_eq!(g, w, "{what}");
+        }
+        // Wildcards and negation.
+        let user = |alias: &str| r.resolve(&named(&cfg), alias).unwrap().user;
+        assert_eq!(user("x.lab").as_deref(), Some("labuser"));
+        assert_eq!(user("bad.lab").as_deref(), Some("star"));
+        assert_eq!(user("other").as_deref(), Some("star"));
+        // Match host does not apply to another host.
+        let other = r.resolve(&named(&cfg), "db-2").unwrap();
+        assert_eq!(other.identities_only, None);
+        assert_eq!(other.hostname, None);
+        assert_eq!(other.user.as_deref(), Some("bench"));
+    }
+
+    #[test]
+    fn resolving_many_hosts_is_quick() {
+        let t = Tmp::new("timing");
+        lab(&t);
+        if !have_ssh() {
+            return;
+        }
+        let aliases: Vec<String> = (0..32).map(|i| format!("db-{i}")).collect();
+        let t0 = Instant::now();
+        let all = resolver(&t.0).resolve_all(&named(&t.0.join("config")), &aliases);
+        let took = t0.elapsed();
+        assert!(all
+            .iter()
+            .all(|r| r.as_ref().is_ok_and(|r| r.user.as_deref() == Some("bench"))));
+        eprintln!("resolved {} aliases in {took:?}", aliases.len());
+        assert!(took < Duration::from_secs(10), "{took:?}");
+    }
+
+    #[test]
+    fn parse_dump_keeps_every_identityfile_line() {
+        let d = parse_dump("user bench\nidentityfile ~/.ssh/a\nidentityfile %d/b\nport 22\n");
+        assert_eq!(d["identityfile"], vec!["~/.ssh/a", "%d/b"]);
+        assert_eq!(d["user"], vec!["bench"]);
+    }
+}
