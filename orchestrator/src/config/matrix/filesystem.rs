@@ -246,60 +246,7 @@ fn filesystem(
     }
 
     // vary: key -> values, combined in key order (first key varies slowest).
-    let mut axes: Vec<(Spanned<String>, Vec<String>)> = Vec::new();
-    if let Some(v) = f.table(errs, "vary") {
-        if let DeValue::Table(vt) = v.get_ref() {
-            for (k, vals) in vt.iter() {
-                let key: String = k.get_ref().to_string();
-                if let Err(e) = ZfsPropertyName::new(&key) {
-                    errs.push(&k.span(), format!("vary key: {}", e.0));
-                    continue;
-                }
-                let DeValue::Array(a) = vals.get_ref() else {
-                    errs.push(
-                        &vals.span(),
-                        format!(
-                            "vary `{key}` in {ctx} must be an array of values, found {}",
-                            type_name(vals.get_ref())
-                        ),
-                    );
-                    continue;
-                };
-                if a.is_empty() {
-                    errs.push(
-                        &vals.span(),
-                        format!("vary `{key}` in {ctx} is empty; give at least one value"),
-                    );
-                    continue;
-                }
-                let mut values = Vec::new();
-                for item in a.iter() {
-                    match scalar_string(item.get_ref()) {
-                        Some(s) => match check_vary_value(&s) {
-                            Ok(()) => {
-                                if values.contains(&s) {
-                                    errs.push(
-                                        &item.span(),
-                                        format!("vary `{key}` lists `{s}` twice; list each value once"),
-                                    );
-                                }
-                                values.push(s)
-                            }
-                            Err(e) => errs.push(&item.span(), e.0),
-                        },
-                        None => errs.push(
-                            &item.span(),
-                            format!(
-                                "every vary value must be a string, a number or a boolean, found {}",
-                                type_name(item.get_ref())
-                            ),
-                        ),
-                    }
-                }
-                axes.push((Spanned::new(k.span(), key), values));
-            }
-        }
-    }
+    let axes = vary_axes(errs, &f, &ctx);
     if errs.list.len() > before {
         return Vec::new();
     }
@@ -364,34 +311,9 @@ fn filesystem(
         return Vec::new();
     }
 
-    // Cartesian product, bounded before it is built.
-    let variants = axes
-        .iter()
-        .try_fold(1usize, |n, a| n.checked_mul(a.1.len()))
-        .filter(|n| *n <= MAX_VARIANTS_PER_ENTRY);
-    if variants.is_none() {
-        let sizes: Vec<String> = axes.iter().map(|a| a.1.len().to_string()).collect();
-        errs.push(
-            &axes[0].0.span(),
-            format!(
-                "vary in {ctx} makes {} variants; at most {MAX_VARIANTS_PER_ENTRY} per [[filesystem]] (give fewer values, or split it into several entries)",
-                sizes.join(" × ")
-            ),
-        );
+    let Some(combos) = combinations(errs, &axes, &ctx) else {
         return Vec::new();
-    }
-    let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
-    for (key, values) in &axes {
-        let mut next = Vec::new();
-        for c in &combos {
-            for v in values {
-                let mut c = c.clone();
-                c.push((key.get_ref().clone(), v.clone()));
-                next.push(c);
-            }
-        }
-        combos = next;
-    }
+    };
     let mut out = Vec::new();
     for vars in combos {
         let n0 = errs.list.len();
@@ -495,6 +417,107 @@ fn filesystem(
         }
     }
     out
+}
+
+/// `vary`: each key's values, in key order (the first key varies slowest
+/// in [`combinations`]).
+fn vary_axes(
+    errs: &mut Errors<'_>,
+    f: &Tbl<'_, '_>,
+    ctx: &str,
+) -> Vec<(Spanned<String>, Vec<String>)> {
+    let mut axes: Vec<(Spanned<String>, Vec<String>)> = Vec::new();
+    if let Some(v) = f.table(errs, "vary") {
+        if let DeValue::Table(vt) = v.get_ref() {
+            for (k, vals) in vt.iter() {
+                let key: String = k.get_ref().to_string();
+                if let Err(e) = ZfsPropertyName::new(&key) {
+                    errs.push(&k.span(), format!("vary key: {}", e.0));
+                    continue;
+                }
+                let DeValue::Array(a) = vals.get_ref() else {
+                    errs.push(
+                        &vals.span(),
+                        format!(
+                            "vary `{key}` in {ctx} must be an array of values, found {}",
+                            type_name(vals.get_ref())
+                        ),
+                    );
+                    continue;
+                };
+                if a.is_empty() {
+                    errs.push(
+                        &vals.span(),
+                        format!("vary `{key}` in {ctx} is empty; give at least one value"),
+                    );
+                    continue;
+                }
+                let mut values = Vec::new();
+                for item in a.iter() {
+                    match scalar_string(item.get_ref()) {
+                        Some(s) => match check_vary_value(&s) {
+                            Ok(()) => {
+                                if values.contains(&s) {
+                                    errs.push(
+                                        &item.span(),
+                                        format!("vary `{key}` lists `{s}` twice; list each value once"),
+                                    );
+                                }
+                                values.push(s)
+                            }
+                            Err(e) => errs.push(&item.span(), e.0),
+                        },
+                        None => errs.push(
+                            &item.span(),
+                            format!(
+                                "every vary value must be a string, a number or a boolean, found {}",
+                                type_name(item.get_ref())
+                            ),
+                        ),
+                    }
+                }
+                axes.push((Spanned::new(k.span(), key), values));
+            }
+        }
+    }
+    axes
+}
+
+/// Every combination of the vary values, first key slowest; `None` (an
+/// error says so) when there would be more than [`MAX_VARIANTS_PER_ENTRY`].
+fn combinations(
+    errs: &mut Errors<'_>,
+    axes: &[(Spanned<String>, Vec<String>)],
+    ctx: &str,
+) -> Option<Vec<Vec<(String, String)>>> {
+    let variants = axes
+        .iter()
+        .try_fold(1usize, |n, a| n.checked_mul(a.1.len()))
+        .filter(|n| *n <= MAX_VARIANTS_PER_ENTRY);
+    if variants.is_none() {
+        let sizes: Vec<String> = axes.iter().map(|a| a.1.len().to_string()).collect();
+        errs.push(
+            &axes[0].0.span(),
+            format!(
+                "vary in {ctx} makes {} variants; at most {MAX_VARIANTS_PER_ENTRY} per [[filesystem]] (give fewer values, or split it into several entries)",
+                sizes.join(" × ")
+            ),
+        );
+        return None;
+    }
+    let mut combos: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for (key, values) in axes {
+        let mut next = Vec::new();
+        for c in &combos {
+            for v in values {
+                let mut c = c.clone();
+                c.push((key.get_ref().clone(), v.clone()));
+                next.push(c);
+            }
+        }
+        combos = next;
+    }
+    Some(combos)
 }
 
 #[cfg(test)]
