@@ -326,63 +326,9 @@ fn filesystem(
                 }
             }
         });
-        let mut mkfs = Vec::new();
-        for s in &mkfs_t {
-            if let Some(x) = subst(errs, s.get_ref(), &s.span(), &vars) {
-                match MkfsOption::new(&x) {
-                    Ok(o) => mkfs.push(o),
-                    Err(e) => errs.push(&s.span(), e.0),
-                }
-            }
-        }
-        // Allow-listed per type, after vary substitution (see fsopts.rs).
-        if mkfs.len() == mkfs_t.len() {
-            if let Err((i, e)) = check_mkfs(fs_type, &mkfs) {
-                errs.push(&mkfs_t[i].span(), e);
-            }
-        }
-        let mut mount = Vec::new();
-        for s in &mount_t {
-            if let Some(x) = subst(errs, s.get_ref(), &s.span(), &vars) {
-                match MountOption::new(&x).and_then(|o| {
-                    check_mount(fs_type, &o)
-                        .map(|()| o)
-                        .map_err(crate::config::values::ValueError)
-                }) {
-                    Ok(o) => mount.push(o),
-                    Err(e) => errs.push(&s.span(), e.0),
-                }
-            }
-        }
-        let mut props = props_v
-            .map(|v| zfs_props(errs, v, &ctx, &vars))
-            .unwrap_or_default();
-        for key in &implicit_props {
-            let value = vars
-                .iter()
-                .find(|(k, _)| k == key.get_ref())
-                .map(|(_, v)| v.clone())
-                .unwrap_or_default();
-            match (
-                ZfsPropertyName::new(key.get_ref()),
-                ZfsPropertyValue::new(&value),
-            ) {
-                (Ok(name), Ok(value)) => {
-                    props.retain(|p| p.name != name);
-                    props.push(ZfsProperty { name, value });
-                }
-                (Err(e), _) | (_, Err(e)) => errs.push(&key.span(), e.0),
-            }
-        }
-        props.sort();
-        if fs_type == FsType::Hammer2 {
-            let at = props_v.map(|v| v.span()).unwrap_or_else(|| span.clone());
-            for p in &props {
-                if let Err(e) = check_hammer2_property(p.name.as_str(), p.value.as_str()) {
-                    errs.push(&at, format!("{e} (in {ctx})"));
-                }
-            }
-        }
+        let mkfs = mkfs_options(errs, fs_type, &mkfs_t, &vars);
+        let mount = mount_options(errs, fs_type, &mount_t, &vars);
+        let props = properties(errs, fs_type, props_v, &implicit_props, &ctx, span, &vars);
         let mut pool = pool_v
             .map(|v| zfs_props(errs, v, &ctx, &vars))
             .unwrap_or_default();
@@ -518,6 +464,99 @@ fn combinations(
         combos = next;
     }
     Some(combos)
+}
+
+/// `mkfs_options` of one variant, after vary substitution, allow-listed per
+/// type (see fsopts.rs).
+fn mkfs_options(
+    errs: &mut Errors<'_>,
+    fs_type: FsType,
+    mkfs_t: &[Spanned<String>],
+    vars: &[(String, String)],
+) -> Vec<MkfsOption> {
+    let mut mkfs = Vec::new();
+    for s in mkfs_t {
+        if let Some(x) = subst(errs, s.get_ref(), &s.span(), vars) {
+            match MkfsOption::new(&x) {
+                Ok(o) => mkfs.push(o),
+                Err(e) => errs.push(&s.span(), e.0),
+            }
+        }
+    }
+    // Allow-listed per type, after vary substitution (see fsopts.rs).
+    if mkfs.len() == mkfs_t.len() {
+        if let Err((i, e)) = check_mkfs(fs_type, &mkfs) {
+            errs.push(&mkfs_t[i].span(), e);
+        }
+    }
+    mkfs
+}
+
+/// `mount_options` of one variant, after vary substitution, allow-listed
+/// per type.
+fn mount_options(
+    errs: &mut Errors<'_>,
+    fs_type: FsType,
+    mount_t: &[Spanned<String>],
+    vars: &[(String, String)],
+) -> Vec<MountOption> {
+    let mut mount = Vec::new();
+    for s in mount_t {
+        if let Some(x) = subst(errs, s.get_ref(), &s.span(), vars) {
+            match MountOption::new(&x).and_then(|o| {
+                check_mount(fs_type, &o)
+                    .map(|()| o)
+                    .map_err(crate::config::values::ValueError)
+            }) {
+                Ok(o) => mount.push(o),
+                Err(e) => errs.push(&s.span(), e.0),
+            }
+        }
+    }
+    mount
+}
+
+/// `properties` of one variant, with the vary keys that name a ZFS
+/// property by themselves; HAMMER2 takes only its compression.
+fn properties(
+    errs: &mut Errors<'_>,
+    fs_type: FsType,
+    props_v: Option<&Val<'_>>,
+    implicit_props: &[&Spanned<String>],
+    ctx: &str,
+    span: &Range<usize>,
+    vars: &[(String, String)],
+) -> Vec<ZfsProperty> {
+    let mut props = props_v
+        .map(|v| zfs_props(errs, v, ctx, vars))
+        .unwrap_or_default();
+    for key in implicit_props {
+        let value = vars
+            .iter()
+            .find(|(k, _)| k == key.get_ref())
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        match (
+            ZfsPropertyName::new(key.get_ref()),
+            ZfsPropertyValue::new(&value),
+        ) {
+            (Ok(name), Ok(value)) => {
+                props.retain(|p| p.name != name);
+                props.push(ZfsProperty { name, value });
+            }
+            (Err(e), _) | (_, Err(e)) => errs.push(&key.span(), e.0),
+        }
+    }
+    props.sort();
+    if fs_type == FsType::Hammer2 {
+        let at = props_v.map(|v| v.span()).unwrap_or_else(|| span.clone());
+        for p in &props {
+            if let Err(e) = check_hammer2_property(p.name.as_str(), p.value.as_str()) {
+                errs.push(&at, format!("{e} (in {ctx})"));
+            }
+        }
+    }
+    props
 }
 
 #[cfg(test)]
