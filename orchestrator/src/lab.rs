@@ -331,6 +331,39 @@ mod tests {
     }
 
     #[test]
+    fn lab_sh_knows_every_standin_os() {
+        // lab.sh's per-OS spots, held to the rows marked standin: the BSD
+        // disk name, the --os check and its message, the csh-family root.
+        let oses = standin_oses();
+        for os in &oses {
+            assert!(
+                LAB_SH.contains(&format!("\n\t{os}) printf '")),
+                "lab.sh bsd_disk: no arm for {os}"
+            );
+        }
+        for spot in [
+            format!("\t\t{})\n", oses.join(" | ")),
+            format!("valid: linux, {}\"", oses.join(", ")),
+            format!(
+                "\t{}) [ -x /usr/bin/tcsh ]",
+                oses.iter()
+                    .map(|o| format!("*,{o},*"))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            ),
+            format!(
+                "if {}; then",
+                oses.iter()
+                    .map(|o| format!("[ \"$os\" = {o} ]"))
+                    .collect::<Vec<_>>()
+                    .join(" || ")
+            ),
+        ] {
+            assert!(LAB_SH.contains(&spot), "lab.sh lacks {spot:?}");
+        }
+    }
+
+    #[test]
     fn bad_up_arguments() {
         assert!(matches!(
             script_args(&up(0, "4G", "/x")),
