@@ -5,7 +5,8 @@
 //! journal, `mkfs.xfs -l logdev=…` and `-r rtdev=…` write to other devices,
 //! `mkfs.btrfs /dev/sdc` (a second positional) adds a device, `-d`/`--rootdir`
 //! read a folder of the host, `mount -o journal_path=…` opens another device
-//! (no side doors: an option reaches only the device fsmatrix was given).  These run past the device guard with `-f`.
+//! (no side doors: an option reaches only the device fsmatrix was given).
+//! These run past the device guard with `-f`.
 //! So options are allow-listed, taken from each tool's man page (cited above
 //! each list): the performance and layout options a benchmarker uses, none
 //! that names a device, a file or a folder, and none that sets what fsmatrix

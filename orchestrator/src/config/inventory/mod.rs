@@ -162,7 +162,8 @@ const DEFAULT_WORK_DIR: &str = "/var/tmp/fsmatrix";
 
 /// Folders that other people and the system share: fsmatrix unmounts,
 /// writes scripts into and (as root) runs from `work_dir`, so it must be a
-/// folder of its own, never one of these (no side doors: fsmatrix writes only where it was given).
+/// folder of its own, never one of these (no side doors: fsmatrix writes
+/// only where it was given).
 pub const SHARED_FOLDERS: &[&str] = &[
     "/",
     "/tmp",
