@@ -362,10 +362,19 @@ verb_cat() {
 
 # ---------------------------------------------------------------- shared verbs
 #
-# OS-neutral verbs and helpers.  They call the hooks every per-OS script
-# defines: resolve PATH, guard DEV CONSENT ALLOWED, signature DEV (sets SIG,
-# SIG_DETAIL), dev_size_bytes DEV, mount_line MNT ("source fstype options"),
-# child_pids PID (the pids of PID's children, one a line).
+# OS-neutral verbs and helpers.  They call the hooks listed below, which
+# every per-OS script defines (docs/remote-scripts.md says what each does; a
+# unit test holds each OS script and the doc to these lists).
+#
+# FSMX_HOOKS: every OS script defines each.
+# FSMX_ZFS_HOOKS: an OS script whose OS offers ZFS defines each too.
+# FSMX_OPTIONAL_HOOKS: common.sh defines a default an OS script may replace.
+# shellcheck disable=SC2034 # the interface, read by tests and readers
+FSMX_HOOKS="resolve guard_in_use signature dev_ident dev_size_bytes device_facts check_fs wipe mount_source mount_line child_pids pool_on_device fs_flush du_sizes df_k"
+# shellcheck disable=SC2034 # the interface, read by tests and readers
+FSMX_ZFS_HOOKS="zfs_txg_timeout"
+# shellcheck disable=SC2034 # the interface, read by tests and readers
+FSMX_OPTIONAL_HOOKS="after_mount"
 
 # in_words WORD LIST: WORD is one of the newline/space separated LIST.
 in_words() {

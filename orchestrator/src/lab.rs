@@ -7,6 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::config::OsProfile;
+
 /// Default state folder: keys, known_hosts, inventory.toml, disk images.
 pub const DEFAULT_DIR: &str = "/var/lib/fsmatrix/lab";
 
@@ -27,7 +29,7 @@ pub enum LabAction {
         /// Install missing Debian packages instead of only naming them.
         install: bool,
         /// Host i's OS is the i-th (the last repeats): `linux`, or a
-        /// stand-in ([`STANDIN_OSES`]).
+        /// stand-in ([`standin_oses`]).
         oses: Vec<String>,
         /// Host 1 is a bastion; the others sit on an inner network
         /// (10.203.1.0/24) reachable only through it (`proxy_jump`).
@@ -54,119 +56,22 @@ pub enum LabError {
     Script(std::io::Error),
     #[error("run bash (is it installed?): {0}")]
     Bash(std::io::Error),
-    #[error("--os {0:?}: valid: linux, {valid} (comma-separated, one per host, the last repeats)", valid = STANDIN_OSES.join(", "))]
+    #[error("--os {0:?}: valid: linux, {valid} (comma-separated, one per host, the last repeats)", valid = standin_oses().join(", "))]
     Os(String),
     #[error("write the stand-in files to a temporary folder: {0}")]
     Standin(std::io::Error),
 }
 
-/// The OSes a lab host can stand in for (docs/standin-hosts.md).
-pub const STANDIN_OSES: &[&str] = &["freebsd", "dragonfly"];
+/// The OSes a lab host can stand in for (docs/standin-hosts.md): the OS
+/// rows marked `standin`.
+pub fn standin_oses() -> Vec<&'static str> {
+    OsProfile::standins().map(|p| p.name).collect()
+}
 
 /// The stand-in files, as shipped in the binary: `setup.sh` (builds a
 /// stand-in's BSD view inside its mount namespace) and the emulated BSD
-/// commands, by OS.
-pub const STANDIN_FILES: &[(&str, &str)] = &[
-    ("setup.sh", include_str!("lab/standin/setup.sh")),
-    ("freebsd/uname", include_str!("lab/standin/freebsd/uname")),
-    (
-        "freebsd/freebsd-version",
-        include_str!("lab/standin/freebsd/freebsd-version"),
-    ),
-    ("freebsd/sysctl", include_str!("lab/standin/freebsd/sysctl")),
-    ("freebsd/kenv", include_str!("lab/standin/freebsd/kenv")),
-    (
-        "freebsd/diskinfo",
-        include_str!("lab/standin/freebsd/diskinfo"),
-    ),
-    ("freebsd/geom", include_str!("lab/standin/freebsd/geom")),
-    ("freebsd/gpart", include_str!("lab/standin/freebsd/gpart")),
-    (
-        "freebsd/swapinfo",
-        include_str!("lab/standin/freebsd/swapinfo"),
-    ),
-    ("freebsd/du", include_str!("lab/standin/freebsd/du")),
-    ("freebsd/stat", include_str!("lab/standin/freebsd/stat")),
-    ("freebsd/sha256", include_str!("lab/standin/freebsd/sha256")),
-    ("freebsd/su", include_str!("lab/standin/freebsd/su")),
-    ("freebsd/pw", include_str!("lab/standin/freebsd/pw")),
-    ("freebsd/lockf", include_str!("lab/standin/freebsd/lockf")),
-    ("freebsd/fstyp", include_str!("lab/standin/freebsd/fstyp")),
-    ("freebsd/zdb", include_str!("lab/standin/freebsd/zdb")),
-    ("freebsd/mount", include_str!("lab/standin/freebsd/mount")),
-    ("freebsd/umount", include_str!("lab/standin/freebsd/umount")),
-    ("freebsd/newfs", include_str!("lab/standin/freebsd/newfs")),
-    ("freebsd/tunefs", include_str!("lab/standin/freebsd/tunefs")),
-    ("freebsd/zpool", include_str!("lab/standin/freebsd/zpool")),
-    ("freebsd/zfs", include_str!("lab/standin/freebsd/zfs")),
-    (
-        "dragonfly/uname",
-        include_str!("lab/standin/dragonfly/uname"),
-    ),
-    (
-        "dragonfly/sysctl",
-        include_str!("lab/standin/dragonfly/sysctl"),
-    ),
-    (
-        "dragonfly/diskinfo",
-        include_str!("lab/standin/dragonfly/diskinfo"),
-    ),
-    (
-        "dragonfly/mount",
-        include_str!("lab/standin/dragonfly/mount"),
-    ),
-    (
-        "dragonfly/mount_hammer",
-        include_str!("lab/standin/dragonfly/mount_hammer"),
-    ),
-    (
-        "dragonfly/mount_hammer2",
-        include_str!("lab/standin/dragonfly/mount_hammer2"),
-    ),
-    (
-        "dragonfly/newfs",
-        include_str!("lab/standin/dragonfly/newfs"),
-    ),
-    (
-        "dragonfly/newfs_hammer",
-        include_str!("lab/standin/dragonfly/newfs_hammer"),
-    ),
-    (
-        "dragonfly/newfs_hammer2",
-        include_str!("lab/standin/dragonfly/newfs_hammer2"),
-    ),
-    (
-        "dragonfly/hammer",
-        include_str!("lab/standin/dragonfly/hammer"),
-    ),
-    (
-        "dragonfly/hammer2",
-        include_str!("lab/standin/dragonfly/hammer2"),
-    ),
-    (
-        "dragonfly/tunefs",
-        include_str!("lab/standin/dragonfly/tunefs"),
-    ),
-    (
-        "dragonfly/fstyp",
-        include_str!("lab/standin/dragonfly/fstyp"),
-    ),
-    (
-        "dragonfly/swapinfo",
-        include_str!("lab/standin/dragonfly/swapinfo"),
-    ),
-    ("dragonfly/gpt", include_str!("lab/standin/dragonfly/gpt")),
-    (
-        "dragonfly/fdisk",
-        include_str!("lab/standin/dragonfly/fdisk"),
-    ),
-    ("dragonfly/du", include_str!("lab/standin/dragonfly/du")),
-    ("dragonfly/stat", include_str!("lab/standin/dragonfly/stat")),
-    (
-        "dragonfly/readlink",
-        include_str!("lab/standin/dragonfly/readlink"),
-    ),
-];
+/// commands, by OS, listed from `src/lab/standin/` by `build.rs`.
+pub const STANDIN_FILES: &[(&str, &str)] = &include!(concat!(env!("OUT_DIR"), "/standin_files.rs"));
 
 /// `--os` values, checked: each `linux` or a stand-in OS.
 fn oses_arg(oses: &[String]) -> Result<String, LabError> {
@@ -174,7 +79,7 @@ fn oses_arg(oses: &[String]) -> Result<String, LabError> {
         return Err(LabError::Os(String::new()));
     }
     for o in oses {
-        if o != "linux" && !STANDIN_OSES.contains(&o.as_str()) {
+        if o != "linux" && !standin_oses().contains(&o.as_str()) {
             return Err(LabError::Os(o.clone()));
         }
     }
@@ -355,6 +260,106 @@ mod tests {
             } else {
                 assert_eq!(first, "#!/bin/sh", "{name}");
             }
+        }
+    }
+
+    #[test]
+    fn every_standin_os_has_its_folder_and_every_emulator_its_place() {
+        // build.rs ships every file of src/lab/standin/<os>/ (no dot in its
+        // name); setup.sh must know each one's BSD folder (emu_dir) and
+        // accept each stand-in OS, and each folder must be a stand-in row.
+        let setup = STANDIN_FILES
+            .iter()
+            .find(|(n, _)| *n == "setup.sh")
+            .map(|(_, b)| *b)
+            .expect("setup.sh is shipped");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lab/standin");
+        let mut folders: Vec<String> = std::fs::read_dir(&dir)
+            .expect("standin folder")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.is_dir())
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        folders.sort();
+        let mut rows: Vec<String> = standin_oses().iter().map(|s| s.to_string()).collect();
+        rows.sort();
+        assert_eq!(folders, rows, "stand-in folders vs OS rows marked standin");
+        let accepted = format!("\n{})", standin_oses().join("|"));
+        assert!(
+            setup.contains(&accepted),
+            "setup.sh does not accept {accepted:?}"
+        );
+        let mut missing = Vec::new();
+        for (name, _) in STANDIN_FILES.iter().filter(|(n, _)| n.contains('/')) {
+            let (os, emu) = name.split_once('/').expect("os/name");
+            assert!(rows.iter().any(|r| r == os), "{name}");
+            let arm = format!("{os}:{emu}");
+            let known = setup.lines().any(|l| {
+                l.trim_start().starts_with(&format!("{os}:"))
+                    && l.split(')')
+                        .next()
+                        .is_some_and(|pats| pats.split('|').any(|p| p.trim() == arm))
+            });
+            if !known {
+                missing.push(arm);
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "setup.sh emu_dir has no place for {missing:?}"
+        );
+        let shipped = STANDIN_FILES
+            .iter()
+            .filter(|(n, _)| n.contains('/'))
+            .count();
+        let on_disk: usize = folders
+            .iter()
+            .map(|f| {
+                std::fs::read_dir(dir.join(f))
+                    .expect("folder")
+                    .filter(|e| {
+                        !e.as_ref()
+                            .expect("entry")
+                            .file_name()
+                            .to_string_lossy()
+                            .contains('.')
+                    })
+                    .count()
+            })
+            .sum();
+        assert_eq!(shipped, on_disk, "every emulator in the folders is shipped");
+    }
+
+    #[test]
+    fn lab_sh_knows_every_standin_os() {
+        // lab.sh's per-OS spots, held to the rows marked standin: the BSD
+        // disk name, the --os check and its message, the csh-family root.
+        let oses = standin_oses();
+        for os in &oses {
+            assert!(
+                LAB_SH.contains(&format!("\n\t{os}) printf '")),
+                "lab.sh bsd_disk: no arm for {os}"
+            );
+        }
+        for spot in [
+            format!("\t\t{})\n", oses.join(" | ")),
+            format!("valid: linux, {}\"", oses.join(", ")),
+            format!(
+                "\t{}) [ -x /usr/bin/tcsh ]",
+                oses.iter()
+                    .map(|o| format!("*,{o},*"))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            ),
+            format!(
+                "if {}; then",
+                oses.iter()
+                    .map(|o| format!("[ \"$os\" = {o} ]"))
+                    .collect::<Vec<_>>()
+                    .join(" || ")
+            ),
+        ] {
+            assert!(LAB_SH.contains(&spot), "lab.sh lacks {spot:?}");
         }
     }
 

@@ -21,3 +21,4 @@ mod plan_run_same;
 mod report_drift;
 mod report_html;
 mod report_metric;
+mod tables;

@@ -5,7 +5,8 @@
 //! journal, `mkfs.xfs -l logdev=…` and `-r rtdev=…` write to other devices,
 //! `mkfs.btrfs /dev/sdc` (a second positional) adds a device, `-d`/`--rootdir`
 //! read a folder of the host, `mount -o journal_path=…` opens another device
-//! (issue 10, "No side doors").  These run past the device guard with `-f`.
+//! (no side doors: an option reaches only the device fsmatrix was given).
+//! These run past the device guard with `-f`.
 //! So options are allow-listed, taken from each tool's man page (cited above
 //! each list): the performance and layout options a benchmarker uses, none
 //! that names a device, a file or a folder, and none that sets what fsmatrix
@@ -15,13 +16,14 @@
 //! them (`["-E", "stride=16,stripe_width=32"]`); a flag's value is the next
 //! entry or is attached (`-b4096`, `--nodesize=16k`).  The check runs on each
 //! variant's options after `vary` substitution.
+use super::fs::FsSpec;
 use super::matrix::FsType;
 use super::os::Os;
 use super::values::{MkfsOption, MountOption};
 
 /// What a flag, a sub-option or a mount option takes.
 #[derive(Clone, Copy, Debug)]
-enum V {
+pub enum V {
     /// Nothing (`-j`, `noatime`).
     No,
     /// `0` or `1`; the bare key means on (`lazy_itable_init`, `barrier`).
@@ -41,7 +43,9 @@ enum V {
 }
 
 /// A flag of a mkfs tool and what it takes.
-type Flags = &'static [(&'static str, V)];
+pub type Flags = &'static [(&'static str, V)];
+/// Mount options and what each takes.
+pub type MountOpts = &'static [(&'static str, V)];
 
 const ON_OFF: V = V::Words(&["0", "1"]);
 
@@ -71,7 +75,7 @@ const EXT_E: &[(&str, V)] = &[
     ("encoding_flags", V::Words(&["strict"])),
 ];
 const EXT_J: &[(&str, V)] = &[("size", V::Num), ("fast_commit_size", V::Num)];
-const EXT_MKFS: Flags = &[
+pub(super) const EXT_MKFS: Flags = &[
     ("-b", V::Num),
     ("-C", V::Num),
     ("-D", V::No),
@@ -96,7 +100,7 @@ const EXT_MKFS: Flags = &[
 // ("FILESYSTEM-INDEPENDENT MOUNT OPTIONS").  Left out: ro, remount, bind,
 // move, loop/offset/sizelimit (another file as the device), context=…,
 // x-*, user/users/owner/group, defaults (means other things per fs).
-const LINUX_MOUNT: &[(&str, V)] = &[
+pub(super) const LINUX_MOUNT: &[(&str, V)] = &[
     ("noatime", V::No),
     ("atime", V::No),
     ("relatime", V::No),
@@ -125,7 +129,7 @@ const LINUX_MOUNT: &[(&str, V)] = &[
 // ("Mount options for ext3", "Mount options for ext4").  Left out:
 // journal_dev=, journal_path= (another device), usrjquota=, grpjquota=
 // (files), sb= (another superblock), noload, norecovery, abort.
-const EXT_MOUNT: &[(&str, V)] = &[
+pub(super) const EXT_MOUNT: &[(&str, V)] = &[
     ("data", V::Words(&["journal", "ordered", "writeback"])),
     ("data_err", V::Words(&["ignore", "abort"])),
     ("commit", V::Num),
@@ -224,7 +228,7 @@ const XFS_N: &[(&str, V)] = &[
     ("ftype", ON_OFF),
 ];
 const XFS_S: &[(&str, V)] = &[("size", V::Num), ("log", V::Num)];
-const XFS_MKFS: Flags = &[
+pub(super) const XFS_MKFS: Flags = &[
     ("-b", V::Sub(XFS_B)),
     ("-m", V::Sub(XFS_M)),
     ("-d", V::Sub(XFS_D)),
@@ -237,7 +241,7 @@ const XFS_MKFS: Flags = &[
 
 // xfs mount: xfs(5), https://man7.org/linux/man-pages/man5/xfs.5.html
 // Left out: logdev=, rtdev= (other devices), norecovery, nouuid.
-const XFS_MOUNT: &[(&str, V)] = &[
+pub(super) const XFS_MOUNT: &[(&str, V)] = &[
     ("allocsize", V::Num),
     ("attr2", V::No),
     ("noattr2", V::No),
@@ -270,7 +274,7 @@ const XFS_MOUNT: &[(&str, V)] = &[
 // a folder of the host), -L/--label (fsmatrix's), -f/-q; profiles that need
 // several devices (fsmatrix gives one).
 const BTRFS_PROFILES: V = V::Words(&["single", "dup"]);
-const BTRFS_MKFS: Flags = &[
+pub(super) const BTRFS_MKFS: Flags = &[
     ("-b", V::Num),
     ("--byte-count", V::Num),
     (
@@ -306,7 +310,7 @@ const BTRFS_MKFS: Flags = &[
 // device= (another device), subvol= (a path), degraded, rescue=,
 // usebackuproot, nologreplay, check_int*.
 const BTRFS_COMPRESS: V = V::Ident;
-const BTRFS_MOUNT: &[(&str, V)] = &[
+pub(super) const BTRFS_MOUNT: &[(&str, V)] = &[
     ("compress", BTRFS_COMPRESS),
     ("compress-force", BTRFS_COMPRESS),
     ("space_cache", V::Words(&["v1", "v2"])),
@@ -346,8 +350,8 @@ const BTRFS_MOUNT: &[(&str, V)] = &[
 // arguments.  Mount options are the temporary mount properties of
 // zfsprops(7), https://openzfs.github.io/openzfs-docs/man/master/7/zfsprops.7.html
 // ("Temporary Mount Point Properties"); ro is left out.
-const ZFS_MKFS: Flags = &[];
-const ZFS_MOUNT: &[(&str, V)] = &[
+pub(super) const ZFS_MKFS: Flags = &[];
+pub(super) const ZFS_MOUNT: &[(&str, V)] = &[
     ("atime", V::No),
     ("noatime", V::No),
     ("relatime", V::No),
@@ -366,7 +370,7 @@ const ZFS_MOUNT: &[(&str, V)] = &[
 // ufs: FreeBSD newfs(8), https://man.freebsd.org/cgi/man.cgi?query=newfs&sektion=8
 // Left out: -L volname (fsmatrix's), -N (no build), -T disktype, -p
 // partition, -l (MAC labels).
-const UFS_MKFS: Flags = &[
+pub(super) const UFS_MKFS: Flags = &[
     ("-E", V::No),
     ("-J", V::No),
     ("-O", V::Words(&["1", "2"])),
@@ -398,7 +402,7 @@ const UFS_MKFS: Flags = &[
 // https://man.dragonflybsd.org/?command=mount_hammer&section=8), which
 // mount_ufs, mount_hammer and mount_hammer2 all take.  Left out: ro/rdonly,
 // update, force, snapshot, union, nfsv4acls-like access changes.
-const BSD_STD_MOUNT: &[(&str, V)] = &[
+pub(super) const BSD_STD_MOUNT: &[(&str, V)] = &[
     ("noatime", V::No),
     ("atime", V::No),
     ("noclusterr", V::No),
@@ -413,18 +417,18 @@ const BSD_STD_MOUNT: &[(&str, V)] = &[
 // mount_hammer and mount_hammer2 do not (`mount_hammer: -o async: option
 // not supported`, exit 1, after mkfs and before PostgreSQL: refused at plan
 // time instead).
-const UFS_MOUNT: &[(&str, V)] = &[("async", V::No), ("sync", V::No)];
+pub(super) const UFS_MOUNT: &[(&str, V)] = &[("async", V::No), ("sync", V::No)];
 
 // hammer mount: DragonFly mount_hammer(8),
 // https://man.dragonflybsd.org/?command=mount_hammer&section=8: nohistory
 // (no fine-grained history: the study's tuning).  Left out: master=id and
 // nomirror (mirroring), -T (an as-of transaction id).
-const HAMMER_MOUNT: &[(&str, V)] = &[("nohistory", V::No)];
+pub(super) const HAMMER_MOUNT: &[(&str, V)] = &[("nohistory", V::No)];
 
 // hammer: DragonFly newfs_hammer(8),
 // https://man.dragonflybsd.org/?command=newfs_hammer&section=8.  Left out:
 // -L label (fsmatrix's), -f, extra positional devices (volumes).
-const HAMMER_MKFS: Flags = &[
+pub(super) const HAMMER_MKFS: Flags = &[
     ("-E", V::No),
     ("-b", V::Num),
     ("-m", V::Num),
@@ -436,36 +440,12 @@ const HAMMER_MKFS: Flags = &[
 // hammer2: DragonFly newfs_hammer2(8),
 // https://man.dragonflybsd.org/?command=newfs_hammer2&section=8.  Left
 // out: -L label (the PFS names are fsmatrix's), extra positional devices.
-const HAMMER2_MKFS: Flags = &[
+pub(super) const HAMMER2_MKFS: Flags = &[
     ("-b", V::Num),
     ("-r", V::Num),
     ("-s", V::Num),
     ("-V", V::Num),
 ];
-
-fn mkfs_table(fs: FsType) -> (Flags, &'static str) {
-    match fs {
-        FsType::Ext3 | FsType::Ext4 => (EXT_MKFS, "mke2fs(8)"),
-        FsType::Xfs => (XFS_MKFS, "mkfs.xfs(8)"),
-        FsType::Btrfs => (BTRFS_MKFS, "mkfs.btrfs(8)"),
-        FsType::Zfs => (ZFS_MKFS, "zpool-create(8)"),
-        FsType::Ufs => (UFS_MKFS, "newfs(8)"),
-        FsType::Hammer => (HAMMER_MKFS, "newfs_hammer(8)"),
-        FsType::Hammer2 => (HAMMER2_MKFS, "newfs_hammer2(8)"),
-    }
-}
-
-fn mount_tables(fs: FsType) -> (&'static [&'static [(&'static str, V)]], &'static str) {
-    match fs {
-        FsType::Ext3 | FsType::Ext4 => (&[EXT_MOUNT, LINUX_MOUNT], "ext4(5), mount(8)"),
-        FsType::Xfs => (&[XFS_MOUNT, LINUX_MOUNT], "xfs(5), mount(8)"),
-        FsType::Btrfs => (&[BTRFS_MOUNT, LINUX_MOUNT], "btrfs(5), mount(8)"),
-        FsType::Zfs => (&[ZFS_MOUNT], "zfsprops(7)"),
-        FsType::Hammer => (&[BSD_STD_MOUNT, HAMMER_MOUNT], "mount(8), mount_hammer(8)"),
-        FsType::Hammer2 => (&[BSD_STD_MOUNT], "mount(8), mount_hammer2(8)"),
-        FsType::Ufs => (&[BSD_STD_MOUNT, UFS_MOUNT], "mount(8)"),
-    }
-}
 
 /// Options fsmatrix sets itself (when the type's table does not allow a
 /// flag of that name for something else), with what to do instead.
@@ -627,7 +607,8 @@ pub fn os_refuses(fs: FsType, os: Os, opts: &[MkfsOption]) -> Option<String> {
 /// Check a variant's mkfs arguments for its filesystem type; on refusal,
 /// the index of the argument at fault and why, with the valid list.
 pub fn check_mkfs(fs: FsType, opts: &[MkfsOption]) -> Result<(), (usize, String)> {
-    let (table, page) = mkfs_table(fs);
+    let spec = FsSpec::of(fs);
+    let (table, page) = (spec.mkfs, spec.mkfs_page);
     let valid = || format!("valid for {} ({page}): {}", fs.as_str(), valid_flags(table));
     let mut i = 0;
     while i < opts.len() {
@@ -689,7 +670,8 @@ pub fn check_mkfs(fs: FsType, opts: &[MkfsOption]) -> Result<(), (usize, String)
 
 /// Check one mount option for its filesystem type.
 pub fn check_mount(fs: FsType, opt: &MountOption) -> Result<(), String> {
-    let (tables, page) = mount_tables(fs);
+    let spec = FsSpec::of(fs);
+    let (tables, page) = (spec.mount, spec.mount_page);
     let valid = || {
         format!(
             "valid for {} ({page}): {}",

@@ -4,6 +4,7 @@
 //! names its file, line and column; all errors are collected.
 pub mod ansible;
 pub mod error;
+pub mod fs;
 pub mod fsopts;
 pub mod inventory;
 pub mod matrix;
@@ -21,7 +22,7 @@ pub use matrix::{
     Builtin, CiTarget, FsType, FsVariant, HostFilter, Jobs, Length, Matrix, Order, PgSetting,
     Repeats, Rule, SamplingRate, Scale, Workload, WorkloadKind, ZfsProperty,
 };
-pub use os::Os;
+pub use os::{Os, OsProfile};
 
 pub(crate) fn read_file(path: &Path) -> Result<String, ConfigErrors> {
     std::fs::read_to_string(path).map_err(|e| {

@@ -3,6 +3,8 @@
 //! them from here.
 use serde::{Deserialize, Serialize};
 
+use super::FsType;
+
 /// Operating system of a host; checked against `uname -s` by `check`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -15,11 +17,7 @@ pub enum Os {
 impl Os {
     pub const ALL: [Os; 3] = [Os::Linux, Os::Freebsd, Os::Dragonfly];
     pub fn as_str(self) -> &'static str {
-        match self {
-            Os::Linux => "linux",
-            Os::Freebsd => "freebsd",
-            Os::Dragonfly => "dragonfly",
-        }
+        self.profile().name
     }
     pub fn parse(s: &str) -> Option<Os> {
         Os::ALL.into_iter().find(|o| o.as_str() == s)
@@ -33,14 +31,174 @@ impl Os {
             _ => names.join(", "),
         }
     }
-    /// Where PostgreSQL's binaries are looked for when `pg_bin` is not given:
-    /// Debian/Ubuntu install per major version (`*` = newest found), the BSD
-    /// ports/dports into /usr/local/bin.
+    /// This OS's row of [`PROFILES`].
+    pub fn profile(self) -> &'static OsProfile {
+        PROFILES
+            .iter()
+            .find(|p| p.os == self)
+            .expect("every Os has a row in PROFILES")
+    }
+    /// Where PostgreSQL's binaries are looked for when `pg_bin` is not given
+    /// (the row's `pg_bin_hint`).
     pub fn pg_bin_hint(self) -> &'static str {
-        match self {
-            Os::Linux => "/usr/lib/postgresql/*/bin",
-            Os::Freebsd | Os::Dragonfly => "/usr/local/bin",
-        }
+        self.profile().pg_bin_hint
+    }
+}
+
+/// What takes a host's locks (`run/lock.rs`): Linux has util-linux
+/// flock(1); the BSDs have no flock(1) but lockf(1) (usr.bin/lockf).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockHolder {
+    Flock,
+    Lockf,
+}
+
+/// One OS: everything fsmatrix knows of it outside its remote script.
+/// Adding an OS is a row here, its script in `remote-scripts/` (with the
+/// hooks `common.sh` lists in `FSMX_HOOKS`), and a stand-in folder under
+/// `orchestrator/src/lab/standin/<os>/` when the lab dresses a host as it.
+#[derive(Debug)]
+pub struct OsProfile {
+    pub os: Os,
+    /// The name in inventories, matrices, `uname -s` (lowercase) and facts.
+    pub name: &'static str,
+    /// Its remote script, in `remote-scripts/`, uploaded beside `common.sh`.
+    pub script: &'static str,
+    /// Where PostgreSQL's binaries are looked for when `pg_bin` is not
+    /// given: Debian/Ubuntu install per major version (`*` = newest found),
+    /// the BSD ports/dports into /usr/local/bin.
+    pub pg_bin_hint: &'static str,
+    /// Where the host's locks live.  Linux: `/run/lock` (tmpfs, cleared at
+    /// boot: a lock cannot outlive the machine's uptime); the BSDs: `/var/run`.
+    pub lock_dir: &'static str,
+    pub lock_holder: LockHolder,
+    /// The filesystems it can build and mount, in the order messages list them.
+    pub filesystems: &'static [FsType],
+    /// Tools the script's `facts` reports besides each filesystem's
+    /// making tool ([`super::fs::FsSpec::tool`]).
+    pub extra_tools: &'static [&'static str],
+    /// `ansible_os_family` / `ansible_system` / `ansible_distribution`
+    /// values (lowercase) that mean this OS.
+    pub ansible_names: &'static [&'static str],
+    /// Ansible values that mean this OS when they start with one of these.
+    pub ansible_prefixes: &'static [&'static str],
+    /// The lab can dress a Linux host as this OS: its emulators are in
+    /// `orchestrator/src/lab/standin/<name>/` (docs/standin-hosts.md).
+    pub standin: bool,
+}
+
+/// Every OS, in [`Os::ALL`]'s order.
+pub const PROFILES: [OsProfile; 3] = [
+    OsProfile {
+        os: Os::Linux,
+        name: "linux",
+        script: "linux.sh",
+        pg_bin_hint: "/usr/lib/postgresql/*/bin",
+        lock_dir: "/run/lock/fsmatrix",
+        lock_holder: LockHolder::Flock,
+        filesystems: &[
+            FsType::Ext3,
+            FsType::Ext4,
+            FsType::Xfs,
+            FsType::Btrfs,
+            FsType::Zfs,
+        ],
+        extra_tools: &[],
+        ansible_names: &[
+            "linux",
+            "debian",
+            "ubuntu",
+            "redhat",
+            "rhel",
+            "centos",
+            "fedora",
+            "rocky",
+            "almalinux",
+            "oraclelinux",
+            "amazon",
+            "suse",
+            "sles",
+            "sles_sap",
+            "sled",
+            "archlinux",
+            "arch",
+            "manjaro",
+            "gentoo",
+            "alpine",
+            "altlinux",
+            "mandrake",
+            "mandriva",
+            "slackware",
+            "clearlinux",
+            "coreos",
+            "flatcar",
+            "void",
+            "nixos",
+            "kali",
+            "linuxmint",
+            "raspbian",
+            "devuan",
+            "scientific",
+            "cloudlinux",
+            "eurolinux",
+            "virtuozzo",
+            "xenserver",
+        ],
+        ansible_prefixes: &["opensuse"],
+        standin: false,
+    },
+    OsProfile {
+        os: Os::Freebsd,
+        name: "freebsd",
+        script: "freebsd.sh",
+        pg_bin_hint: "/usr/local/bin",
+        lock_dir: "/var/run/fsmatrix",
+        lock_holder: LockHolder::Lockf,
+        filesystems: &[FsType::Ufs, FsType::Zfs],
+        extra_tools: &[],
+        ansible_names: &["freebsd"],
+        ansible_prefixes: &[],
+        standin: true,
+    },
+    OsProfile {
+        os: Os::Dragonfly,
+        name: "dragonfly",
+        script: "dragonfly.sh",
+        pg_bin_hint: "/usr/local/bin",
+        lock_dir: "/var/run/fsmatrix",
+        lock_holder: LockHolder::Lockf,
+        filesystems: &[FsType::Hammer, FsType::Hammer2, FsType::Ufs],
+        extra_tools: &["hammer", "hammer2"],
+        ansible_names: &["dragonfly", "dragonflybsd", "dragonfly bsd"],
+        ansible_prefixes: &[],
+        standin: true,
+    },
+];
+
+impl OsProfile {
+    /// Whether it can build and mount `fs`.
+    pub fn offers(&self, fs: FsType) -> bool {
+        self.filesystems.contains(&fs)
+    }
+    /// Its filesystems' names: `ext3, ext4, xfs, btrfs, zfs`.
+    pub fn fs_names(&self) -> String {
+        let v: Vec<&str> = self.filesystems.iter().map(|t| t.as_str()).collect();
+        v.join(", ")
+    }
+    /// The OS an Ansible fact value (any case, trimmed) names, if any.
+    pub fn from_ansible(value: &str) -> Option<Os> {
+        let v = value.trim().to_ascii_lowercase();
+        PROFILES
+            .iter()
+            .find(|p| {
+                p.ansible_names.contains(&v.as_str())
+                    || p.ansible_prefixes.iter().any(|x| v.starts_with(x))
+            })
+            .map(|p| p.os)
+    }
+    /// The OSes the lab can dress a host as.
+    pub fn standins() -> impl Iterator<Item = &'static OsProfile> {
+        PROFILES.iter().filter(|p| p.standin)
     }
 }
 
@@ -52,5 +210,27 @@ mod tests {
     fn names_lists_every_os() {
         assert_eq!(Os::names(", "), "linux, freebsd, dragonfly");
         assert_eq!(Os::names(" and "), "linux, freebsd and dragonfly");
+    }
+
+    #[test]
+    fn one_row_per_os_in_order() {
+        assert_eq!(PROFILES.len(), Os::ALL.len());
+        for (p, os) in PROFILES.iter().zip(Os::ALL) {
+            assert_eq!(p.os, os);
+            assert_eq!(p.script, format!("{}.sh", p.name));
+            assert_eq!(Os::parse(p.name), Some(os));
+        }
+    }
+
+    #[test]
+    fn ansible_names_map_to_their_os() {
+        assert_eq!(OsProfile::from_ansible(" Debian"), Some(Os::Linux));
+        assert_eq!(OsProfile::from_ansible("openSUSE Leap"), Some(Os::Linux));
+        assert_eq!(OsProfile::from_ansible("FreeBSD"), Some(Os::Freebsd));
+        assert_eq!(
+            OsProfile::from_ansible("DragonFly BSD"),
+            Some(Os::Dragonfly)
+        );
+        assert_eq!(OsProfile::from_ansible("OpenBSD"), None);
     }
 }

@@ -526,8 +526,8 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
         let first = cells.len();
         let mut variants = Vec::new();
         for fs in &m.filesystems {
-            if !fs.fs_type.runs_on(host.os) {
-                let can: Vec<&str> = FsType::for_os(host.os).iter().map(|t| t.as_str()).collect();
+            let os = host.os.profile();
+            if !os.offers(fs.fs_type) {
                 dropped.push(Dropped {
                     host: host.name.clone(),
                     filesystem: fs.name.clone(),
@@ -535,9 +535,9 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
                     reason: format!(
                         "{} cannot run on {} ({} runs {})",
                         fs.fs_type.as_str(),
-                        host.os.as_str(),
-                        host.os.as_str(),
-                        can.join(", ")
+                        os.name,
+                        os.name,
+                        os.fs_names()
                     ),
                 });
                 continue;

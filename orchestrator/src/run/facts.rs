@@ -3,6 +3,7 @@
 //! keys a newer script adds are never lost.
 use std::collections::BTreeMap;
 
+use crate::config::fs::FsSpec;
 use crate::config::FsType;
 
 /// The `key=value` lines a verb prints on stdout.  A key may repeat
@@ -156,18 +157,10 @@ impl HostFacts {
     }
 }
 
-/// The tool a filesystem type needs, named as `facts` lists it.
+/// The tool a filesystem type needs, named as `facts` lists it (its
+/// [`FsSpec`] row's `tool`).
 pub fn tool_for(fs: FsType) -> &'static str {
-    match fs {
-        FsType::Ext3 => "mkfs.ext3",
-        FsType::Ext4 => "mkfs.ext4",
-        FsType::Xfs => "mkfs.xfs",
-        FsType::Btrfs => "mkfs.btrfs",
-        FsType::Zfs => "zpool",
-        FsType::Ufs => "newfs",
-        FsType::Hammer => "newfs_hammer",
-        FsType::Hammer2 => "newfs_hammer2",
-    }
+    FsSpec::of(fs).tool
 }
 
 #[cfg(test)]

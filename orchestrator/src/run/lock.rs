@@ -22,16 +22,14 @@
 //! - A busy lock refuses the whole sweep before anything is touched, naming
 //!   the holder (sweep, machine, user, process, since when).
 use super::facts::Kv;
+use crate::config::os::LockHolder;
 use crate::config::{Host, Os};
 use crate::remote::{Held, HoldOutcome, Remote, RemoteCommand, RemoteError};
 
 /// Where a host's locks live.  Linux: `/run/lock` (tmpfs, cleared at boot:
 /// a lock cannot outlive the machine's uptime); the BSDs: `/var/run`.
 pub fn lock_dir(os: Os) -> &'static str {
-    match os {
-        Os::Linux => "/run/lock/fsmatrix",
-        Os::Freebsd | Os::Dragonfly => "/var/run/fsmatrix",
-    }
+    os.profile().lock_dir
 }
 
 /// Who holds (or asks for) a lock: said to whoever is refused.
@@ -244,9 +242,9 @@ pub fn lock_command(dir: &str, host: &Host) -> RemoteCommand {
         .arg(crate::timeouts::HOLD_STALE_MINUTES.to_string())
         .args(host.devices.iter().map(|d| d.as_str()))
         .raw_arg(";")
-        .raw_arg(match host.os {
-            Os::Linux => HOLD_SCRIPT,
-            Os::Freebsd | Os::Dragonfly => HOLD_SCRIPT_BSD,
+        .raw_arg(match host.os.profile().lock_holder {
+            LockHolder::Flock => HOLD_SCRIPT,
+            LockHolder::Lockf => HOLD_SCRIPT_BSD,
         })
 }
 

@@ -55,8 +55,13 @@ fails=0
 
 # The DragonFly view: own emulators, the shared FreeBSD ones, mount_ufs.
 SHARED=(umount su pw lockf sha256 kenv)
-OWN=(uname sysctl diskinfo mount mount_hammer mount_hammer2 newfs newfs_hammer newfs_hammer2
-	hammer hammer2 tunefs fstyp swapinfo gpt fdisk du stat readlink)
+# Its own: every file of dragonfly/ without a dot in its name (not FACTS.md), as
+# setup.sh and build.rs take them.
+OWN=()
+for f in "$DF"/*; do
+	case ${f##*/} in *.*) continue ;; esac
+	OWN+=("${f##*/}")
+done
 for t in "${OWN[@]}"; do ln -s "$DF/$t" "$B/$t"; done
 for t in "${SHARED[@]}"; do ln -s "$FB/$t" "$B/$t"; done
 ln -s "$DF/mount" "$B/mount_ufs"

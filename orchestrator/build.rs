@@ -1,0 +1,54 @@
+//! Lists the lab's stand-in files from their folder, so that an emulator
+//! put in `src/lab/standin/<os>/` is shipped without another edit:
+//! `setup.sh`, and every file without a dot in its name (not `FACTS.md`)
+//! in each OS folder.  Writes `$OUT_DIR/standin_files.rs`, an array of
+//! `("<os>/<name>", include_str!(…))` that `lab.rs` includes.
+use std::path::Path;
+
+fn main() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lab/standin");
+    println!("cargo:rerun-if-changed={}", root.display());
+    let mut files = vec![("setup.sh".to_string(), root.join("setup.sh"))];
+    let mut oses: Vec<_> = std::fs::read_dir(&root)
+        .expect("read src/lab/standin")
+        .map(|e| e.expect("a folder entry").path())
+        .filter(|p| p.is_dir())
+        .collect();
+    oses.sort();
+    for dir in oses {
+        println!("cargo:rerun-if-changed={}", dir.display());
+        let os = dir
+            .file_name()
+            .unwrap()
+            .to_str()
+            .expect("UTF-8 name")
+            .to_string();
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .expect("read a stand-in folder")
+            .map(|e| e.expect("a folder entry").path())
+            .filter(|p| p.is_file())
+            .map(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_str()
+                    .expect("UTF-8 name")
+                    .to_string()
+            })
+            .filter(|n| !n.contains('.'))
+            .collect();
+        names.sort();
+        for n in names {
+            files.push((format!("{os}/{n}"), dir.join(&n)));
+        }
+    }
+    let mut out = String::from("[\n");
+    for (name, path) in &files {
+        out.push_str(&format!(
+            "    ({name:?}, include_str!({:?})),\n",
+            path.display().to_string()
+        ));
+    }
+    out.push_str("]\n");
+    let dest = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("standin_files.rs");
+    std::fs::write(dest, out).expect("write standin_files.rs");
+}

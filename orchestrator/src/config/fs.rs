@@ -1,0 +1,139 @@
+//! The filesystems fsmatrix builds: one row per type.  Which OS offers a
+//! type is its OS row's say ([`super::os::OsProfile::filesystems`]); the
+//! option allow-lists themselves live beside their checks in
+//! [`super::fsopts`], each cited to its man page.
+use super::fsopts::{self as o, Flags, MountOpts};
+use super::matrix::FsType;
+use super::os::{Os, PROFILES};
+
+/// One filesystem type.  Adding one is a row here (and a variant of
+/// [`FsType`]), its allow-lists in `fsopts.rs`, the OS rows that offer it,
+/// and the `case` arms of those OSes' scripts (`check_fs`, make-fs, mount).
+#[derive(Debug)]
+pub struct FsSpec {
+    pub fs_type: FsType,
+    /// The tool that makes it, as the script's `facts` lists it (`tools=`)
+    /// and `check` asks for.
+    pub tool: &'static str,
+    /// The mkfs flags a matrix may give, and the man page they come from.
+    pub mkfs: Flags,
+    pub mkfs_page: &'static str,
+    /// The mount options a matrix may give (every table allows), and the
+    /// man pages they come from.
+    pub mount: &'static [MountOpts],
+    pub mount_page: &'static str,
+}
+
+/// Every filesystem type, in [`FsType::ALL`]'s order.
+pub const SPECS: [FsSpec; 8] = [
+    FsSpec {
+        fs_type: FsType::Ext3,
+        tool: "mkfs.ext3",
+        mkfs: o::EXT_MKFS,
+        mkfs_page: "mke2fs(8)",
+        mount: &[o::EXT_MOUNT, o::LINUX_MOUNT],
+        mount_page: "ext4(5), mount(8)",
+    },
+    FsSpec {
+        fs_type: FsType::Ext4,
+        tool: "mkfs.ext4",
+        mkfs: o::EXT_MKFS,
+        mkfs_page: "mke2fs(8)",
+        mount: &[o::EXT_MOUNT, o::LINUX_MOUNT],
+        mount_page: "ext4(5), mount(8)",
+    },
+    FsSpec {
+        fs_type: FsType::Xfs,
+        tool: "mkfs.xfs",
+        mkfs: o::XFS_MKFS,
+        mkfs_page: "mkfs.xfs(8)",
+        mount: &[o::XFS_MOUNT, o::LINUX_MOUNT],
+        mount_page: "xfs(5), mount(8)",
+    },
+    FsSpec {
+        fs_type: FsType::Btrfs,
+        tool: "mkfs.btrfs",
+        mkfs: o::BTRFS_MKFS,
+        mkfs_page: "mkfs.btrfs(8)",
+        mount: &[o::BTRFS_MOUNT, o::LINUX_MOUNT],
+        mount_page: "btrfs(5), mount(8)",
+    },
+    FsSpec {
+        fs_type: FsType::Zfs,
+        tool: "zpool",
+        mkfs: o::ZFS_MKFS,
+        mkfs_page: "zpool-create(8)",
+        mount: &[o::ZFS_MOUNT],
+        mount_page: "zfsprops(7)",
+    },
+    FsSpec {
+        fs_type: FsType::Ufs,
+        tool: "newfs",
+        mkfs: o::UFS_MKFS,
+        mkfs_page: "newfs(8)",
+        mount: &[o::BSD_STD_MOUNT, o::UFS_MOUNT],
+        mount_page: "mount(8)",
+    },
+    FsSpec {
+        fs_type: FsType::Hammer,
+        tool: "newfs_hammer",
+        mkfs: o::HAMMER_MKFS,
+        mkfs_page: "newfs_hammer(8)",
+        mount: &[o::BSD_STD_MOUNT, o::HAMMER_MOUNT],
+        mount_page: "mount(8), mount_hammer(8)",
+    },
+    FsSpec {
+        fs_type: FsType::Hammer2,
+        tool: "newfs_hammer2",
+        mkfs: o::HAMMER2_MKFS,
+        mkfs_page: "newfs_hammer2(8)",
+        mount: &[o::BSD_STD_MOUNT],
+        mount_page: "mount(8), mount_hammer2(8)",
+    },
+];
+
+impl FsSpec {
+    /// The row of `fs`.
+    pub fn of(fs: FsType) -> &'static FsSpec {
+        SPECS
+            .iter()
+            .find(|s| s.fs_type == fs)
+            .expect("every FsType has a row in SPECS")
+    }
+    /// The OSes that offer it (their rows say so).
+    pub fn oses(&self) -> Vec<Os> {
+        PROFILES
+            .iter()
+            .filter(|p| p.offers(self.fs_type))
+            .map(|p| p.os)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_row_per_type_in_order() {
+        assert_eq!(SPECS.len(), FsType::ALL.len());
+        for (s, t) in SPECS.iter().zip(FsType::ALL) {
+            assert_eq!(s.fs_type, t);
+            assert!(!s.oses().is_empty(), "{}: no OS offers it", t.as_str());
+        }
+    }
+
+    #[test]
+    fn the_os_rows_agree_with_fs_type_for_os() {
+        // FsType::for_os (config/matrix.rs) still answers from its own
+        // list: held equal to the rows until it reads them.
+        for os in Os::ALL {
+            assert_eq!(
+                FsType::for_os(os),
+                os.profile().filesystems,
+                "{}",
+                os.as_str()
+            );
+        }
+    }
+}

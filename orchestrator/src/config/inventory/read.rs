@@ -1,0 +1,634 @@
+//! The TOML reader: an inventory file's text to [`Inventory`], every host's
+//! keys checked, its address resolved through the ssh config, its files
+//! anchored at the inventory's folder.
+use super::*;
+
+impl Inventory {
+    /// Read and validate an inventory file.
+    pub fn load(path: &Path) -> Result<Inventory, ConfigErrors> {
+        let text = super::super::read_file(path)?;
+        Inventory::parse(path, text)
+    }
+
+    /// Validate inventory text; `path` names it in errors and anchors relative paths.
+    /// Aliases are resolved through the ssh config ([`super::ssh_config`]).
+    pub fn parse(path: &Path, text: String) -> Result<Inventory, ConfigErrors> {
+        Inventory::parse_with(path, text, &Resolver::from_env())
+    }
+
+    /// [`Inventory::parse`] with the `ssh -G` program and home given.
+    pub fn parse_with(
+        path: &Path,
+        text: String,
+        resolver: &Resolver,
+    ) -> Result<Inventory, ConfigErrors> {
+        super::super::parse_collecting(path, text, |src, errs| parse_doc(src, errs, resolver))
+    }
+}
+
+fn parse_doc(src: &Source, errs: &mut Errors<'_>, resolver: &Resolver) -> Option<Inventory> {
+    let doc = match DeTable::parse(&src.text) {
+        Ok(d) => d,
+        Err(e) => {
+            let span = e.span().unwrap_or(0..0);
+            errs.push(&span, format!("invalid toml: {}", e.message().trim_end()));
+            return None;
+        }
+    };
+    let root = Tbl {
+        t: doc.get_ref(),
+        span: &doc.span(),
+        ctx: "the inventory",
+    };
+    root.check_keys(errs, &["defaults", "host", "ssh_config"]);
+    let defaults = root.table(errs, "defaults");
+    let dctx = "[defaults]".to_string();
+    let dtbl = defaults.and_then(|v| match v.get_ref() {
+        DeValue::Table(t) => Some((t, v.span())),
+        _ => None,
+    });
+    if let Some((t, span)) = &dtbl {
+        let d = Tbl {
+            t,
+            span,
+            ctx: &dctx,
+        };
+        d.check_keys(errs, &HOST_KEYS[1..]);
+        if let Some(v) = d.get("name") {
+            errs.push(
+                &v.span(),
+                "`name` cannot be a default: every host needs its own",
+            );
+        }
+    }
+    let Some(hosts_v) = root.get("host") else {
+        errs.push(
+            &(0..0),
+            "the inventory has no [[host]]; add at least one with name, address and devices",
+        );
+        return None;
+    };
+    let host_tables = super::super::walk::tables(errs, hosts_v, "host");
+    let base = src.path.parent().unwrap_or(Path::new(""));
+    let dt = dtbl.as_ref().map(|(t, _)| *t);
+    let mut ssh = SshAliases::resolve(errs, &root, dt, &host_tables, base, resolver);
+    let mut hosts = Vec::new();
+    let mut seen: BTreeMap<String, ()> = BTreeMap::new();
+    // (normalised address, port) of every host so far, where, and its name.
+    let mut reach: Vec<((String, u16), std::ops::Range<usize>, String)> = Vec::new();
+    for (t, span) in &host_tables {
+        let label = t
+            .iter()
+            .find(|(k, _)| k.get_ref().as_ref() == "name")
+            .and_then(|(_, v)| v.get_ref().as_str().map(str::to_string))
+            .unwrap_or_else(|| "?".into());
+        let ctx = format!("[[host]] `{label}`");
+        let h = Tbl { t, span, ctx: &ctx };
+        h.check_keys(errs, HOST_KEYS);
+        let d = dtbl.as_ref().map(|(t, span)| Tbl {
+            t,
+            span,
+            ctx: &dctx,
+        });
+        if let Some(v) = h.get("name") {
+            if let Some(n) = v.get_ref().as_str() {
+                if seen.insert(n.to_string(), ()).is_some() {
+                    errs.push(
+                        &v.span(),
+                        format!("duplicate host name `{n}`; every [[host]] needs a unique name"),
+                    );
+                }
+            }
+        }
+        if let Some(mut host) = parse_host(errs, &h, d.as_ref(), base) {
+            if !ssh.apply(errs, &h, d.as_ref(), &mut host) {
+                continue;
+            }
+            let at = h.get("name").map_or(span.clone(), |v| v.span());
+            let key = (reach_key(&host), host.port);
+            match reach.iter().find(|(k, _, _)| *k == key) {
+                Some((_, first_at, first_name)) => {
+                    let (line, _) = src.line_col(first_at.start);
+                    errs.push(
+                        &at,
+                        format!(
+                            "[[host]] `{}` reaches the same machine as [[host]] `{first_name}` ({}:{line}): \
+                             address `{}` port {}; two entries for one machine would let two sweeps \
+                             format its devices at once; valid: one [[host]] per machine (another \
+                             port on the same address is another machine)",
+                            host.name,
+                            src.path.display(),
+                            host.address,
+                            host.port
+                        ),
+                    );
+                }
+                None => reach.push((key, at, host.name.to_string())),
+            }
+            hosts.push(host);
+        }
+    }
+    Some(Inventory {
+        path: src.path.clone(),
+        hosts,
+        warnings: ssh.warnings,
+    })
+}
+
+/// The ssh config an inventory resolves its aliases through (`ssh_config`,
+/// else `~/.ssh/config` when it exists) and what each alias resolved to:
+/// resolved once per load, all hosts at once, before any host is checked
+/// against the others (two aliases may name one machine).
+struct SshAliases {
+    config: Option<ConfigFile>,
+    home: Option<PathBuf>,
+    resolved: BTreeMap<String, Result<Resolved, String>>,
+    warnings: Vec<String>,
+}
+
+impl SshAliases {
+    fn resolve(
+        errs: &mut Errors<'_>,
+        root: &Tbl<'_, '_>,
+        defaults: Option<&DeTable<'_>>,
+        hosts: &[(&DeTable<'_>, std::ops::Range<usize>)],
+        base: &Path,
+        resolver: &Resolver,
+    ) -> SshAliases {
+        let config = ssh_config_file(errs, root, base, resolver);
+        let mut aliases: Vec<String> = Vec::new();
+        if config.is_some() {
+            let address = |t: &DeTable<'_>| {
+                t.iter()
+                    .find(|(k, _)| k.get_ref().as_ref() == "address")
+                    .and_then(|(_, v)| v.get_ref().as_str().map(str::to_string))
+            };
+            for (t, _) in hosts {
+                let Some(a) = address(t).or_else(|| defaults.and_then(address)) else {
+                    continue;
+                };
+                // An IP address is no alias: ssh is not run for it.
+                if Address::new(&a).is_ok()
+                    && a.parse::<std::net::IpAddr>().is_err()
+                    && !aliases.contains(&a)
+                {
+                    aliases.push(a);
+                }
+            }
+        }
+        let resolved = match &config {
+            Some(c) => aliases
+                .iter()
+                .cloned()
+                .zip(
+                    resolver
+                        .resolve_all(c, &aliases)
+                        .into_iter()
+                        .map(|r| r.map_err(|e| e.to_string())),
+                )
+                .collect(),
+            None => BTreeMap::new(),
+        };
+        SshAliases {
+            config,
+            home: resolver.home.clone(),
+            resolved,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Fill what the inventory left to the ssh config; `false` (an error
+    /// pushed) when the alias did not resolve to values fsmatrix accepts.
+    fn apply(
+        &mut self,
+        errs: &mut Errors<'_>,
+        h: &Tbl<'_, '_>,
+        d: Option<&Tbl<'_, '_>>,
+        host: &mut Host,
+    ) -> bool {
+        let (Some(config), Some(r)) = (&self.config, self.resolved.get(host.address.as_str()))
+        else {
+            return true;
+        };
+        let span = pick(h, d, "address")
+            .and_then(|t| t.get("address"))
+            .map_or(h.span.clone(), |v| v.span());
+        let set = |k: &str| pick(h, d, k).is_some();
+        let result = match r {
+            Err(e) => Err(format!(
+                "cannot resolve address `{}` of {} through ssh config {}: {e}",
+                host.address, h.ctx, config.shown
+            )),
+            Ok(r) if r.is_empty() => Ok(()),
+            Ok(r) => ssh_config::apply(
+                host,
+                InventorySet {
+                    port: set("port"),
+                    user: set("user"),
+                    auth: set("identity_file") || set("agent"),
+                    known_hosts: set("known_hosts"),
+                    proxy_jump: set("proxy_jump"),
+                },
+                r,
+                config,
+                self.home.as_deref(),
+                &mut self.warnings,
+            )
+            .map_err(|e| format!("{e} (the address of {})", h.ctx)),
+        };
+        match result {
+            Ok(()) => true,
+            Err(e) => {
+                errs.push(&span, e);
+                false
+            }
+        }
+    }
+}
+
+/// The inventory's `ssh_config` (relative to the inventory, `~/` the home;
+/// `"none"`: no resolution), else `~/.ssh/config` when it exists.
+fn ssh_config_file(
+    errs: &mut Errors<'_>,
+    root: &Tbl<'_, '_>,
+    base: &Path,
+    resolver: &Resolver,
+) -> Option<ConfigFile> {
+    if root.get("ssh_config").is_none() {
+        let p = resolver.home.as_ref()?.join(".ssh/config");
+        return p.is_file().then(|| ConfigFile {
+            path: None,
+            shown: "~/.ssh/config".into(),
+        });
+    }
+    let v = root.str(errs, "ssh_config")?;
+    let s = v.get_ref();
+    if s == "none" {
+        return None;
+    }
+    let valid = "valid: an OpenSSH client config file (relative to the inventory, ~/ for your                  home), or \"none\" to resolve no alias";
+    if s.is_empty() || s.contains(['\n', '\0']) {
+        errs.push(&v.span(), format!("`ssh_config` must be a path; {valid}"));
+        return None;
+    }
+    let p = match (s.strip_prefix("~/"), &resolver.home) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ => local_path(base, s),
+    };
+    if !p.is_file() {
+        errs.push(
+            &v.span(),
+            format!(
+                "ssh_config `{}` is not a file ({}); {valid}",
+                shown(s),
+                p.display()
+            ),
+        );
+        return None;
+    }
+    Some(ConfigFile {
+        path: Some(p),
+        shown: s.to_string(),
+    })
+}
+
+/// An address as a machine is reached by it: DNS names compared without
+/// case or a trailing dot, IP addresses in their canonical form (`FD00:0::5`
+/// is `fd00::5`, `::ffff:10.0.0.1` is `10.0.0.1`).  Names are not resolved:
+/// a name and its address are told apart here, and by host key at `check`.
+pub fn machine_key(address: &str) -> String {
+    let a = address.trim_end_matches('.').to_ascii_lowercase();
+    match a.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V6(v6)) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => v6.to_string(),
+        },
+        Ok(ip) => ip.to_string(),
+        Err(_) => a,
+    }
+}
+
+/// A host as it is reached: its [`machine_key`], after the jump chain that
+/// reaches it (`10.0.0.5` behind two different bastions may be two
+/// machines; `check` still tells one machine by its host key).
+fn reach_key(host: &Host) -> String {
+    let mut key = String::new();
+    for hop in &host.proxy_jump {
+        key.push_str(&format!(
+            "{}:{} > ",
+            machine_key(hop.address.as_str()),
+            hop.port
+        ));
+    }
+    key.push_str(&machine_key(host.address.as_str()));
+    key
+}
+
+/// The table that holds `key`: the host's own, else [defaults].
+fn pick<'a, 'i>(h: &Tbl<'a, 'i>, d: Option<&Tbl<'a, 'i>>, key: &str) -> Option<Tbl<'a, 'i>> {
+    if h.get(key).is_some() {
+        Some(*h)
+    } else {
+        d.filter(|d| d.get(key).is_some()).copied()
+    }
+}
+
+fn local_path(base: &Path, s: &str) -> PathBuf {
+    let p = PathBuf::from(s);
+    if p.is_absolute() || s.starts_with('~') {
+        p
+    } else {
+        base.join(p)
+    }
+}
+
+fn parse_host(
+    errs: &mut Errors<'_>,
+    h: &Tbl<'_, '_>,
+    d: Option<&Tbl<'_, '_>>,
+    base: &Path,
+) -> Option<Host> {
+    let mut ok = true;
+    let name = match h.get("name") {
+        Some(_) => h.typed(errs, "name", HostName::new),
+        None => {
+            errs.push(h.span, format!("{} has no `name`", h.ctx));
+            None
+        }
+    };
+    let address = match pick(h, d, "address") {
+        Some(t) => t.typed(errs, "address", Address::new),
+        None => {
+            errs.push(
+                h.span,
+                format!("{} has no `address` (a DNS name or an IP address)", h.ctx),
+            );
+            None
+        }
+    };
+    let port = pick(h, d, "port")
+        .map(|t| t.int(errs, "port", 1, 65535).map(|p| *p.get_ref() as u16))
+        .unwrap_or(Some(22));
+    let user = pick(h, d, "user")
+        .map(|t| t.typed(errs, "user", UserName::new))
+        .unwrap_or_else(|| UserName::new("root").ok());
+    let become_ = match pick(h, d, "become") {
+        Some(t) => match t.str(errs, "become") {
+            Some(s) if s.get_ref() == "sudo" => Some(Become::Sudo),
+            Some(s) => {
+                errs.push(
+                    &s.span(),
+                    format!(
+                        "unknown `become` method `{}` in {}; valid: \"sudo\"",
+                        s.get_ref(),
+                        t.ctx
+                    ),
+                );
+                ok = false;
+                None
+            }
+            None => {
+                ok = false;
+                None
+            }
+        },
+        None => None,
+    };
+    let agent = pick(h, d, "agent")
+        .and_then(|t| t.bool(errs, "agent"))
+        .unwrap_or(false);
+    let identity = pick(h, d, "identity_file").and_then(|t| t.str(errs, "identity_file"));
+    let auth = match identity {
+        Some(p) if !agent => {
+            if p.get_ref().is_empty() || p.get_ref().contains(['\n', '\0']) {
+                errs.push(
+                    &p.span(),
+                    "`identity_file` must be a non-empty path without newlines",
+                );
+                ok = false;
+            }
+            Auth::IdentityFile(local_path(base, p.get_ref()))
+        }
+        _ => Auth::Agent,
+    };
+    let known_hosts = match pick(h, d, "known_hosts").and_then(|t| t.str(errs, "known_hosts")) {
+        Some(p) => local_path(base, p.get_ref()),
+        None => PathBuf::from(DEFAULT_KNOWN_HOSTS),
+    };
+    let os = match pick(h, d, "os") {
+        Some(t) => t
+            .str(errs, "os")
+            .and_then(|s| match Os::parse(s.get_ref()) {
+                Some(o) => Some(o),
+                None => {
+                    errs.push(
+                        &s.span(),
+                        format!(
+                            "unknown os `{}` in {}; valid: {}",
+                            s.get_ref(),
+                            t.ctx,
+                            Os::names(", ")
+                        ),
+                    );
+                    None
+                }
+            }),
+        None => {
+            errs.push(
+                h.span,
+                format!(
+                    "{} has no `os`; set it here or in [defaults] ({})",
+                    h.ctx,
+                    Os::names(", ")
+                ),
+            );
+            None
+        }
+    };
+    let platform = match pick(h, d, "platform") {
+        Some(t) => t
+            .str(errs, "platform")
+            .and_then(|s| match s.get_ref().as_str() {
+                "physical" => Some(Platform::Physical),
+                "kvm" => Some(Platform::Kvm),
+                "lab" => Some(Platform::Lab),
+                other => {
+                    errs.push(
+                        &s.span(),
+                        format!(
+                            "unknown platform `{other}` in {}; valid: physical, kvm, lab",
+                            t.ctx
+                        ),
+                    );
+                    None
+                }
+            }),
+        None => Some(Platform::Physical),
+    };
+    let disk_bus = pick(h, d, "disk_bus").map(|t| t.typed(errs, "disk_bus", Label::new));
+    let devices = match pick(h, d, "devices") {
+        Some(t) => t.typed_list(errs, "devices", DevicePath::new),
+        None => {
+            errs.push(
+                h.span,
+                format!(
+                    "{} has no `devices`; list the spare devices fsmatrix may destroy, e.g. devices = [\"/dev/vdb\"]",
+                    h.ctx
+                ),
+            );
+            None
+        }
+    };
+    let consent = pick(h, d, "consent_foreign")
+        .map(|t| t.typed_list(errs, "consent_foreign", DevicePath::new))
+        .unwrap_or(Some(Vec::new()));
+    let mut dev_list = Vec::new();
+    if let Some(devs) = &devices {
+        let raw = pick(h, d, "devices").and_then(|t| t.get("devices"));
+        let raw_empty = raw.is_some_and(|v| v.get_ref().as_array().is_some_and(|a| a.is_empty()));
+        if devs.is_empty() {
+            ok = false;
+        }
+        if raw_empty {
+            if let Some(v) = raw {
+                errs.push(
+                    &v.span(),
+                    format!(
+                        "`devices` of {} is empty; list at least one spare device fsmatrix may destroy",
+                        h.ctx
+                    ),
+                );
+            }
+        }
+        for (i, dv) in devs.iter().enumerate() {
+            if devs[..i].iter().any(|p| p.get_ref() == dv.get_ref()) {
+                errs.push(
+                    &dv.span(),
+                    format!(
+                        "device `{}` is listed twice in {}; list each device once",
+                        dv.get_ref(),
+                        h.ctx
+                    ),
+                );
+            }
+            dev_list.push(dv.get_ref().clone());
+        }
+    }
+    let mut consent_list = Vec::new();
+    if let Some(c) = &consent {
+        for dv in c {
+            if devices.is_some() && !dev_list.contains(dv.get_ref()) {
+                errs.push(
+                    &dv.span(),
+                    format!(
+                        "`consent_foreign` names `{}`, which is not in the `devices` of {}; consent only to listed devices",
+                        dv.get_ref(),
+                        h.ctx
+                    ),
+                );
+            }
+            consent_list.push(dv.get_ref().clone());
+        }
+    }
+    let pg_bin = pick(h, d, "pg_bin").map(|t| t.typed(errs, "pg_bin", AbsPath::new));
+    let pg_user = pick(h, d, "pg_user")
+        .map(|t| t.typed(errs, "pg_user", pg_user_name))
+        .unwrap_or_else(|| UserName::new("postgres").ok());
+    let pg_port = pick(h, d, "pg_port")
+        .map(|t| {
+            t.int(errs, "pg_port", 1, 65535)
+                .map(|p| *p.get_ref() as u16)
+        })
+        .unwrap_or(Some(5432));
+    let work_dir = pick(h, d, "work_dir")
+        .map(|t| t.typed(errs, "work_dir", work_dir_path))
+        .unwrap_or_else(|| AbsPath::new(DEFAULT_WORK_DIR).ok());
+    let tags = pick(h, d, "tags")
+        .map(|t| {
+            t.typed_list(errs, "tags", Label::new)
+                .map(|v| v.into_iter().map(|s| s.into_inner()).collect())
+        })
+        .unwrap_or(Some(Vec::new()));
+    let allow_pg = pick(h, d, "allow_postgres_settings")
+        .map(|t| {
+            t.typed_list(
+                errs,
+                "allow_postgres_settings",
+                super::super::pgclass::allowable,
+            )
+            .map(|v| v.into_iter().map(|s| s.into_inner()).collect())
+        })
+        .unwrap_or(Some(Vec::new()));
+    let proxy_jump = match pick(h, d, "proxy_jump") {
+        Some(t) => match t.str(errs, "proxy_jump") {
+            Some(v) => match parse_proxy_jump(v.get_ref()) {
+                Ok(hops) => {
+                    let own = address.as_ref().map(|a| machine_key(a.as_str())).zip(port);
+                    match hops.iter().position(|hop| {
+                        own.as_ref() == Some(&(machine_key(hop.address.as_str()), hop.port))
+                    }) {
+                        Some(i) => {
+                            errs.push(
+                                &v.span(),
+                                format!(
+                                    "`proxy_jump` of {} names the host itself (hop {} `{}`); a host \
+                                     cannot be its own jump host; valid: other hosts, or \"none\" \
+                                     for a host that inherits proxy_jump from [defaults] but is \
+                                     reached directly (the bastion itself)",
+                                    h.ctx,
+                                    i + 1,
+                                    hops[i]
+                                ),
+                            );
+                            None
+                        }
+                        None => Some(hops),
+                    }
+                }
+                Err(e) => {
+                    errs.push(&v.span(), e.0);
+                    None
+                }
+            },
+            None => None,
+        },
+        None => Some(Vec::new()),
+    };
+    if !ok {
+        return None;
+    }
+    Some(Host {
+        name: name?,
+        address: address?,
+        port: port?,
+        user: user?,
+        become_,
+        auth,
+        known_hosts,
+        os: os?,
+        platform: platform?,
+        disk_bus: match disk_bus {
+            Some(Some(b)) => Some(b),
+            Some(None) => return None,
+            None => None,
+        },
+        devices: if dev_list.is_empty() {
+            return None;
+        } else {
+            dev_list
+        },
+        consent_foreign: consent.map(|_| consent_list)?,
+        pg_bin: match pg_bin {
+            Some(Some(p)) => Some(p),
+            Some(None) => return None,
+            None => None,
+        },
+        pg_user: pg_user?,
+        pg_port: pg_port?,
+        work_dir: work_dir?,
+        tags: tags?,
+        allow_postgres_settings: allow_pg?,
+        proxy_jump: proxy_jump?,
+        ssh_sources: BTreeMap::new(),
+    })
+}
