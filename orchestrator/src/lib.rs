@@ -11,6 +11,7 @@ pub mod config;
 pub mod db;
 pub mod eta;
 pub mod files;
+pub mod keys;
 pub mod lab;
 pub mod load;
 pub mod model;

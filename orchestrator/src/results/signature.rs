@@ -25,7 +25,7 @@ use russh::keys::{Algorithm, HashAlg, PrivateKey, PublicKey};
 use super::allowed_signers::{AllowedSigners, NotAllowed};
 use super::bundle::{write_atomic, BAGIT_FILE, BAG_INFO_FILE, MANIFEST_FILE, TAGMANIFEST_FILE};
 use super::manifest;
-use crate::remote::ssh::{classify_identity, IdentityKey};
+use crate::keys::{classify_identity, IdentityKey};
 
 /// The signature's file, beside the tagmanifest it signs.
 pub const SIGNATURE_FILE: &str = "tagmanifest-sha256.txt.sig";

@@ -28,8 +28,11 @@ use std::time::{Duration, Instant};
 use russh::client::Handle;
 use russh::{ChannelMsg, ChannelReadHalf};
 
-use super::{login_shell_safe, Client, CloseGuard, Collector, PGID_MARKER, PROLOGUE};
-use crate::remote::{ExecOptions, ExecOutput, ExitStatus, OutputStream, RemoteError};
+use super::connect::Client;
+use super::exec::{CloseGuard, Collector, PGID_MARKER, PROLOGUE};
+use crate::remote::{
+    login_shell_safe, ExecOptions, ExecOutput, ExitStatus, OutputStream, RemoteError,
+};
 
 /// Idle shells kept per host (each holds an sshd session; with
 /// `MAX_CHANNELS` in flight and one held command this stays within sshd's
