@@ -14,7 +14,7 @@ use super::{
     DESC, LABEL, LIGHT,
 };
 use crate::load::pgbench_log::CURVE;
-use crate::results::latency::{
+use crate::results::report::latency::{
     group_name, latency_cells, ms, rows, LATENCY_COLUMNS, LATENCY_HEADING, STATEMENTS_HEADING,
 };
 use crate::results::report::Report;
