@@ -5,7 +5,7 @@
 //! - [`bag`]: the bag's file names, atomic writes and the walk over it.
 //! - [`journal`]: append-only `journal.jsonl` that drives resume.
 //! - [`manifest`]: sha256 helpers and manifest files.
-//! - [`verify`]: completeness and checksums of a bag ([`verify::verify`]).
+//! - [`mod@verify`]: completeness and checksums of a bag ([`verify::verify`]).
 //! - [`read`]: a finished bundle's cell records, read for a report, its
 //!   checksums checked first.
 //! - [`signature`]: SSH signatures of a bundle (`ssh-keygen -Y sign`

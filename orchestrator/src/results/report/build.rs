@@ -190,7 +190,7 @@ pub struct Row {
     pub on_disk_vs_baseline: Option<f64>,
     /// This host's variants ran in alternation for this workload and
     /// client count (their runs interleaved in time, in every bundle that
-    /// ran two or more of them: [`alternated`]), so drift hit them alike.
+    /// ran two or more of them: `alternated`), so drift hit them alike.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub alternated: bool,
 }

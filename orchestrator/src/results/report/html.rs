@@ -12,7 +12,8 @@
 //!    median per second inside a min–max band;
 //! 4. `size-on-disk`: logical (du apparent) vs physical (du on disk) per
 //!    variant, compressratio written over the bars;
-//! 5. `init-phases`: `pgbench -i` phases stacked per variant;
+//! 5. `init-phases`: `pgbench -i` phases stacked per variant (kinds 1 to 5
+//!    are drawn in `html/plots.rs`);
 //! 6. `latency-percentiles` ([`LATENCY_PLOT`], only where a workload has
 //!    `latency_log`): latency at each percentile per variant, with the
 //!    latency and per-statement tables (`html/latency_plot.rs`).

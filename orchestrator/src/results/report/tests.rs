@@ -494,3 +494,34 @@ fn a_bundle_is_never_pooled_with_its_copy_but_a_rerun_is() {
 fn empty_input() {
     assert!(render_markdown(&[]).contains("No cell results."));
 }
+
+/// The formats are one table: each row has its `--format` name and its
+/// renderer, and every renderer shows the report's rows.  A new format
+/// adds its name here.
+#[test]
+fn every_format_is_named_once_and_renders_the_report() {
+    use clap::ValueEnum;
+    let cells = sample();
+    let sources = [Source {
+        name: "b1",
+        cells: &cells,
+    }];
+    let r = build_report(&sources, &ReportOptions::default()).unwrap();
+    let names: Vec<String> = Format::value_variants()
+        .iter()
+        .filter_map(|f| f.to_possible_value())
+        .map(|v| v.get_name().to_owned())
+        .collect();
+    assert_eq!(names, ["md", "csv", "json", "html"]);
+    for f in Format::value_variants() {
+        let text = f.render(&r, &sources);
+        assert!(
+            text.contains("zfs-lz4") && text.contains("deb1"),
+            "{f:?}: {text}"
+        );
+    }
+    assert_eq!(
+        Format::Md.render(&r, &sources),
+        markdown::render_markdown_report(&r)
+    );
+}

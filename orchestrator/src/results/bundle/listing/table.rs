@@ -161,7 +161,7 @@ fn row(b: &BundleSummary, under: &Path) -> [String; 10] {
 /// The bundles listed under `under` as a table of at most `width` columns:
 /// paths relative to `under`; `unreadable` without its why; SIGNER (the key's SHA256 fingerprint) and
 /// RERUN OF only when some bundle has one; when too wide, cells are cut
-/// (with `…`) column by column in [`CUT_ORDER`], first down to the header's
+/// (with `…`) column by column in `CUT_ORDER`, first down to the header's
 /// width, then further if nothing else fits.  `--json` has every value in
 /// full.
 pub fn render_table(bundles: &[BundleSummary], under: &Path, width: usize) -> String {

@@ -1,4 +1,4 @@
-//! The HTML report's latency part (issue 14), shown only when some row has
+//! The HTML report's latency part, shown only when some row has
 //! it: per host × workload × clients a `latency-percentiles` plot (each
 //! variant's mean latency at each percentile of
 //! [`crate::load::pgbench_log::CURVE`], the percentiles evenly spaced so
