@@ -233,7 +233,7 @@ fn three_sweeps_two_agents_three_hosts_every_cell_once() {
             "{path}: {}",
             String::from_utf8_lossy(&v.stdout)
         );
-        let (real, _) = fsmatrix::results::manifest::sha256_file(
+        let (real, _) = fsmatrix::results::bundle::manifest::sha256_file(
             &Path::new(&path).join("tagmanifest-sha256.txt"),
         )
         .unwrap();

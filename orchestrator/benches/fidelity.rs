@@ -15,8 +15,8 @@
 #[path = "../../tests/common/mod.rs"]
 mod common;
 
-use fsmatrix::results::compare::ratio_of_means;
-use fsmatrix::results::stats::t_quantile;
+use fsmatrix::results::analysis::compare::ratio_of_means;
+use fsmatrix::results::analysis::stats::t_quantile;
 
 const SECONDS: u32 = 10;
 

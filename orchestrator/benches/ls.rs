@@ -2,7 +2,7 @@
 //! project's own bundle writer in a temporary folder: 10 folders of 100
 //! bundles, each with 5 cells (4 done, 1 failed) and 2 hosts, one in ten
 //! left unclosed (a killed sweep).  Times the library call
-//! (`fsmatrix::results::listing::list`) and the CLI binary (`ls` and
+//! (`fsmatrix::results::bundle::listing::list`) and the CLI binary (`ls` and
 //! `ls --json`), then again after 100 of the bundles were replaced by
 //! their `.tar.zst` archives (each read from start to end: tar+zstd has no
 //! index).
@@ -18,7 +18,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use fsmatrix::results::listing;
+use fsmatrix::results::bundle::listing;
 use fsmatrix::results::{Bundle, SweepStatus};
 
 const ROUNDS: usize = 5;
@@ -126,7 +126,7 @@ fn main() {
         .filter(|d| d.join("bag-info.txt").exists())
         .take(archived)
     {
-        fsmatrix::results::archive::archive(d, None).expect("an archive");
+        fsmatrix::results::bundle::archive::archive(d, None).expect("an archive");
         std::fs::remove_dir_all(d).expect("remove the archived folder");
     }
     let _ = listing::list(&root);

@@ -18,10 +18,11 @@
 use std::time::{Duration, Instant};
 
 use fsmatrix::model::*;
-use fsmatrix::results::html::render_html;
-use fsmatrix::results::report::{
-    build_report, render_csv, render_json, render_markdown_report, Report, ReportOptions, Source,
-};
+use fsmatrix::results::report::csv::render_csv;
+use fsmatrix::results::report::html::render_html;
+use fsmatrix::results::report::json::render_json;
+use fsmatrix::results::report::markdown::render_markdown_report;
+use fsmatrix::results::report::{build_report, Report, ReportOptions, Source};
 
 /// Which build runs: the target folder of this binary (`target/<profile>/deps`).
 fn build_kind() -> String {
@@ -205,7 +206,7 @@ fn main() {
     let runs = env_usize("FSMX_BENCH_RUNS").unwrap_or(3).max(1);
     let out_dir = std::env::var_os("FSMX_BENCH_OUT").map(std::path::PathBuf::from);
     let opts = ReportOptions {
-        stats: fsmatrix::results::stats::StatsOptions {
+        stats: fsmatrix::results::analysis::stats::StatsOptions {
             trim_start_s: 5.0,
             trim_end_s: 2.0,
             ..Default::default()

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use fsmatrix::results::verify::verify_with_threads;
+use fsmatrix::results::bundle::verify::verify_with_threads;
 use fsmatrix::results::{Bundle, SweepStatus};
 
 fn mib_s(bytes: u64, d: Duration) -> f64 {

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use assert_cmd::cargo::CommandCargoExt;
-use fsmatrix::results::report::{load_bundle_results, render_markdown};
+use fsmatrix::results::bundle::read::load_bundle_results;
+use fsmatrix::results::report::markdown::render_markdown;
 use fsmatrix::results::{verify, SweepStatus};
 
 fn fixture() -> PathBuf {

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use fsmatrix::model::CellStatus;
+use fsmatrix::results::bundle::listing::{self, BundleKind, BundleSummary, ListStatus};
 use fsmatrix::results::bundle::CreateOptions;
-use fsmatrix::results::listing::{self, BundleKind, BundleSummary, ListStatus};
 use fsmatrix::results::{Bundle, SweepStatus};
 use serde_json::Value;
 
@@ -231,7 +231,7 @@ fn ls_lists_every_kind_of_bundle_nested_with_every_field() {
         let dir = b.close(SweepStatus::Complete).unwrap();
         sign(&dir, &key);
         let started = started_of(&dir);
-        let archive = fsmatrix::results::archive::archive(&dir, None).unwrap();
+        let archive = fsmatrix::results::bundle::archive::archive(&dir, None).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         (archive, started)
     };

@@ -7,8 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use fsmatrix::results::allowed_signers::AllowedSigners;
-use fsmatrix::results::signature::{
+use fsmatrix::results::bundle::allowed_signers::AllowedSigners;
+use fsmatrix::results::bundle::signature::{
     self, check_signature, sign_bundle, SignatureCheck, Signer, SIGNATURE_FILE,
 };
 use fsmatrix::results::{Bundle, SweepStatus};
@@ -542,7 +542,7 @@ fn archive_keeps_the_signature_and_verify_of_the_archive_checks_it() {
 
     // Extracted by hand: the signature is there and ssh-keygen accepts it.
     let out = tempfile::tempdir().expect("tempdir");
-    let bag = fsmatrix::results::archive::unpack(&archive, out.path()).expect("unpack");
+    let bag = fsmatrix::results::bundle::archive::unpack(&archive, out.path()).expect("unpack");
     assert!(bag.join(SIGNATURE_FILE).is_file());
     assert_eq!(
         std::fs::read(bag.join(SIGNATURE_FILE)).expect("read"),

@@ -7,9 +7,9 @@ use std::process::Command;
 
 use assert_cmd::cargo::CommandCargoExt;
 use bundle_common::*;
-use fsmatrix::results::journal::{self, JournalEvent};
-use fsmatrix::results::manifest::sha256_file;
-use fsmatrix::results::verify::Problem;
+use fsmatrix::results::bundle::journal::{self, JournalEvent};
+use fsmatrix::results::bundle::manifest::sha256_file;
+use fsmatrix::results::bundle::verify::Problem;
 use fsmatrix::results::{verify, Bundle, BundleError, SweepStatus};
 
 fn all_files(dir: &Path) -> Vec<String> {
@@ -460,7 +460,7 @@ fn links_and_special_files_in_a_bundle_are_refused_not_followed() {
     let r2 = root.clone();
     std::thread::spawn(move || {
         let v = verify(&r2).map(|r| r.problems);
-        let rep = fsmatrix::results::report::load_bundle_results(&r2).map(|_| ());
+        let rep = fsmatrix::results::bundle::read::load_bundle_results(&r2).map(|_| ());
         let _ = tx.send((v, rep));
     });
     let (v, rep) = rx

@@ -18,11 +18,13 @@ use fsmatrix::config::{Inventory, Length, Matrix};
 use fsmatrix::load::measures::{init_timings, measure_pgbench, measure_psql};
 use fsmatrix::load::{parse_init, parse_psql, parse_run};
 use fsmatrix::plan::{plan, render};
-use fsmatrix::results::report::{
-    build_report, load_bundle_results, render_csv, render_json, render_markdown_report,
-    ReportOptions, Source,
-};
-use fsmatrix::results::{html, journal, manifest, verify, Bundle, SweepStatus};
+use fsmatrix::results::bundle::read::load_bundle_results;
+use fsmatrix::results::bundle::{journal, manifest};
+use fsmatrix::results::report::csv::render_csv;
+use fsmatrix::results::report::json::render_json;
+use fsmatrix::results::report::markdown::render_markdown_report;
+use fsmatrix::results::report::{build_report, html, ReportOptions, Source};
+use fsmatrix::results::{verify, Bundle, SweepStatus};
 use fsmatrix::run::facts::{HostFacts, Kv};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -488,11 +490,12 @@ fn read_bundle(dir: PathBuf) {
         }
         let _ = journal::read(&dir.join("journal.jsonl"));
         // `fsmatrix ls`: listed, readable or with why, never a panic.
-        let s = fsmatrix::results::listing::summarize(
+        let s = fsmatrix::results::bundle::listing::summarize(
             &dir,
-            fsmatrix::results::listing::BundleKind::Folder,
+            fsmatrix::results::bundle::listing::BundleKind::Folder,
         );
-        let _ = fsmatrix::results::listing::render_table(std::slice::from_ref(&s), &dir, 100);
+        let _ =
+            fsmatrix::results::bundle::listing::render_table(std::slice::from_ref(&s), &dir, 100);
         let _ = s.json();
         match load_bundle_results(&dir) {
             Ok(cells) => {

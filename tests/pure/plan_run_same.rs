@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use fsmatrix::config::{self, Inventory, Matrix, WorkloadKind};
 use fsmatrix::plan::{plan, Plan};
-use fsmatrix::results::manifest::check_rel_path;
+use fsmatrix::results::bundle::manifest::check_rel_path;
 use fsmatrix::results::Bundle;
 use fsmatrix::run::sink::Sink;
 use fsmatrix::run::snapshot;

@@ -3,11 +3,11 @@
 //! ZFS's, said in words in the Markdown, JSON and HTML reports and the run
 //! summary; and timelines of many runs drawn as a median with a min–max band.
 use fsmatrix::model::*;
-use fsmatrix::results::html::render_html;
-use fsmatrix::results::report::{
-    build_report, render_json, render_markdown_report, Report, ReportOptions, Source,
-};
-use fsmatrix::results::summary::render_summary;
+use fsmatrix::results::report::html::render_html;
+use fsmatrix::results::report::json::render_json;
+use fsmatrix::results::report::markdown::render_markdown_report;
+use fsmatrix::results::report::summary::render_summary;
+use fsmatrix::results::report::{build_report, Report, ReportOptions, Source};
 
 use crate::bundle_common::{cell, done};
 

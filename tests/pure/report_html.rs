@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use fsmatrix::model::*;
-use fsmatrix::results::html::{render_html, PLOT_KINDS};
+use fsmatrix::results::report::html::{render_html, PLOT_KINDS};
 use fsmatrix::results::report::{build_report, ReportOptions, Source};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -277,7 +277,7 @@ fn cli_writes_html_for_the_fixture_bundle() {
 /// columns; the full reports beside the bundle, never inside the bag.
 #[test]
 fn the_run_summary_names_the_best_and_the_full_reports_sit_beside_the_bundle() {
-    use fsmatrix::results::summary;
+    use fsmatrix::results::report::summary;
     let tmp = tempfile::tempdir().unwrap();
     let bundle =
         crate::bundle_common::make_bundle(tmp.path(), fsmatrix::results::SweepStatus::Complete);

@@ -3,13 +3,13 @@
 //! statement's time and the sizes, in the terminal summary, Markdown, HTML
 //! and JSON; and p-values said once, one way.
 use fsmatrix::model::*;
-use fsmatrix::results::compare::Verdict;
-use fsmatrix::results::html::render_html;
-use fsmatrix::results::report::{
-    build_report, render_json, render_markdown_report, Report, ReportOptions, Source,
-};
-use fsmatrix::results::stats::{p_text, Metric};
-use fsmatrix::results::summary::render_summary;
+use fsmatrix::results::analysis::compare::Verdict;
+use fsmatrix::results::analysis::stats::{p_text, Metric};
+use fsmatrix::results::report::html::render_html;
+use fsmatrix::results::report::json::render_json;
+use fsmatrix::results::report::markdown::render_markdown_report;
+use fsmatrix::results::report::summary::render_summary;
+use fsmatrix::results::report::{build_report, Report, ReportOptions, Source};
 
 use crate::bundle_common::{cell, done};
 

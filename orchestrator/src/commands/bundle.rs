@@ -1,11 +1,11 @@
 //! What works on bundles: `verify` (and the signature), `report`, `archive`.
-use super::{BundleArgs, CliError, CmdResult, Exit, ReportArgs, ReportFormat, VerifyArgs};
-use crate::results::allowed_signers::AllowedSigners;
-use crate::results::archive::{self, ArchiveError};
+use super::{BundleArgs, CliError, CmdResult, Exit, ReportArgs, VerifyArgs};
+use crate::results::analysis::stats::StatsOptions;
+use crate::results::bundle::allowed_signers::AllowedSigners;
+use crate::results::bundle::archive::{self, ArchiveError};
+use crate::results::bundle::read;
+use crate::results::bundle::signature::{self, SignatureCheck};
 use crate::results::report::{self, ReportOptions, Source};
-use crate::results::signature::{self, SignatureCheck};
-use crate::results::stats::StatsOptions;
-use crate::results::CellResult;
 
 /// `fsmatrix verify BUNDLE [--allowed-signers FILE]`: 0 the bag verifies
 /// (and, with the flag, is signed by a key the file allows), 1 problems
@@ -110,7 +110,7 @@ pub fn report(args: &ReportArgs) -> CmdResult {
     if args.db.is_some() {
         for s in super::db::report_sources(args)? {
             // Published bundles were verified before they were imported.
-            checks.push(report::ChecksumCheck {
+            checks.push(read::ChecksumCheck {
                 bundle: s.name.clone(),
                 verified: true,
                 problems: Vec::new(),
@@ -129,7 +129,7 @@ pub fn report(args: &ReportArgs) -> CmdResult {
         // Checksums first: numbers from a bundle that does not verify are
         // not the ones measured.
         let check =
-            report::check_checksums(b, &name, args.allow_unverified).map_err(|e| match e {
+            read::check_checksums(b, &name, args.allow_unverified).map_err(|e| match e {
                 e @ crate::results::BundleError::NotVerified { .. } => {
                     CliError::problems(format!("failed to {e}"))
                 }
@@ -142,8 +142,8 @@ pub fn report(args: &ReportArgs) -> CmdResult {
             );
         }
         checks.push(check);
-        let mut cells = report::load_bundle_results(b).map_err(CliError::failed_to)?;
-        let found = report::standin_hosts(b);
+        let mut cells = read::load_bundle_results(b).map_err(CliError::failed_to)?;
+        let found = read::standin_hosts(b);
         report::label_standins(&mut cells, &found);
         standins.extend(found);
         loaded.push((name, cells));
@@ -164,19 +164,8 @@ pub fn report(args: &ReportArgs) -> CmdResult {
     let mut r = report::build_report(&sources, &opts).map_err(CliError::failed_to)?;
     report::mark_standins(&mut r, &standins);
     report::mark_checksums(&mut r, &checks);
-    let text = match args.format {
-        ReportFormat::Md => report::render_markdown_report(&r),
-        ReportFormat::Csv => report::render_csv(&r),
-        ReportFormat::Json => report::render_json(&r),
-        ReportFormat::Html => {
-            // The plots also need the cell records (timelines, load phases).
-            let all: Vec<CellResult> = loaded
-                .iter()
-                .flat_map(|(_, cells)| cells.iter().cloned())
-                .collect();
-            crate::results::html::render_html(&r, &all)
-        }
-    };
+    // The HTML plots also need the cell records (timelines, load phases).
+    let text = args.format.render(&r, &sources);
     match &args.out {
         Some(path) => std::fs::write(path, text).map_err(|e| {
             CliError::nothing_ran(format!("failed to write {}: {e}", path.display()))

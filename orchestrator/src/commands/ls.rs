@@ -1,7 +1,7 @@
 //! `fsmatrix ls [DIR]`: the bundles under a folder, archives too, oldest
 //! first, as a table of 100 columns or, `--json`, one object per line.
 use super::{CliError, CmdResult, Exit, LsArgs};
-use crate::results::listing::{self, ListStatus};
+use crate::results::bundle::listing::{self, ListStatus};
 
 /// The table's width (as `run`'s summary).
 const WIDTH: usize = 100;

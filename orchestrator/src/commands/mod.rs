@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 
 mod bundle;
 mod check;
@@ -332,16 +332,8 @@ pub struct SignArgs {
     pub agent: bool,
 }
 
-/// What `report` writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ReportFormat {
-    /// Markdown tables.
-    Md,
-    Csv,
-    Json,
-    /// One self-contained file with SVG plots.
-    Html,
-}
+/// What `report` writes: one table of the formats, with the renderers.
+pub use crate::results::report::Format as ReportFormat;
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -431,11 +423,11 @@ pub struct CliError {
 pub fn history(
     dir: Option<&std::path::Path>,
     hosts: Option<&std::collections::BTreeSet<String>>,
-) -> Result<crate::results::timings::History, CliError> {
+) -> Result<crate::results::bundle::timings::History, CliError> {
     let Some(dir) = dir else {
         return Ok(Default::default());
     };
-    let h = crate::results::timings::history(dir, hosts)
+    let h = crate::results::bundle::timings::history(dir, hosts)
         .map_err(|e| CliError::nothing_ran(format!("--history: {e}")))?;
     for w in &h.warnings {
         eprintln!("fsmatrix: --history: {w}");

@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use super::{CliError, CmdResult, Exit, ResumeArgs, RunArgs};
-use crate::results::signature::Signer;
+use crate::results::bundle::signature::Signer;
 use crate::run::{self as engine, RunError, SweepSummary};
 
 /// `--sign KEY`: the key is read (and ssh-agent asked) before the sweep, so
@@ -128,16 +128,15 @@ fn finish(
     });
     // The full report goes next to the bundle (Markdown and HTML), the
     // terminal gets a summary that fits 100 columns.
-    let full =
-        crate::results::summary::bundle_report(&s.bundle).and_then(|(r, cells)| {
-            let paths = crate::results::summary::write_full_reports(&s.bundle, &r, &cells)
-                .map_err(|e| crate::results::BundleError::Io {
-                    action: "write the report next to",
-                    path: s.bundle.clone(),
-                    source: e,
-                })?;
-            Ok((r, paths))
-        });
+    let full = crate::results::report::summary::bundle_report(&s.bundle).and_then(|(r, cells)| {
+        let paths = crate::results::report::summary::write_full_reports(&s.bundle, &r, &cells)
+            .map_err(|e| crate::results::BundleError::Io {
+                action: "write the report next to",
+                path: s.bundle.clone(),
+                source: e,
+            })?;
+        Ok((r, paths))
+    });
     if let Err(e) = &full {
         eprintln!("fsmatrix: warning: no report written: {e}");
     }
@@ -164,7 +163,10 @@ fn finish(
         return Ok(exit);
     }
     if let Ok((r, _)) = &full {
-        print!("{}", crate::results::summary::render_summary(r, 100));
+        print!(
+            "{}",
+            crate::results::report::summary::render_summary(r, 100)
+        );
     }
     println!("bundle: {}", s.bundle.display());
     if let Some(Some(sig)) = &signature {

@@ -4,8 +4,8 @@ use std::path::Path;
 
 use super::{CliError, CmdResult, Exit, SignArgs};
 use crate::remote::ssh::agent_from_env;
-use crate::results::archive;
-use crate::results::signature::{self, SignError, Signed, Signer};
+use crate::results::bundle::archive;
+use crate::results::bundle::signature::{self, SignError, Signed, Signer};
 
 pub fn sign(args: &SignArgs) -> CmdResult {
     if archive::is_archive(&args.bundle) {

@@ -234,7 +234,7 @@ async fn one_sweep(
                 .get::<_, Option<String>>(5)
                 .and_then(|t| serde_json::from_str::<crate::results::CellResult>(&t).ok())
                 .as_ref()
-                .and_then(crate::results::stats::Metric::compared_value);
+                .and_then(crate::results::analysis::stats::Metric::compared_value);
             (r.get(0), (r.get(1), value))
         })
         .collect();
@@ -334,9 +334,9 @@ async fn one_sweep(
     };
     // The bundle is closed: its real checksum replaces the provisional one.
     *client = reconnect(target, Duration::from_secs(120)).await?;
-    if let Ok((sha, _)) =
-        crate::results::manifest::sha256_file(&summary.bundle.join("tagmanifest-sha256.txt"))
-    {
+    if let Ok((sha, _)) = crate::results::bundle::manifest::sha256_file(
+        &summary.bundle.join("tagmanifest-sha256.txt"),
+    ) {
         let path = summary
             .bundle
             .canonicalize()

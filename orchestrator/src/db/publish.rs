@@ -8,7 +8,7 @@ use std::path::Path;
 use tokio_postgres::Client;
 
 use super::DbError;
-use crate::results::manifest::sha256_file;
+use crate::results::bundle::manifest::sha256_file;
 use crate::results::{CellResult, CellStatus};
 
 /// What a publish did.
@@ -60,7 +60,7 @@ pub async fn publish(client: &mut Client, dir: &Path) -> Result<Published, DbErr
             dir.display()
         ))
     })?;
-    let results = crate::results::report::load_bundle_results(dir)
+    let results = crate::results::bundle::read::load_bundle_results(dir)
         .map_err(|e| DbError::Refused(format!("cannot read the results: {e}")))?;
     let mut facts: BTreeMap<String, serde_json::Value> = BTreeMap::new();
     for r in &results {

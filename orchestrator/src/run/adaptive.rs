@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use super::sink::params;
 use crate::plan::Cell;
-use crate::results::stats::Metric;
+use crate::results::analysis::stats::Metric;
 
 /// Counted values so far (of the metric each group is compared on) per
 /// (filesystem variant, workload, clients) on one host: what adaptive
@@ -57,7 +57,7 @@ impl Counted {
         if xs.len() < a.min as usize {
             return None;
         }
-        let half = crate::results::stats::summarize(xs)?.ci_rel_half_width()?;
+        let half = crate::results::analysis::stats::summarize(xs)?.ci_rel_half_width()?;
         (half <= target.fraction()).then(|| {
             format!(
                 "adaptive repeats: the {} counted repeats before it have a 95% CI of ±{:.2}% of the mean {}, within the target ±{target}",
@@ -79,7 +79,7 @@ impl Counted {
         }
         let m = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let xs = m.get(&Self::key(c))?;
-        let half = crate::results::stats::summarize(xs)
+        let half = crate::results::analysis::stats::summarize(xs)
             .and_then(|s| s.ci_rel_half_width())
             .unwrap_or(f64::INFINITY);
         (half > target.fraction()).then(|| {

@@ -12,9 +12,9 @@ use super::events::{Outcome, RunEvent};
 use crate::eta::{work_of, Estimate, HostEta, Timing, Work};
 use crate::model::{CellParams, CellResult, CellStatus, RESULT_SCHEMA};
 use crate::plan::{cell_secs, Cell};
+use crate::results::bundle::journal::SweepStatus;
+use crate::results::bundle::timings::TIMINGS_JSONL;
 use crate::results::bundle::Bundle;
-use crate::results::journal::SweepStatus;
-use crate::results::timings::TIMINGS_JSONL;
 use crate::results::BundleError;
 
 pub struct Sink {

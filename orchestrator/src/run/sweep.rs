@@ -22,9 +22,9 @@ use crate::config::values::HostName;
 use crate::config::{Host, Inventory, Matrix};
 use crate::plan::{plan, Cell, Plan};
 use crate::remote::{Held, Remote, RemoteError, SshRemote};
+use crate::results::analysis::stats::Metric;
+use crate::results::bundle::journal::SweepStatus;
 use crate::results::bundle::{Bundle, CreateOptions};
-use crate::results::journal::SweepStatus;
-use crate::results::stats::Metric;
 use crate::results::{CellResult, CellStatus};
 
 /// Outcome of a sweep.
@@ -63,7 +63,7 @@ pub struct Hooks {
     pub display: Display,
     /// Timings of earlier bundles (`--history`): the hosts' ETAs start
     /// from them instead of the defaults.
-    pub history: crate::results::timings::History,
+    pub history: crate::results::bundle::timings::History,
 }
 
 /// `run` of an already loaded sweep with `hooks`, keeping the cells of
@@ -165,8 +165,8 @@ pub async fn resume(dir: &Path, display: Display) -> Result<SweepSummary, RunErr
         p.cells.len()
     );
     // The ETA starts from what this very sweep took before it stopped.
-    let own = crate::results::timings::read_bundle(dir).unwrap_or_default();
-    let mut history = crate::results::timings::History::default();
+    let own = crate::results::bundle::timings::read_bundle(dir).unwrap_or_default();
+    let mut history = crate::results::bundle::timings::History::default();
     history.add_bundle(own);
     let hooks = Hooks {
         display,

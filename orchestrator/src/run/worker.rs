@@ -28,7 +28,7 @@ use crate::load::measures::{init_timings, measure_pgbench, measure_psql, with_la
 use crate::model::{CellResult, CellStatus, FsSettings, InitTimings, Sizes, RESULT_SCHEMA};
 use crate::plan::{Batch, Cell};
 use crate::remote::{ExecOptions, ExecOutput, Remote, RemoteCommand, RemoteError};
-use crate::results::stats::Metric;
+use crate::results::analysis::stats::Metric;
 use crate::text::{json_pretty_bytes, now_rfc3339, sha256_hex, tail_lines};
 
 /// A command's stderr without the lines that are for fsmatrix alone (the

@@ -177,7 +177,7 @@ async fn run_worker(
         results,
         events,
         tally,
-        timings: crate::results::timings::parse_lines(&timings),
+        timings: crate::results::bundle::timings::parse_lines(&timings),
     }
 }
 

@@ -3,7 +3,7 @@
 //!
 //! hyperfine warns when the first run was much slower than the rest or
 //! when outliers were found; a report should say the same in words rather
-//! than leave a reader to spot it in a min–max column (issue 14).  Two
+//! than leave a reader to spot it in a min–max column.  Two
 //! order effects are tested over a group's counted repeats in run order
 //! ([`drift`]):
 //!
@@ -299,7 +299,8 @@ pub struct SizeCheck {
 }
 
 /// Compare du's on-disk bytes with ZFS's `referenced` for a row that has
-/// both (ZFS rows of bundles made since issue 14); `None` otherwise.
+/// both (ZFS rows of bundles that recorded ZFS's own accounting); `None`
+/// otherwise.
 /// compressratio is not checked against du (see the module doc).
 pub fn size_check(g: &GroupStats) -> Option<SizeCheck> {
     let (du, zfs) = (g.du_on_disk_bytes?, g.zfs_referenced_bytes?);

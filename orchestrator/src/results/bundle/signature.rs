@@ -23,7 +23,7 @@ use russh::keys::ssh_key::{LineEnding, SshSig};
 use russh::keys::{Algorithm, HashAlg, PrivateKey, PublicKey};
 
 use super::allowed_signers::{AllowedSigners, NotAllowed};
-use super::bundle::{write_atomic, BAGIT_FILE, BAG_INFO_FILE, MANIFEST_FILE, TAGMANIFEST_FILE};
+use super::bag::{write_atomic, BAGIT_FILE, BAG_INFO_FILE, MANIFEST_FILE, TAGMANIFEST_FILE};
 use super::manifest;
 use crate::keys::{classify_identity, IdentityKey};
 

@@ -12,27 +12,23 @@
 //! written and kept for the manifest.  `close` works at any point, so an
 //! interrupted sweep still leaves a bag that verifies (marked incomplete).
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use time::OffsetDateTime;
 
+use super::bag::{
+    fsync_dir, walk_files, write_atomic, BAGIT_FILE, BAGIT_TXT, BAG_INFO_FILE, MANIFEST_FILE,
+    RESULTS_CSV, RESULTS_JSONL, TAGMANIFEST_FILE,
+};
 use super::journal::{self, CellTally, Journal, JournalEvent, SweepStatus, JOURNAL_FILE};
 use super::manifest::{self, check_rel_path, sha256_file, TMP_PREFIX};
 use super::BundleError;
 use crate::config::values::Label;
 use crate::model::{CellResult, CellStatus, Sizes, CSV_HEADER};
 use crate::text::{rfc3339, sha256_hex};
-
-pub const BAGIT_FILE: &str = "bagit.txt";
-pub const BAG_INFO_FILE: &str = "bag-info.txt";
-pub const MANIFEST_FILE: &str = "manifest-sha256.txt";
-pub const TAGMANIFEST_FILE: &str = "tagmanifest-sha256.txt";
-pub const RESULTS_JSONL: &str = "results.jsonl";
-pub const RESULTS_CSV: &str = "results.csv";
-pub const BAGIT_TXT: &str = "BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n";
 
 /// `fsmatrix <version>`, as written to bag-info.txt and the journal.
 pub fn tool_version() -> String {
@@ -89,32 +85,6 @@ fn check_matrix_name(name: &str) -> Result<(), BundleError> {
         })
 }
 
-fn fsync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
-}
-
-/// Write `bytes` to `dir/name` through a temporary name: write, fsync,
-/// rename, fsync the folder.  The temporary file is removed on failure.
-pub(crate) fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
-    let tmp = dir.join(format!("{TMP_PREFIX}{name}.{}", std::process::id()));
-    let result = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
-        fs::rename(&tmp, dir.join(name))?;
-        fsync_dir(dir)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
-}
-
 /// Create the folders of `rel` (bag-relative, already checked) under `root`,
 /// fsyncing each parent whose entry list changed.
 fn ensure_parent_dirs(root: &Path, rel: &str) -> io::Result<PathBuf> {
@@ -130,23 +100,6 @@ fn ensure_parent_dirs(root: &Path, rel: &str) -> io::Result<PathBuf> {
         dir = next;
     }
     Ok(dir)
-}
-
-/// Every regular file under `dir`, as bag-relative paths with `prefix`.
-pub(crate) fn walk_files(dir: &Path, prefix: &str, out: &mut Vec<String>) -> io::Result<()> {
-    let mut entries: Vec<_> = fs::read_dir(dir)?.collect::<Result<_, _>>()?;
-    entries.sort_by_key(|e| e.file_name());
-    for e in entries {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let rel = format!("{prefix}/{name}");
-        let ft = e.file_type()?;
-        if ft.is_dir() {
-            walk_files(&e.path(), &rel, out)?;
-        } else {
-            out.push(rel);
-        }
-    }
-    Ok(())
 }
 
 fn data_rel(rel_under_data: &str) -> Result<String, BundleError> {

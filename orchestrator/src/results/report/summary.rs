@@ -11,10 +11,16 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::compare::{times_better, welch, ALPHA};
-use super::report::{self, Report, ReportOptions, Row, Source};
-use super::stats::{p_text, Metric};
-use super::{BundleError, CellResult};
+use super::html::render_html;
+use super::markdown::render_markdown_report;
+use super::view::{ms_text, statement_label};
+use super::{
+    build_report, label_standins, mark_checksums, mark_standins, Report, ReportOptions, Row, Source,
+};
+use crate::results::analysis::compare::{times_better, welch, ALPHA};
+use crate::results::analysis::stats::{p_text, Metric};
+use crate::results::bundle::read::{check_checksums, load_bundle_results, standin_hosts};
+use crate::results::{BundleError, CellResult};
 use crate::text::iec_bytes;
 
 /// The full report of one bundle as `fsmatrix report BUNDLE` gives it by
@@ -25,11 +31,11 @@ pub fn bundle_report(dir: &Path) -> Result<(Report, Vec<CellResult>), BundleErro
         || dir.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    let check = report::check_checksums(dir, &name, false)?;
-    let mut cells = report::load_bundle_results(dir)?;
-    let standins = report::standin_hosts(dir);
-    report::label_standins(&mut cells, &standins);
-    let mut r = report::build_report(
+    let check = check_checksums(dir, &name, false)?;
+    let mut cells = load_bundle_results(dir)?;
+    let standins = standin_hosts(dir);
+    label_standins(&mut cells, &standins);
+    let mut r = build_report(
         &[Source {
             name: &name,
             cells: &cells,
@@ -40,8 +46,8 @@ pub fn bundle_report(dir: &Path) -> Result<(Report, Vec<CellResult>), BundleErro
         path: dir.to_owned(),
         why: e.to_string(),
     })?;
-    report::mark_standins(&mut r, &standins);
-    report::mark_checksums(&mut r, &[check]);
+    mark_standins(&mut r, &standins);
+    mark_checksums(&mut r, &[check]);
     Ok((r, cells))
 }
 
@@ -58,8 +64,8 @@ pub fn write_full_reports(
         .map_or_else(|| "bundle".into(), |n| n.to_string_lossy().into_owned());
     let md = parent.join(format!("{name}.report.md"));
     let html = parent.join(format!("{name}.report.html"));
-    std::fs::write(&md, report::render_markdown_report(r))?;
-    std::fs::write(&html, super::html::render_html(r, cells))?;
+    std::fs::write(&md, render_markdown_report(r))?;
+    std::fs::write(&html, render_html(r, cells))?;
     Ok((md, html))
 }
 
@@ -241,8 +247,8 @@ fn load_line(row: &Row) -> String {
         .map(|s| {
             format!(
                 "{} {}",
-                super::view::statement_label(&s.statement, 24),
-                super::view::ms_text(s.ms.mean)
+                statement_label(&s.statement, 24),
+                ms_text(s.ms.mean)
             )
         })
         .collect();

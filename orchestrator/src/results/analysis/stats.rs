@@ -540,7 +540,7 @@ pub struct GroupStats {
     pub zfs_compressratio: Option<f64>,
     /// ZFS's own accounting (`zfs get -p`), medians like the others; absent
     /// from the JSON report where not measured (other filesystems, bundles
-    /// made before issue 14).
+    /// made before fsmatrix recorded it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub zfs_used_bytes: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -1,4 +1,4 @@
-//! The HTML report's latency part (issue 14), shown only when some row has
+//! The HTML report's latency part, shown only when some row has
 //! it: per host × workload × clients a `latency-percentiles` plot (each
 //! variant's mean latency at each percentile of
 //! [`crate::load::pgbench_log::CURVE`], the percentiles evenly spaced so
@@ -14,7 +14,7 @@ use super::{
     DESC, LABEL, LIGHT,
 };
 use crate::load::pgbench_log::CURVE;
-use crate::results::latency::{
+use crate::results::report::latency::{
     group_name, latency_cells, ms, rows, LATENCY_COLUMNS, LATENCY_HEADING, STATEMENTS_HEADING,
 };
 use crate::results::report::Report;

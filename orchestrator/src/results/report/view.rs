@@ -8,9 +8,9 @@
 //! ([`SizeText`], [`ReportView::noisy_note`]).
 use std::borrow::Cow;
 
-use super::compare::Verdict;
-use super::report::{Report, Row};
-use super::stats::{p_cell, Metric, Summary};
+use super::{Report, Row, Table};
+use crate::results::analysis::compare::Verdict;
+use crate::results::analysis::stats::{p_cell, Metric, Summary};
 use crate::text;
 
 /// What a cell without a value shows.
@@ -175,7 +175,7 @@ pub struct SectionView {
     pub table: TableView,
     /// Hosts with at least two variants, in table order.
     pub verdicts: Vec<HostVerdict>,
-    /// The rows' warnings in words ([`super::report::Row::warnings`]),
+    /// The rows' warnings in words ([`Row::warnings`]),
     /// in row order.
     pub warnings: Vec<String>,
 }
@@ -366,7 +366,7 @@ pub fn ms_text(ms: f64) -> String {
 /// The statements table of a SQL script's section: a row per host ×
 /// variant, a column per statement (mean ms over the counted runs, in
 /// script order), then the total.  `None` when no row has statements.
-fn statements_table(t: &super::report::Table) -> Option<TableView> {
+fn statements_table(t: &Table) -> Option<TableView> {
     let rows: Vec<&Row> = t.hosts.iter().flat_map(|h| &h.rows).collect();
     let widest = rows.iter().max_by_key(|r| r.stats.statements.len())?;
     if widest.stats.statements.is_empty() {

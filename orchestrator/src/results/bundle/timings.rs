@@ -1,7 +1,7 @@
 //! How long each kind of work took on each host: `data/timings.jsonl` in a
 //! bundle, one [`Timing`] a line, appended as the sweep goes.  The run
 //! engine's ETA learns from the lines of its own sweep
-//! ([`crate::run::eta`]); `--history DIR` reads those of earlier bundles of
+//! ([`crate::eta`]); `--history DIR` reads those of earlier bundles of
 //! the same hosts so that a plan's ETA starts from what the hosts did
 //! before, not from the defaults.
 //!

@@ -1,0 +1,129 @@
+//! Reading a finished bundle for a report: its cell records, its
+//! checksums checked first, and the hosts that were stand-ins.  A bundle is
+//! someone else's input here: what it may not hold is refused, and what is
+//! read is bounded.
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::bag::RESULTS_JSONL;
+use super::manifest;
+use super::verify::verify;
+use super::writer::{parse_cell_result, read_results_jsonl};
+use super::BundleError;
+use crate::model::CellResult;
+
+/// The cell records of a bundle: `data/results.jsonl`, or, when that is
+/// absent (a bundle closed before any cell finished writing it), every
+/// `data/cells/*/result.json`.
+pub fn load_bundle_results(dir: &Path) -> Result<Vec<CellResult>, BundleError> {
+    let unsafe_ = manifest::unsafe_entries(dir);
+    if !unsafe_.is_empty() {
+        return Err(BundleError::NotABundle {
+            path: dir.to_owned(),
+            why: format!("it holds what a bundle may not: {}", unsafe_.join("; ")),
+        });
+    }
+    let jsonl = dir.join("data").join(RESULTS_JSONL);
+    if jsonl.is_file() {
+        return read_results_jsonl(&jsonl);
+    }
+    let cells = dir.join("data").join("cells");
+    if !dir.join("bagit.txt").is_file() {
+        return Err(BundleError::NotABundle {
+            path: dir.to_owned(),
+            why: "it has no bagit.txt; give the bundle's top folder".into(),
+        });
+    }
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(&cells) else {
+        return Ok(out);
+    };
+    let mut dirs: Vec<_> = rd.filter_map(Result::ok).map(|e| e.path()).collect();
+    dirs.sort();
+    for d in dirs {
+        let p = d.join("result.json");
+        if !p.is_file() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).map_err(|e| BundleError::io("read", &p, e))?;
+        let c = parse_cell_result(&text).map_err(|what| BundleError::Results {
+            path: p.clone(),
+            line: 1,
+            what,
+        })?;
+        out.push(c);
+    }
+    Ok(out)
+}
+
+/// How a bundle's checksums stood when it was reported on.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChecksumCheck {
+    pub bundle: String,
+    pub verified: bool,
+    /// What `verify` found, when it did not verify.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<String>,
+}
+
+/// Verify `dir` as `fsmatrix verify` does (every sha256 of its manifests)
+/// before reporting on it.  A bundle that does not verify is refused naming
+/// it and each problem (the files); with `allow_unverified` it is kept, and
+/// the check says it was not verified.
+pub fn check_checksums(
+    dir: &Path,
+    name: &str,
+    allow_unverified: bool,
+) -> Result<ChecksumCheck, BundleError> {
+    let r = verify(dir).map_err(|e| BundleError::NotABundle {
+        path: dir.to_owned(),
+        why: e.why,
+    })?;
+    let problems: Vec<String> = r.problems.iter().map(ToString::to_string).collect();
+    if !problems.is_empty() && !allow_unverified {
+        return Err(BundleError::NotVerified {
+            path: dir.to_owned(),
+            problems: problems.join("; "),
+        });
+    }
+    Ok(ChecksumCheck {
+        bundle: name.to_owned(),
+        verified: problems.is_empty(),
+        problems,
+    })
+}
+
+/// The stand-in hosts of a bundle (docs/standin-hosts.md): host name → the
+/// OS it was dressed as, from the `standin` key its facts recorded
+/// (`data/hosts/<host>/facts.json`).  A bundle is untrusted input: only
+/// regular files of at most 1 MiB are read, and only a lowercase OS name is
+/// taken; anything else is no mark.
+pub fn standin_hosts(dir: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(dir.join("data").join("hosts")) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let facts = e.path().join("facts.json");
+        let Ok(meta) = std::fs::symlink_metadata(&facts) else {
+            continue;
+        };
+        if !meta.file_type().is_file() || meta.len() > 1 << 20 {
+            continue;
+        }
+        let Ok(v) = std::fs::read(&facts)
+            .map_err(|_| ())
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).map_err(|_| ()))
+        else {
+            continue;
+        };
+        if let Some(os) = v.get("standin").and_then(|o| o.as_str()) {
+            if !os.is_empty() && os.len() <= 32 && os.bytes().all(|b| b.is_ascii_lowercase()) {
+                out.insert(e.file_name().to_string_lossy().into_owned(), os.to_string());
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,727 @@
+//! The report, computed once: what every format shows.  [`build_report`]
+//! turns cell records into a [`Report`] (groups from
+//! [`crate::results::analysis::stats`], comparisons from
+//! [`crate::results::analysis::compare`], order effects from
+//! [`crate::results::analysis::drift`]); the renderers are pure over it.
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use crate::model::{CellResult, CellStatus, RunMeasures};
+use crate::results::analysis::compare::{self, Comparison};
+use crate::results::analysis::drift::{self, Drift, SizeCheck};
+use crate::results::analysis::stats::{group_stats, GroupKey, GroupStats, Metric, StatsOptions};
+use crate::results::bundle::read::ChecksumCheck;
+
+/// The label a stand-in host's rows carry in every output format.
+pub fn standin_label(host: &str, os: &str) -> String {
+    format!("{host} [{os} stand-in]")
+}
+
+/// Relabel the cells of stand-in hosts ([`standin_label`]) so that no table,
+/// plot or CSV row shows them as real hosts.
+pub fn label_standins(cells: &mut [CellResult], standins: &BTreeMap<String, String>) {
+    for c in cells {
+        if let Some(os) = standins.get(&c.params.host) {
+            c.params.host = standin_label(&c.params.host, os);
+        }
+    }
+}
+
+/// Say in the report's notes which hosts were stand-ins.
+pub fn mark_standins(r: &mut Report, standins: &BTreeMap<String, String>) {
+    if standins.is_empty() {
+        return;
+    }
+    let list: Vec<String> = standins
+        .iter()
+        .map(|(h, os)| standin_label(h, os))
+        .collect();
+    r.notes.insert(
+        0,
+        format!(
+            "STAND-IN HOSTS: {} — Linux lab hosts dressed as a BSD to test fsmatrix's BSD scripts (docs/standin-hosts.md). Their numbers measure Linux, not that OS: never compare them with real hosts.",
+            list.join(", ")
+        ),
+    );
+}
+
+/// Record the checks in `r`, and say first in its notes (the report's
+/// header) whether every bundle's checksums were verified.
+pub fn mark_checksums(r: &mut Report, checks: &[ChecksumCheck]) {
+    let mut said = Vec::new();
+    let (ok, bad): (Vec<&ChecksumCheck>, Vec<&ChecksumCheck>) =
+        checks.iter().partition(|c| c.verified);
+    for c in &bad {
+        said.push(format!(
+            "NOT VERIFIED: bundle {} does not verify ({} problem{}: {}); its numbers may not be the ones measured (reported with --allow-unverified).",
+            c.bundle,
+            c.problems.len(),
+            if c.problems.len() == 1 { "" } else { "s" },
+            c.problems.join("; ")
+        ));
+    }
+    if !ok.is_empty() {
+        let names: Vec<&str> = ok.iter().map(|c| c.bundle.as_str()).collect();
+        said.push(format!(
+            "Checksums verified before reporting: every file of {} matches its bundle's sha256 manifests.",
+            names.join(", ")
+        ));
+    }
+    r.notes.splice(0..0, said);
+    r.checksums = checks.to_vec();
+}
+
+/// One bundle's cells, named for the notes on merged hosts.
+#[derive(Debug, Clone, Copy)]
+pub struct Source<'a> {
+    pub name: &'a str,
+    pub cells: &'a [CellResult],
+}
+
+/// What the report computes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ReportOptions {
+    /// Filesystem variant every other is compared with; `None`: the first
+    /// variant in matrix order (the order cells appear in the bundles).
+    pub baseline: Option<String>,
+    pub stats: StatsOptions,
+    /// Bundles side by side instead of pooled: every variant of a bundle is
+    /// its own row, compared with the same variant of the first bundle on
+    /// the same host (a re-run against its original).
+    pub by_bundle: bool,
+}
+
+/// The row label of `variant` from `bundle` when bundles are side by side.
+pub fn by_bundle_label(variant: &str, bundle: &str) -> String {
+    format!("{variant} @ {bundle}")
+}
+
+/// Errors of building a report.  Messages read after "failed to …".
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("compare against baseline {name:?}: no such filesystem variant in the results; valid: {valid}")]
+    UnknownBaseline { name: String, valid: String },
+    #[error("put bundles side by side: give at least two bundles (the first is the one the others are compared with)")]
+    ByBundleNeedsTwo,
+    #[error("put bundles side by side with --baseline: the first bundle given is the baseline; drop --baseline")]
+    ByBundleWithBaseline,
+    #[error("put bundles side by side: two bundles are both named {name:?} (rows are labelled by bundle folder name); rename or copy one")]
+    ByBundleSameName { name: String },
+    #[error("pool {first} with {second}: they hold the same run (cell {cell}, started {started}), so one is a copy of the other and its runs would count twice; give each bundle once")]
+    SameRuns {
+        first: String,
+        second: String,
+        cell: String,
+        started: String,
+    },
+}
+
+/// Everything a report shows; serialised as is for `--format json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    pub bundles: Vec<String>,
+    /// The baseline asked for with `--baseline`, if any.
+    pub baseline_requested: Option<String>,
+    pub cv_threshold: f64,
+    pub trim_start_s: f64,
+    pub trim_end_s: f64,
+    /// Method and blocking notes, in the order shown.
+    pub notes: Vec<String>,
+    /// Rows whose runs drift or whose first run is an outlier, and rows
+    /// whose sizes disagree, in words, in table order ([`drift`]).
+    pub warnings: Vec<String>,
+    /// One table per (workload, clients), sorted.
+    pub tables: Vec<Table>,
+    pub warmups_excluded: usize,
+    /// Adaptive repeats left out because the CI target was met earlier.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub not_needed: usize,
+    pub problems: Vec<Problem>,
+    /// Each bundle's checksums as checked before reporting
+    /// ([`crate::results::bundle::read::check_checksums`], [`mark_checksums`]);
+    /// empty when not checked.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checksums: Vec<ChecksumCheck>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Table {
+    pub workload: String,
+    pub clients: u32,
+    /// What the rows are compared on ([`Metric::of`]: the first row's
+    /// metric; every row of a table is compared on it).
+    pub metric: Metric,
+    /// pgbench `-R` of the workload, when rate-limited.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<u32>,
+    /// Hosts sorted by name; variants are compared within a host only.
+    pub hosts: Vec<HostBlock>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HostBlock {
+    pub host: String,
+    /// The variant the rows are compared with on this host.
+    pub baseline: Option<String>,
+    /// Named only when it beats every other variant at p < 0.05.
+    pub winner: Option<String>,
+    /// Variants in matrix order.
+    pub rows: Vec<Row>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    pub stats: GroupStats,
+    /// `None` on the baseline row itself.
+    pub comparison: Option<Comparison>,
+    /// Order effects over the counted runs in run order; `None`: not
+    /// tested (fewer than [`drift::MIN_RUNS`] runs).
+    pub drift: Option<Drift>,
+    /// du's on-disk bytes against ZFS's own (see [`drift::size_check`]);
+    /// `None` without both.
+    pub sizes_check: Option<SizeCheck>,
+    /// SQL scripts: this row's median on-disk size (du) ÷ the baseline's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_disk_vs_baseline: Option<f64>,
+    /// This host's variants ran in alternation for this workload and
+    /// client count (their runs interleaved in time, in every bundle that
+    /// ran two or more of them: `alternated`), so drift hit them alike.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub alternated: bool,
+}
+
+impl Row {
+    /// `lab1 ext4 tpcb c=4`: how the row's warnings name it.
+    pub fn label(&self) -> String {
+        let k = &self.stats.key;
+        drift::row_label(&k.host, &k.filesystem, &k.workload, k.clients)
+    }
+
+    /// The row's warnings in words: drift, first-run outlier, sizes.
+    pub fn warnings(&self) -> Vec<String> {
+        let label = self.label();
+        let mut out = match &self.drift {
+            Some(d) => {
+                drift::drift_sentences(&label, d, self.stats.warmups_excluded, self.alternated)
+            }
+            None => Vec::new(),
+        };
+        if let Some(s) = self.sizes_check.as_ref().filter(|s| !s.agree) {
+            out.push(drift::size_sentence(&label, s));
+        }
+        out
+    }
+    /// The same, a few words each, for the terminal summary.
+    pub fn warning_tags(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(d) = &self.drift {
+            if d.first_run.outlier {
+                out.push("first run an outlier".to_owned());
+            }
+            if let Some(t) = d.trend.as_ref().filter(|t| t.drift) {
+                out.push(format!(
+                    "{} {} {:.1}% over its runs",
+                    d.metric.name(),
+                    if t.change < 0.0 { "fell" } else { "rose" },
+                    t.change.abs() * 100.0
+                ));
+            }
+        }
+        if self.sizes_check.as_ref().is_some_and(|s| !s.agree) {
+            out.push("sizes disagree".to_owned());
+        }
+        out
+    }
+}
+
+/// A cell that failed or did not run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Problem {
+    pub cell_id: String,
+    pub host: String,
+    pub filesystem: String,
+    pub workload: String,
+    pub clients: u32,
+    pub repeat: u32,
+    pub status: String,
+    pub detail: String,
+}
+
+const METHOD_NOTE: &str =
+    "Counted repeats only (warm-up runs excluded). 95% CI of the mean: Student t. \
+Ratio: variant mean / baseline mean on the same host, 95% CI by the delta method on the log scale. \
+p: Welch's t-test, two-sided. A verdict or winner is named only at p < 0.05.";
+/// How rows are checked for order effects and size agreement
+/// ([`drift`]); the thresholds are its constants.
+fn checks_note() -> String {
+    format!(
+        "Order effects (rows with at least {} counted runs, in run order: bundle, then repeat): \
+drift when the least-squares slope of the row's metric (tps; latency when rate-limited; load time for a SQL script) over the run index has p < {} (t-test, n − 2 df) and moves it by at least {:.0}% of the mean over the runs; \
+a first-run outlier when the first counted run is at least {:.0}% from the others' median and its modified z-score \
+(0.6745 × distance ÷ the others' MAD) exceeds {} (the trend is then fitted without it). \
+Sizes (ZFS rows): du's on-disk bytes of the data directory are compared with the dataset's own allocated bytes (zfs referenced) and flagged when more than {:.0}% and more than {} apart; compressratio is ZFS's compression before allocation and may exceed du's apparent ÷ on-disk (each compressed record takes whole sectors).",
+        drift::MIN_RUNS,
+        compare::ALPHA,
+        drift::MIN_TREND_CHANGE * 100.0,
+        drift::MIN_OUTLIER_CHANGE * 100.0,
+        drift::OUTLIER_Z,
+        drift::SIZE_TOLERANCE * 100.0,
+        crate::text::iec_bytes_short(drift::SIZE_SLACK_BYTES),
+    )
+}
+
+const BLOCKING_NOTE: &str =
+    "Variants are compared on the same host only; hosts are never compared with each other.";
+
+/// Compute groups, comparisons and notes over the cells of all `sources`
+/// (concatenated: a host of the same name in several bundles is one
+/// blocking factor, and a note says so), or, with `by_bundle`, with every
+/// bundle's variants side by side.
+pub fn build_report(sources: &[Source], opts: &ReportOptions) -> Result<Report, ReportError> {
+    // A run is one cell started at one time: a re-run (`run --from`) has
+    // the same cell ids but other start times; a copy has both the same.
+    let mut seen: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
+    for (i, s) in sources.iter().enumerate() {
+        for c in s.cells {
+            let Some(started) = c.started.as_deref() else {
+                continue;
+            };
+            match seen.insert((c.cell_id.as_str(), started), i) {
+                Some(first) if first != i => {
+                    return Err(ReportError::SameRuns {
+                        first: sources[first].name.to_string(),
+                        second: s.name.to_string(),
+                        cell: c.cell_id.clone(),
+                        started: started.to_string(),
+                    })
+                }
+                _ => {}
+            }
+        }
+    }
+    if !opts.by_bundle {
+        return build(sources, opts, None);
+    }
+    if sources.len() < 2 {
+        return Err(ReportError::ByBundleNeedsTwo);
+    }
+    if opts.baseline.is_some() {
+        return Err(ReportError::ByBundleWithBaseline);
+    }
+    for (i, s) in sources.iter().enumerate() {
+        if sources[..i].iter().any(|o| o.name == s.name) {
+            return Err(ReportError::ByBundleSameName {
+                name: s.name.to_owned(),
+            });
+        }
+    }
+    // Relabel every cell's variant with its bundle; order rows by variant
+    // (matrix order), then bundle (command-line order).
+    let mut variants: Vec<&str> = Vec::new();
+    for s in sources {
+        for c in s.cells {
+            if !variants.contains(&c.params.filesystem.as_str()) {
+                variants.push(&c.params.filesystem);
+            }
+        }
+    }
+    let labelled: Vec<Vec<CellResult>> = sources
+        .iter()
+        .map(|s| {
+            s.cells
+                .iter()
+                .map(|c| {
+                    let mut c = c.clone();
+                    c.params.filesystem = by_bundle_label(&c.params.filesystem, s.name);
+                    c
+                })
+                .collect()
+        })
+        .collect();
+    let first = sources[0].name;
+    let mut side = BySide {
+        order: Vec::new(),
+        baseline_of: BTreeMap::new(),
+        first: first.to_owned(),
+    };
+    for v in &variants {
+        for s in sources {
+            let label = by_bundle_label(v, s.name);
+            side.baseline_of
+                .insert(label.clone(), by_bundle_label(v, first));
+            side.order.push(label);
+        }
+    }
+    let relabelled: Vec<Source> = sources
+        .iter()
+        .zip(&labelled)
+        .map(|(s, cells)| Source {
+            name: s.name,
+            cells,
+        })
+        .collect();
+    build(&relabelled, opts, Some(&side))
+}
+
+/// Bundles side by side: row order, and each row's baseline row.
+struct BySide {
+    order: Vec<String>,
+    baseline_of: BTreeMap<String, String>,
+    first: String,
+}
+
+fn build(
+    sources: &[Source],
+    opts: &ReportOptions,
+    side: Option<&BySide>,
+) -> Result<Report, ReportError> {
+    let all: Vec<CellResult> = if sources.len() == 1 {
+        Vec::new()
+    } else {
+        sources
+            .iter()
+            .flat_map(|s| s.cells.iter().cloned())
+            .collect()
+    };
+    let cells: &[CellResult] = if sources.len() == 1 {
+        sources[0].cells
+    } else {
+        &all
+    };
+    // Matrix order of the variants: first appearance (side by side: each
+    // variant's bundles together).
+    let mut order: Vec<&str> = Vec::new();
+    match side {
+        Some(side) => order.extend(side.order.iter().map(String::as_str)),
+        None => {
+            for c in cells {
+                if !order.contains(&c.params.filesystem.as_str()) {
+                    order.push(&c.params.filesystem);
+                }
+            }
+        }
+    }
+    if let Some(b) = &opts.baseline {
+        if !order.contains(&b.as_str()) {
+            return Err(ReportError::UnknownBaseline {
+                name: b.clone(),
+                valid: if order.is_empty() {
+                    "none (no cells)".into()
+                } else {
+                    order.join(", ")
+                },
+            });
+        }
+    }
+    let mut notes = vec![
+        METHOD_NOTE.to_owned(),
+        checks_note(),
+        BLOCKING_NOTE.to_owned(),
+    ];
+    match &opts.baseline {
+        _ if side.is_some() => notes.push(format!(
+            "Bundles side by side: a row is a variant of one bundle (\"variant @ bundle\"), compared with the same variant of {} on the same host; a significant difference means the run did not reproduce.",
+            side.map_or("", |s| s.first.as_str())
+        )),
+        Some(b) => notes.push(format!("Baseline: {b} (--baseline).")),
+        None => {
+            if let Some(first) = order.first() {
+                notes.push(format!(
+                    "Baseline: {first}, the first variant in matrix order; a host that did not run it is compared with its own first variant."
+                ));
+            }
+        }
+    }
+    // Hosts that appear in more than one bundle.
+    let mut host_bundles: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for s in sources {
+        for c in s.cells {
+            host_bundles
+                .entry(c.params.host.as_str())
+                .or_default()
+                .insert(s.name);
+        }
+    }
+    for (host, bundles) in &host_bundles {
+        if bundles.len() > 1 && side.is_none() {
+            let names: Vec<&str> = bundles.iter().copied().collect();
+            notes.push(format!(
+                "Host {host} appears in bundles {}: its cells are pooled as one blocking factor because the names match; if these are different machines, rename the host in one inventory.",
+                names.join(", ")
+            ));
+        }
+    }
+
+    let groups = group_stats(cells, &opts.stats);
+    let run_order = counted_in_run_order(sources);
+    let alternated = alternated(sources);
+    let warmups_excluded = cells
+        .iter()
+        .filter(|c| c.params.warmup && matches!(c.status, CellStatus::Done { .. }))
+        .count();
+    let not_needed = cells
+        .iter()
+        .filter(|c| matches!(c.status, CellStatus::NotNeeded { .. }))
+        .count();
+    // (workload, clients) → host → groups
+    let mut by_table: BTreeMap<(String, u32), BTreeMap<String, Vec<GroupStats>>> = BTreeMap::new();
+    for g in groups {
+        by_table
+            .entry((g.key.workload.clone(), g.key.clients))
+            .or_default()
+            .entry(g.key.host.clone())
+            .or_default()
+            .push(g);
+    }
+    let rank = |fs: &str| order.iter().position(|o| *o == fs).unwrap_or(usize::MAX);
+    let mut tables = Vec::new();
+    for ((workload, clients), hosts) in by_table {
+        // One metric per table: the first group's (a workload is
+        // rate-limited or a SQL script in every bundle of a sane merge).
+        let first = hosts.values().flatten().next();
+        let metric = first.map_or(Metric::Tps, |g| g.metric);
+        let rate = first.and_then(|g| g.rate);
+        let mut blocks = Vec::new();
+        for (host, mut gs) in hosts {
+            gs.sort_by_key(|g| rank(&g.key.filesystem));
+            let baseline = match &opts.baseline {
+                Some(b) => gs.iter().find(|g| &g.key.filesystem == b),
+                None => gs.first(),
+            };
+            let mut baseline_name = baseline.map(|b| b.key.filesystem.clone());
+            let baseline_values = baseline.map(|b| b.values(metric).to_vec());
+            let baseline_on_disk = baseline.and_then(|b| b.du_on_disk_bytes);
+            let variants: Vec<(&str, &[f64])> = gs
+                .iter()
+                .map(|g| (g.key.filesystem.as_str(), g.values(metric)))
+                .collect();
+            // Side by side, runs of the same variant are not contestants.
+            let winner = match side {
+                Some(_) => None,
+                None => compare::winner(&variants, metric).map(str::to_owned),
+            };
+            if side.is_some() {
+                baseline_name = None;
+            }
+            let rows = gs
+                .iter()
+                .map(|g| {
+                    let own = side.and_then(|s| s.baseline_of.get(&g.key.filesystem));
+                    let comparison = match (own, &baseline_name, &baseline_values) {
+                        (Some(b), _, _) if *b == g.key.filesystem => None,
+                        (Some(b), _, _) => match gs.iter().find(|x| &x.key.filesystem == b) {
+                            Some(base) => Some(compare::compare(
+                                b,
+                                g.values(metric),
+                                base.values(metric),
+                                metric,
+                            )),
+                            None => Some(Comparison {
+                                baseline: b.clone(),
+                                ratio: None,
+                                welch: None,
+                                verdict: compare::Verdict::NoBaseline,
+                            }),
+                        },
+                        (None, Some(b), _) if *b == g.key.filesystem => None,
+                        (None, Some(b), Some(bv)) => {
+                            Some(compare::compare(b, g.values(metric), bv, metric))
+                        }
+                        _ => Some(Comparison {
+                            baseline: opts.baseline.clone().unwrap_or_default(),
+                            ratio: None,
+                            welch: None,
+                            verdict: compare::Verdict::NoBaseline,
+                        }),
+                    };
+                    let in_order: Vec<f64> = run_order
+                        .get(&g.key)
+                        .map(|runs| runs.iter().filter_map(|r| metric.value(r)).collect())
+                        .unwrap_or_default();
+                    // The same runs as the group's, or no test.
+                    let drift = (in_order.len() == g.values(metric).len())
+                        .then(|| drift::drift(&in_order, metric))
+                        .flatten();
+                    let on_disk_vs_baseline = match (metric, g.du_on_disk_bytes, baseline_on_disk) {
+                        (Metric::LoadTime, Some(d), Some(b))
+                            if b > 0.0 && side.is_none() && comparison.is_some() =>
+                        {
+                            Some(d / b)
+                        }
+                        _ => None,
+                    };
+                    Row {
+                        stats: g.clone(),
+                        comparison,
+                        drift,
+                        sizes_check: drift::size_check(g),
+                        on_disk_vs_baseline,
+                        alternated: alternated.contains(&(
+                            g.key.host.as_str(),
+                            g.key.workload.as_str(),
+                            g.key.clients,
+                        )),
+                    }
+                })
+                .collect();
+            blocks.push(HostBlock {
+                host,
+                baseline: baseline_name,
+                winner,
+                rows,
+            });
+        }
+        tables.push(Table {
+            workload,
+            clients,
+            metric,
+            rate,
+            hosts: blocks,
+        });
+    }
+
+    let mut problems: Vec<Problem> = cells
+        .iter()
+        .filter_map(|c| {
+            let p = &c.params;
+            let detail = match &c.status {
+                CellStatus::Done { .. } | CellStatus::NotNeeded { .. } => return None,
+                CellStatus::Failed {
+                    step,
+                    exit_status,
+                    stderr_tail,
+                } => {
+                    let last = stderr_tail
+                        .lines()
+                        .rev()
+                        .find(|l| !l.trim().is_empty())
+                        .unwrap_or("");
+                    let exit = exit_status.map_or("no exit status".into(), |e| format!("exit {e}"));
+                    format!("step {step}, {exit}: {last}")
+                }
+                CellStatus::NotRun { reason } => reason.clone(),
+            };
+            Some(Problem {
+                cell_id: c.cell_id.clone(),
+                host: p.host.clone(),
+                filesystem: p.filesystem.clone(),
+                workload: p.workload.clone(),
+                clients: p.clients,
+                repeat: p.repeat,
+                status: c.status.name().to_owned(),
+                detail,
+            })
+        })
+        .collect();
+    problems.sort_by(|a, b| {
+        (&a.host, &a.filesystem, &a.workload, a.clients, a.repeat).cmp(&(
+            &b.host,
+            &b.filesystem,
+            &b.workload,
+            b.clients,
+            b.repeat,
+        ))
+    });
+    let warnings = tables
+        .iter()
+        .flat_map(|t: &Table| &t.hosts)
+        .flat_map(|h| &h.rows)
+        .flat_map(Row::warnings)
+        .collect();
+    Ok(Report {
+        bundles: sources.iter().map(|s| s.name.to_owned()).collect(),
+        baseline_requested: opts.baseline.clone(),
+        cv_threshold: opts.stats.cv_threshold,
+        trim_start_s: opts.stats.trim_start_s,
+        trim_end_s: opts.stats.trim_end_s,
+        notes,
+        warnings,
+        tables,
+        warmups_excluded,
+        not_needed,
+        problems,
+        checksums: Vec::new(),
+    })
+}
+
+/// Each group's counted runs in run order: the order the bundles were given,
+/// then the repeat number, which is the order a host runs a group's repeats
+/// in (README, "The plan").  Start times are not compared: bundles of other
+/// sweeps may write them differently.
+fn counted_in_run_order<'a>(sources: &[Source<'a>]) -> BTreeMap<GroupKey, Vec<&'a RunMeasures>> {
+    let mut runs: BTreeMap<GroupKey, Vec<(usize, u32, &'a RunMeasures)>> = BTreeMap::new();
+    for (i, s) in sources.iter().enumerate() {
+        for c in s.cells {
+            let CellStatus::Done { run } = &c.status else {
+                continue;
+            };
+            if c.params.warmup {
+                continue;
+            }
+            let p = &c.params;
+            runs.entry(GroupKey {
+                host: p.host.clone(),
+                filesystem: p.filesystem.clone(),
+                workload: p.workload.clone(),
+                clients: p.clients,
+            })
+            .or_default()
+            .push((i, p.repeat, run));
+        }
+    }
+    runs.into_iter()
+        .map(|(k, mut v)| {
+            v.sort_by_key(|&(i, repeat, _)| (i, repeat));
+            (k, v.into_iter().map(|(_, _, run)| run).collect())
+        })
+        .collect()
+}
+
+/// (host, workload, clients): the runs of one table row block.
+type RunKey<'a> = (&'a str, &'a str, u32);
+
+/// The (host, workload, clients) whose variants ran in alternation: in
+/// every bundle where the host ran two or more variants of it, some
+/// variant's runs (warm-ups too; by start time, which one bundle writes
+/// one way) come in two or more stretches with another's between them.
+/// Sequential sweeps run each variant's runs in one stretch.
+fn alternated<'a>(sources: &[Source<'a>]) -> BTreeSet<RunKey<'a>> {
+    // key → per bundle: is it alternated (None: one variant only there)
+    let mut seen: BTreeMap<RunKey<'a>, Vec<Option<bool>>> = BTreeMap::new();
+    for s in sources {
+        // key → (started, variant) of each run
+        let mut runs: BTreeMap<RunKey<'a>, Vec<(&'a str, &'a str)>> = BTreeMap::new();
+        for c in s.cells {
+            let (CellStatus::Done { .. }, Some(started)) = (&c.status, c.started.as_deref()) else {
+                continue;
+            };
+            let p = &c.params;
+            runs.entry((p.host.as_str(), p.workload.as_str(), p.clients))
+                .or_default()
+                .push((started, p.filesystem.as_str()));
+        }
+        for (key, mut v) in runs {
+            v.sort();
+            let mut stretches: BTreeMap<&str, usize> = BTreeMap::new();
+            for (i, (_, fs)) in v.iter().enumerate() {
+                if i == 0 || v[i - 1].1 != *fs {
+                    *stretches.entry(fs).or_default() += 1;
+                }
+            }
+            let verdict = (stretches.len() > 1).then(|| stretches.values().any(|n| *n > 1));
+            seen.entry(key).or_default().push(verdict);
+        }
+    }
+    seen.into_iter()
+        .filter(|(_, v)| {
+            let known: Vec<bool> = v.iter().flatten().copied().collect();
+            !known.is_empty() && known.iter().all(|a| *a)
+        })
+        .map(|(k, _)| k)
+        .collect()
+}

@@ -1,0 +1,60 @@
+//! Presentation: reports of results.
+//!
+//! [`build_report`] computes a [`Report`] once from the cell records of one
+//! or more bundles ([`build`]); each format is one renderer, pure over it,
+//! in a file of its own, named by one row of [`Format`]:
+//! [`markdown`], [`csv`], [`json`] and [`html`] (with its SVG plots).  Their
+//! shared texts are [`view`] (the tables and sentences) and [`latency`];
+//! [`summary`] is the few lines `run` ends with on a terminal.
+//!
+//! To add a format: a renderer file here, its row in [`Format`] (the name,
+//! the `mod` line and the arm of [`Format::render`]), and a test.
+use crate::model::CellResult;
+
+pub mod build;
+pub mod csv;
+pub mod html;
+pub mod json;
+pub mod latency;
+pub mod markdown;
+pub mod summary;
+pub mod view;
+
+#[cfg(test)]
+mod tests;
+
+pub use build::{
+    build_report, by_bundle_label, label_standins, mark_checksums, mark_standins, standin_label,
+    HostBlock, Problem, Report, ReportError, ReportOptions, Row, Source, Table,
+};
+
+/// What `report` writes: the formats, by their `--format` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Markdown tables.
+    Md,
+    Csv,
+    Json,
+    /// One self-contained file with SVG plots.
+    Html,
+}
+
+impl Format {
+    /// `r` in this format.  `sources` are the cell records `r` was built
+    /// from, for the formats that draw more than the report (the HTML
+    /// plots' timelines and load phases).
+    pub fn render(self, r: &Report, sources: &[Source]) -> String {
+        match self {
+            Format::Md => markdown::render_markdown_report(r),
+            Format::Csv => csv::render_csv(r),
+            Format::Json => json::render_json(r),
+            Format::Html => {
+                let all: Vec<CellResult> = sources
+                    .iter()
+                    .flat_map(|s| s.cells.iter().cloned())
+                    .collect();
+                html::render_html(r, &all)
+            }
+        }
+    }
+}

@@ -1,0 +1,527 @@
+//! The report over a sample of cells, built once and rendered in every
+//! format (the Markdown, CSV and JSON snapshots), and the rules of building
+//! it: the baseline, pooled and side-by-side bundles, stand-in hosts.
+use super::csv::{render_csv, REPORT_CSV_HEADER};
+use super::json::render_json;
+use super::markdown::{render_markdown, render_markdown_report};
+use super::*;
+use crate::model::*;
+use crate::results::analysis::compare;
+use crate::results::bundle::read::{load_bundle_results, standin_hosts};
+use crate::results::bundle::RESULTS_JSONL;
+
+#[test]
+fn stand_in_hosts_come_from_their_facts_and_are_labelled_everywhere() {
+    let tmp = tempfile::tempdir().unwrap();
+    let hosts = tmp.path().join("data/hosts");
+    for (h, facts) in [
+        ("lab1", r#"{"os":"linux"}"#),
+        ("lab4", r#"{"os":"freebsd","standin":"freebsd"}"#),
+        ("evil", r#"{"standin":"freebsd; rm -rf /"}"#),
+        ("big", r#"{"standin":"FreeBSD"}"#),
+    ] {
+        std::fs::create_dir_all(hosts.join(h)).unwrap();
+        std::fs::write(hosts.join(h).join("facts.json"), facts).unwrap();
+    }
+    // A facts.json that is a link to another file is not read.
+    std::fs::create_dir_all(hosts.join("link")).unwrap();
+    std::os::unix::fs::symlink(hosts.join("lab4/facts.json"), hosts.join("link/facts.json"))
+        .unwrap();
+    let found = standin_hosts(tmp.path());
+    assert_eq!(
+        found.into_iter().collect::<Vec<_>>(),
+        [("lab4".to_string(), "freebsd".to_string())]
+    );
+    let mut cells = vec![
+        cell("lab4", "ufs", "ufs", "tpcb", 1, 1, done(100.0, 10.0)),
+        cell("lab1", "ext4", "ext4", "tpcb", 1, 1, done(100.0, 10.0)),
+    ];
+    let found = standin_hosts(tmp.path());
+    label_standins(&mut cells, &found);
+    assert_eq!(cells[0].params.host, "lab4 [freebsd stand-in]");
+    assert_eq!(cells[1].params.host, "lab1");
+    let mut r = build_report(
+        &[Source {
+            name: "b",
+            cells: &cells,
+        }],
+        &ReportOptions::default(),
+    )
+    .unwrap();
+    mark_standins(&mut r, &found);
+    assert!(
+        r.notes[0].starts_with("STAND-IN HOSTS: lab4 [freebsd stand-in]"),
+        "{:?}",
+        r.notes
+    );
+    let md = render_markdown_report(&r);
+    assert!(md.contains("lab4 [freebsd stand-in]"), "{md}");
+}
+
+fn cell(
+    host: &str,
+    fs: &str,
+    fs_type: &str,
+    workload: &str,
+    clients: u32,
+    repeat: u32,
+    status: CellStatus,
+) -> CellResult {
+    CellResult {
+        schema: RESULT_SCHEMA,
+        cell_id: format!("{host}-{fs}-{workload}-{clients}-{repeat}"),
+        params: CellParams {
+            host: host.into(),
+            filesystem: fs.into(),
+            fs_type: fs_type.into(),
+            workload: workload.into(),
+            clients,
+            jobs: clients,
+            repeat,
+            warmup: repeat == 0,
+            rate: None,
+            sql_script: false,
+        },
+        status,
+        started: None,
+        ended: None,
+        sizes: Some(Sizes {
+            du_on_disk_bytes: Some(if fs_type == "zfs" {
+                60 << 20
+            } else {
+                160 << 20
+            }),
+            du_apparent_bytes: Some(158 << 20),
+            zfs_compressratio: (fs_type == "zfs").then_some(2.61),
+            ..Sizes::default()
+        }),
+        init: None,
+        fs_settings: None,
+    }
+}
+
+fn done(tps: f64, lat: f64) -> CellStatus {
+    CellStatus::Done {
+        run: RunMeasures {
+            tps,
+            tps_including_connect: None,
+            latency_avg_ms: Some(lat),
+            latency_stddev_ms: None,
+            transactions: (tps * 10.0) as u64,
+            failed_transactions: Some(0),
+            schedule_lag_avg_ms: None,
+            schedule_lag_max_ms: None,
+            skipped_transactions: None,
+            late_transactions: None,
+            duration_s: 10.0,
+            progress: vec![],
+            statements: Vec::new(),
+            latency_percentiles: None,
+            statement_latencies: Vec::new(),
+        },
+    }
+}
+
+#[test]
+fn non_finite_numbers_in_a_bundle_are_refused_with_file_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("data")).unwrap();
+    let good = serde_json::to_string(&sample()[1]).unwrap();
+    for (field, bad) in [
+        ("tps", good.replacen("\"tps\":812.5", "\"tps\":1e999", 1)),
+        (
+            "duration_s",
+            good.replacen("\"duration_s\":", "\"duration_s\":-1e400,\"x\":", 1),
+        ),
+    ] {
+        assert_ne!(bad, good, "the fixture has no {field}");
+        let jsonl = dir.path().join("data").join(RESULTS_JSONL);
+        std::fs::write(&jsonl, format!("{good}\n{bad}\n")).unwrap();
+        let msg = load_bundle_results(dir.path()).unwrap_err().to_string();
+        assert!(
+            msg.contains("results.jsonl line 2") && msg.contains(&format!("field \"{field}\"")),
+            "{msg}"
+        );
+    }
+    // A record built in memory (from parsed text) is held to the same rule.
+    let mut c = sample()[1].clone();
+    if let CellStatus::Done { run } = &mut c.status {
+        run.progress.push(crate::model::ProgressSample {
+            t_s: 1.0,
+            tps: f64::INFINITY,
+            latency_avg_ms: None,
+            latency_stddev_ms: None,
+            failed: None,
+        });
+    }
+    assert_eq!(
+        c.non_finite_field().as_deref(),
+        Some("status.run.progress[0].tps")
+    );
+    c.status = CellStatus::NotRun { reason: "x".into() };
+    c.init = Some(crate::model::InitTimings {
+        total_s: Some(f64::NAN),
+        phases: vec![],
+    });
+    assert_eq!(c.non_finite_field().as_deref(), Some("init.total_s"));
+}
+
+pub(crate) fn sample() -> Vec<CellResult> {
+    vec![
+        cell("deb1", "ext4", "ext4", "tpcb", 4, 0, done(100.0, 40.0)),
+        cell("deb1", "ext4", "ext4", "tpcb", 4, 1, done(812.5, 4.92)),
+        cell("deb1", "ext4", "ext4", "tpcb", 4, 2, done(790.25, 5.06)),
+        cell("deb1", "ext4", "ext4", "tpcb", 4, 3, done(830.0, 4.81)),
+        cell("deb1", "zfs-lz4", "zfs", "tpcb", 4, 1, done(610.0, 6.55)),
+        cell("deb1", "zfs-lz4", "zfs", "tpcb", 4, 2, done(640.0, 6.25)),
+        cell("deb1", "ext4", "ext4", "tpcb", 1, 1, done(301.0, 3.32)),
+        cell(
+            "deb1",
+            "ext4",
+            "ext4",
+            "select-only",
+            1,
+            1,
+            done(9120.4, 0.11),
+        ),
+        cell(
+            "deb1",
+            "xfs",
+            "xfs",
+            "tpcb",
+            4,
+            1,
+            CellStatus::Failed {
+                step: "mount".into(),
+                exit_status: Some(32),
+                stderr_tail: "mount: /mnt: wrong fs type | bad option\n".into(),
+            },
+        ),
+        cell(
+            "deb2",
+            "ext4",
+            "ext4",
+            "tpcb",
+            4,
+            1,
+            CellStatus::NotRun {
+                reason: "host unreachable: connection refused".into(),
+            },
+        ),
+    ]
+}
+
+/// The tpcb, 4 clients table of a report of [`sample`]-like cells.
+fn tpcb4(r: &Report) -> &Table {
+    r.tables
+        .iter()
+        .find(|t| t.workload == "tpcb" && t.clients == 4)
+        .expect("a tpcb, 4 clients table")
+}
+
+fn report(cells: &[CellResult], baseline: Option<&str>) -> Report {
+    let opts = ReportOptions {
+        baseline: baseline.map(str::to_owned),
+        ..ReportOptions::default()
+    };
+    build_report(&[Source { name: "b1", cells }], &opts).unwrap()
+}
+
+#[test]
+fn markdown_report_snapshot() {
+    insta::assert_snapshot!(render_markdown(&sample()));
+}
+
+#[test]
+fn csv_report_snapshot() {
+    let csv = render_csv(&report(&sample(), None));
+    for line in csv.lines() {
+        assert_eq!(line.split(',').count(), REPORT_CSV_HEADER.len(), "{line}");
+    }
+    insta::assert_snapshot!(csv);
+}
+
+#[test]
+fn json_report_snapshot() {
+    let json = render_json(&report(&sample(), Some("zfs-lz4")));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["tables"].as_array().unwrap().len(), 3);
+    insta::assert_snapshot!(json);
+}
+
+#[test]
+fn median_and_warmup_exclusion() {
+    let md = render_markdown(&sample());
+    // ext4 tpcb 4 clients: repeats 1..3 counted, the warm-up (100 tps) not.
+    assert!(
+        md.contains("| deb1 | ext4 | ext4 | 3 | 812.5 | 790.2–830.0 |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| deb1 | zfs-lz4 | zfs | 2 | 625.0 | 610.0–640.0 |"),
+        "{md}"
+    );
+    assert!(md.contains("1 warm-up run not counted."), "{md}");
+    assert!(md.contains("wrong fs type \\| bad option"), "{md}");
+    assert!(md.contains("slower than ext4"), "{md}");
+    assert!(md.contains("deb1: winner **ext4**"), "{md}");
+}
+
+#[test]
+fn explicit_baseline_and_unknown_baseline() {
+    let r = report(&sample(), Some("zfs-lz4"));
+    let t = tpcb4(&r);
+    let h = &t.hosts[0];
+    assert_eq!(h.baseline.as_deref(), Some("zfs-lz4"));
+    let ext4 = &h.rows[0];
+    assert_eq!(ext4.stats.key.filesystem, "ext4");
+    let c = ext4.comparison.as_ref().unwrap();
+    assert_eq!(c.verdict, compare::Verdict::Faster);
+    assert!(c.ratio.unwrap().ratio > 1.0);
+    // select-only ran no zfs-lz4 on deb1: no silent fallback.
+    let sel = r
+        .tables
+        .iter()
+        .find(|t| t.workload == "select-only")
+        .unwrap();
+    assert_eq!(sel.hosts[0].baseline, None);
+    assert_eq!(
+        sel.hosts[0].rows[0].comparison.as_ref().unwrap().verdict,
+        compare::Verdict::NoBaseline
+    );
+    let e = build_report(
+        &[Source {
+            name: "b1",
+            cells: &sample(),
+        }],
+        &ReportOptions {
+            baseline: Some("btrfs".into()),
+            ..ReportOptions::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("valid: ext4, zfs-lz4, xfs"), "{e}");
+}
+
+#[test]
+fn merged_bundles_pool_a_host_of_the_same_name_and_say_so() {
+    let a = sample();
+    let mut b = sample();
+    for c in &mut b {
+        c.params.repeat += 10;
+        if c.params.host == "deb2" {
+            c.params.host = "bsd1".into();
+        }
+    }
+    let r = build_report(
+        &[
+            Source {
+                name: "linux",
+                cells: &a,
+            },
+            Source {
+                name: "again",
+                cells: &b,
+            },
+        ],
+        &ReportOptions::default(),
+    )
+    .unwrap();
+    let pooled: Vec<&String> = r
+        .notes
+        .iter()
+        .filter(|n| n.contains("pooled as one blocking factor"))
+        .collect();
+    assert_eq!(pooled.len(), 1, "{:?}", r.notes);
+    assert!(pooled[0].starts_with("Host deb1 appears in bundles again, linux"));
+    let t = tpcb4(&r);
+    assert_eq!(t.hosts[0].rows[0].stats.tps.n, 6);
+}
+
+#[test]
+fn bundles_side_by_side_compare_each_variant_with_its_original() {
+    let orig = sample();
+    let mut rerun = sample();
+    for c in &mut rerun {
+        if let (CellStatus::Done { run }, "zfs-lz4") = (&mut c.status, c.params.filesystem.as_str())
+        {
+            run.tps /= 2.0;
+        }
+    }
+    let sources = [
+        Source {
+            name: "orig",
+            cells: &orig,
+        },
+        Source {
+            name: "rerun",
+            cells: &rerun,
+        },
+    ];
+    let opts = ReportOptions {
+        by_bundle: true,
+        ..ReportOptions::default()
+    };
+    let r = build_report(&sources, &opts).unwrap();
+    let t = tpcb4(&r);
+    let h = &t.hosts[0];
+    let rows: Vec<(&str, Option<&str>, Option<compare::Verdict>)> = h
+        .rows
+        .iter()
+        .map(|r| {
+            (
+                r.stats.key.filesystem.as_str(),
+                r.comparison.as_ref().map(|c| c.baseline.as_str()),
+                r.comparison.as_ref().map(|c| c.verdict),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("ext4 @ orig", None, None),
+            (
+                "ext4 @ rerun",
+                Some("ext4 @ orig"),
+                Some(compare::Verdict::NotSignificant)
+            ),
+            ("zfs-lz4 @ orig", None, None),
+            (
+                "zfs-lz4 @ rerun",
+                Some("zfs-lz4 @ orig"),
+                Some(compare::Verdict::Slower)
+            ),
+        ]
+    );
+    let ratio = h.rows[3]
+        .comparison
+        .as_ref()
+        .and_then(|c| c.ratio)
+        .map(|r| r.ratio);
+    assert_eq!(ratio, Some(0.5));
+    // Runs of one variant are not contestants; nothing is pooled.
+    assert_eq!(h.winner, None);
+    assert!(r
+        .notes
+        .iter()
+        .any(|n| n.starts_with("Bundles side by side")));
+    assert!(!r.notes.iter().any(|n| n.contains("pooled")));
+    let md = render_markdown_report(&r);
+    assert!(md.contains("| deb1 | zfs-lz4 @ rerun | zfs |"), "{md}");
+    assert!(md.contains("slower than zfs-lz4 @ orig"), "{md}");
+    // One bundle, or a --baseline, cannot be put side by side.
+    let one = build_report(&sources[..1], &opts).unwrap_err();
+    assert!(one.to_string().contains("give at least two bundles"));
+    let with_baseline = ReportOptions {
+        baseline: Some("ext4".into()),
+        ..opts.clone()
+    };
+    assert!(build_report(&sources, &with_baseline).is_err());
+    let twins = [sources[0], sources[0]];
+    let e = build_report(&twins, &opts).unwrap_err();
+    assert!(e.to_string().contains("both named \"orig\""), "{e}");
+}
+
+#[test]
+fn adaptive_repeats_not_needed_are_said_not_listed_as_problems() {
+    let mut cells = sample();
+    cells.push(cell(
+        "deb1",
+        "ext4",
+        "ext4",
+        "tpcb",
+        4,
+        4,
+        CellStatus::NotNeeded {
+            reason: "adaptive repeats: the 3 counted repeats before it have a 95% CI of ±1.20% of the mean tps, within the target ±2%".into(),
+        },
+    ));
+    let r = report(&cells, None);
+    assert_eq!(r.not_needed, 1);
+    assert!(r.problems.iter().all(|p| p.status != "not_needed"));
+    let md = render_markdown_report(&r);
+    assert!(md.contains("1 adaptive repeat was not run"), "{md}");
+    // The counted group is unchanged by it.
+    let t = tpcb4(&r);
+    assert_eq!(t.hosts[0].rows[0].stats.tps.n, 3);
+    assert!(render_json(&r).contains("\"not_needed\": 1"));
+    assert!(!render_json(&report(&sample(), None)).contains("not_needed"));
+}
+
+#[test]
+fn a_bundle_is_never_pooled_with_its_copy_but_a_rerun_is() {
+    // Runs that ran have a start time (the worker records one).
+    let mut cells = sample();
+    for (i, c) in cells.iter_mut().enumerate() {
+        c.started = Some(format!("2026-01-01T00:00:{i:02}Z"));
+    }
+    let opts = ReportOptions::default();
+    let copy = [
+        Source {
+            name: "a",
+            cells: &cells,
+        },
+        Source {
+            name: "a-copy",
+            cells: &cells,
+        },
+    ];
+    let e = build_report(&copy, &opts).expect_err("a copy pools its runs twice");
+    assert!(
+        e.to_string()
+            .contains("pool a with a-copy: they hold the same run"),
+        "{e}"
+    );
+    let mut rerun = cells.clone();
+    for c in &mut rerun {
+        c.started = c.started.as_ref().map(|s| format!("{s}-again"));
+    }
+    let both = [
+        Source {
+            name: "a",
+            cells: &cells,
+        },
+        Source {
+            name: "rerun",
+            cells: &rerun,
+        },
+    ];
+    assert!(build_report(&both, &opts).is_ok());
+}
+
+#[test]
+fn empty_input() {
+    assert!(render_markdown(&[]).contains("No cell results."));
+}
+
+/// The formats are one table: each row has its `--format` name and its
+/// renderer, and every renderer shows the report's rows.  A new format
+/// adds its name here.
+#[test]
+fn every_format_is_named_once_and_renders_the_report() {
+    use clap::ValueEnum;
+    let cells = sample();
+    let sources = [Source {
+        name: "b1",
+        cells: &cells,
+    }];
+    let r = build_report(&sources, &ReportOptions::default()).unwrap();
+    let names: Vec<String> = Format::value_variants()
+        .iter()
+        .filter_map(|f| f.to_possible_value())
+        .map(|v| v.get_name().to_owned())
+        .collect();
+    assert_eq!(names, ["md", "csv", "json", "html"]);
+    for f in Format::value_variants() {
+        let text = f.render(&r, &sources);
+        assert!(
+            text.contains("zfs-lz4") && text.contains("deb1"),
+            "{f:?}: {text}"
+        );
+    }
+    assert_eq!(
+        Format::Md.render(&r, &sources),
+        markdown::render_markdown_report(&r)
+    );
+}
