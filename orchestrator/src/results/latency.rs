@@ -4,7 +4,7 @@
 //! Markdown sections.  The HTML side is `html/latency_plot.rs`.
 //!
 //! A run's percentiles are exact over its logged transactions
-//! ([`crate::load::pgbench_log`]).  A group's p50/p95/p99 are the mean of
+//! ([`crate::generator::pgbench_log`]).  A group's p50/p95/p99 are the mean of
 //! its counted runs' (each run weighs the same, as with tps), its max the
 //! largest of any run; every run's own values are kept beside them.
 use std::fmt::Write as _;
@@ -44,7 +44,7 @@ pub struct GroupLatency {
     /// Each run's, in the order the cells came.
     pub per_run: Vec<RunLatency>,
     /// The mean over the runs of each point of
-    /// [`crate::load::pgbench_log::CURVE`]; empty if a run lacks it.
+    /// [`crate::generator::pgbench_log::CURVE`]; empty if a run lacks it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub curve_ms: Vec<f64>,
 }
@@ -328,7 +328,7 @@ mod tests {
                             "sampling_rate": 0.1, "transactions": 100, "skipped": 0, "failed": 1,
                             "min_ms": 0.5 * k, "mean_ms": k, "p50_ms": k, "p95_ms": 2.0 * k,
                             "p99_ms": 3.0 * k, "max_ms": 9.0 * k,
-                            "curve_ms": crate::load::pgbench_log::CURVE.iter().map(|p| k * (0.5 + p / 20.0)).collect::<Vec<_>>(),
+                            "curve_ms": crate::generator::pgbench_log::CURVE.iter().map(|p| k * (0.5 + p / 20.0)).collect::<Vec<_>>(),
                             "files": ["txlog/pgbench_log.1.gz"]},
                         "statement_latencies": [
                             {"command": "BEGIN;", "latency_ms": 0.1 * k},
