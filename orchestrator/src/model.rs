@@ -237,7 +237,7 @@ pub struct SqlDetail {
 /// A generator's own measures of a run.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunDetail {
-    Pgbench(PgbenchDetail),
+    Pgbench(Box<PgbenchDetail>),
     Sql(SqlDetail),
 }
 
@@ -245,7 +245,7 @@ impl RunMeasures {
     /// A run record from its core and its generator's detail.
     pub fn new(core: RunCore, detail: RunDetail) -> RunMeasures {
         let (p, sql) = match detail {
-            RunDetail::Pgbench(p) => (p, SqlDetail::default()),
+            RunDetail::Pgbench(p) => (*p, SqlDetail::default()),
             RunDetail::Sql(sql) => (PgbenchDetail::default(), sql),
         };
         RunMeasures {
@@ -286,7 +286,7 @@ impl RunMeasures {
                 statements: self.statements.clone(),
             });
         }
-        RunDetail::Pgbench(PgbenchDetail {
+        RunDetail::Pgbench(Box::new(PgbenchDetail {
             tps_including_connect: self.tps_including_connect,
             latency_stddev_ms: self.latency_stddev_ms,
             failed_transactions: self.failed_transactions,
@@ -297,7 +297,7 @@ impl RunMeasures {
             progress: self.progress.clone(),
             latency_percentiles: self.latency_percentiles.clone(),
             statement_latencies: self.statement_latencies.clone(),
-        })
+        }))
     }
 }
 

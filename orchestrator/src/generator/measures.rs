@@ -70,7 +70,7 @@ pub fn measure_pgbench(
                 latency_percentiles: None,
                 statement_latencies: r.statements.clone(),
             };
-            Ok(RunMeasures::new(core, RunDetail::Pgbench(detail)))
+            Ok(RunMeasures::new(core, RunDetail::Pgbench(Box::new(detail))))
         }
         _ => Err(reasons(r.invalid_reasons.iter().map(|r| r.to_string()))),
     };
