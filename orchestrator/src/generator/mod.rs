@@ -177,3 +177,66 @@ pub fn script_of(kind: &WorkloadKind) -> Option<(&str, &str)> {
         } => Some((sha256, content)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Builtin;
+
+    fn kinds() -> [WorkloadKind; 3] {
+        [
+            WorkloadKind::Builtin {
+                builtin: Builtin::TpcbLike,
+            },
+            WorkloadKind::PgbenchScript {
+                path: "w.pgbench".into(),
+                sha256: "ab".repeat(32),
+                content: "select 1;".into(),
+            },
+            WorkloadKind::SqlScript {
+                path: "w.sql".into(),
+                sha256: "cd".repeat(32),
+                content: "select 1;".into(),
+            },
+        ]
+    }
+
+    #[test]
+    fn each_kind_gets_its_generator() {
+        let [builtin, script, sql] = kinds();
+        for k in [&builtin, &script] {
+            let g = for_workload(k);
+            assert_eq!(g.script_ext(), "pgbench");
+            assert!(!g.loads_in_run());
+            assert_eq!(g.compared_on(None), Compared::Throughput);
+            assert_eq!(g.compared_on(Some(100)), Compared::Latency);
+            assert_eq!(g.run_prior(Length::Seconds(60)), RunPrior::Timed(60));
+        }
+        let g = for_workload(&sql);
+        assert_eq!(g.script_ext(), "sql");
+        assert!(g.loads_in_run());
+        assert_eq!(g.compared_on(Some(100)), Compared::LoadTime);
+        assert_eq!(g.run_prior(Length::Seconds(60)), RunPrior::Open);
+        assert_eq!(script_of(&builtin), None);
+        assert!(script_of(&sql).is_some());
+    }
+
+    /// The engine asks the generator; only this module names the kinds of
+    /// load (a branch elsewhere would be a second place that chooses).
+    #[test]
+    fn the_engine_does_not_branch_on_the_kind_of_load() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        for f in [
+            "run/worker.rs",
+            "run/calls.rs",
+            "run/sink.rs",
+            "run/adaptive.rs",
+            "plan/work.rs",
+        ] {
+            let text = std::fs::read_to_string(src.join(f)).unwrap();
+            for kind in ["WorkloadKind::", "is_sql"] {
+                assert!(!text.contains(kind), "{f} names {kind}");
+            }
+        }
+    }
+}
