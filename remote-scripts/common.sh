@@ -692,6 +692,10 @@ client_common() {
 	case $DB in '' | *[!a-z0-9_]*) usage_die "db=$DB is not [a-z0-9_]+" ;; esac
 }
 
+# verb_load and verb_run: what each load generator needs in common (the
+# client's connection, the database), then the generator's own group below,
+# chosen by the arguments: scale= loads pgbench's tables, sql= runs a SQL
+# script (its data load is its run); run is pgbench's.
 verb_load() {
 	client_common ${1+"$@"}
 	_l_scale=$(opt scale "" ${1+"$@"})
@@ -704,30 +708,36 @@ verb_load() {
 		run "$PG_BIN/createdb" -h "$SOCK" -p "$PORT" -U "$PG_USER" "$DB"
 	fi
 	if [ -n "$_l_scale" ]; then
-		check_uint scale "$_l_scale"
-		for _l_a in ${1+"$@"}; do
-			shift
-			case $_l_a in
-			init_opt=* | pgbench_opt=*) set -- ${1+"$@"} "${_l_a#*=}" ;;
-			esac
-		done
-		run_step "$OUT" "$PG_BIN/pgbench" -i -s "$_l_scale" ${1+"$@"} -h "$SOCK" -p "$PORT" -U "$PG_USER" "$DB"
+		pgbench_load "$_l_scale" ${1+"$@"}
 	else
-		check_abs sql "$_l_sql"
-		[ -r "$_l_sql" ] || die "sql=$_l_sql: no such readable file"
-		run mkdir -p "$OUT"
-		{
-			printf '\\timing on\n'
-			cat "$_l_sql"
-		} >"$OUT/input.sql"
-		# -q -e -o: stdout holds only each statement as sent and its `Time:`
-		# line (what the orchestrator's parser pairs); results go to a file.
-		run_step "$OUT" "$PG_BIN/psql" -X -q -e -v ON_ERROR_STOP=1 -o "$OUT/results.txt" -h "$SOCK" -p "$PORT" -U "$PG_USER" -d "$DB" -f "$OUT/input.sql"
+		sql_run "$_l_sql"
 	fi
 }
 
 verb_run() {
 	client_common ${1+"$@"}
+	pgbench_run ${1+"$@"}
+}
+
+# --- pgbench: its load (pgbench -i), its run, its per-transaction logs ---
+
+# pgbench_load SCALE ARGS...: pgbench -i at SCALE, with the init_opt= and
+# pgbench_opt= arguments of ARGS.
+pgbench_load() {
+	_l_scale=$1
+	shift
+	check_uint scale "$_l_scale"
+	for _l_a in ${1+"$@"}; do
+		shift
+		case $_l_a in
+		init_opt=* | pgbench_opt=*) set -- ${1+"$@"} "${_l_a#*=}" ;;
+		esac
+	done
+	run_step "$OUT" "$PG_BIN/pgbench" -i -s "$_l_scale" ${1+"$@"} -h "$SOCK" -p "$PORT" -U "$PG_USER" "$DB"
+}
+
+# pgbench_run ARGS...: one cell's pgbench run (the run verb's arguments).
+pgbench_run() {
 	_r_builtin=$(opt builtin "" ${1+"$@"})
 	_r_script=$(opt script "" ${1+"$@"})
 	_r_clients=$(need clients ${1+"$@"})
@@ -838,6 +848,23 @@ txlog_pack() {
 		esac
 		kv txlog "$_tp_f"
 	done
+}
+
+# --- psql: a SQL script, timed statement by statement ---
+
+# sql_run FILE: psql runs FILE once with \timing on (the run is the load).
+sql_run() {
+	_sq_sql=$1
+	check_abs sql "$_sq_sql"
+	[ -r "$_sq_sql" ] || die "sql=$_sq_sql: no such readable file"
+	run mkdir -p "$OUT"
+	{
+		printf '\\timing on\n'
+		cat "$_sq_sql"
+	} >"$OUT/input.sql"
+	# -q -e -o: stdout holds only each statement as sent and its `Time:`
+	# line (what the orchestrator's parser pairs); results go to a file.
+	run_step "$OUT" "$PG_BIN/psql" -X -q -e -v ON_ERROR_STOP=1 -o "$OUT/results.txt" -h "$SOCK" -p "$PORT" -U "$PG_USER" -d "$DB" -f "$OUT/input.sql"
 }
 
 # verb_sizes mnt= fs= [pool=]: the data directory's sizes once the data is on

@@ -195,7 +195,119 @@ impl RunMeasures {
     }
 }
 
-/// What one pgbench run measured (summary lines and `-P` progress).
+/// The generator-neutral core of a run: what every load generator
+/// measures, by its neutral name.  On disk (and in [`RunMeasures`]'s fields)
+/// these keep the names the first layout gave them: `tps`,
+/// `latency_avg_ms`, `duration_s`, `transactions`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RunCore {
+    /// Operations per second (pgbench: tps; a SQL script: statements per
+    /// second).
+    pub throughput: f64,
+    /// Mean latency of an operation in ms, when the generator gives one.
+    pub latency_ms: Option<f64>,
+    /// The run's length in seconds (a SQL script: the sum of its
+    /// statements' times).
+    pub duration_s: f64,
+    /// Operations done: transactions, or statements.
+    pub operations: u64,
+}
+
+/// pgbench's own measures of a run, beside the core.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PgbenchDetail {
+    pub tps_including_connect: Option<f64>,
+    pub latency_stddev_ms: Option<f64>,
+    pub failed_transactions: Option<u64>,
+    pub schedule_lag_avg_ms: Option<f64>,
+    pub schedule_lag_max_ms: Option<f64>,
+    pub skipped_transactions: Option<u64>,
+    pub late_transactions: Option<u64>,
+    pub progress: Vec<ProgressSample>,
+    pub latency_percentiles: Option<LatencyPercentiles>,
+    pub statement_latencies: Vec<StatementLatency>,
+}
+
+/// A SQL script's own measures of a run: each statement's time.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SqlDetail {
+    pub statements: Vec<StatementTime>,
+}
+
+/// A generator's own measures of a run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunDetail {
+    Pgbench(Box<PgbenchDetail>),
+    Sql(SqlDetail),
+}
+
+impl RunMeasures {
+    /// A run record from its core and its generator's detail.
+    pub fn new(core: RunCore, detail: RunDetail) -> RunMeasures {
+        let (p, sql) = match detail {
+            RunDetail::Pgbench(p) => (*p, SqlDetail::default()),
+            RunDetail::Sql(sql) => (PgbenchDetail::default(), sql),
+        };
+        RunMeasures {
+            tps: core.throughput,
+            tps_including_connect: p.tps_including_connect,
+            latency_avg_ms: core.latency_ms,
+            latency_stddev_ms: p.latency_stddev_ms,
+            transactions: core.operations,
+            failed_transactions: p.failed_transactions,
+            schedule_lag_avg_ms: p.schedule_lag_avg_ms,
+            schedule_lag_max_ms: p.schedule_lag_max_ms,
+            skipped_transactions: p.skipped_transactions,
+            late_transactions: p.late_transactions,
+            duration_s: core.duration_s,
+            progress: p.progress,
+            statements: sql.statements,
+            latency_percentiles: p.latency_percentiles,
+            statement_latencies: p.statement_latencies,
+        }
+    }
+
+    /// The generator-neutral core.
+    pub fn core(&self) -> RunCore {
+        RunCore {
+            throughput: self.tps,
+            latency_ms: self.latency_avg_ms,
+            duration_s: self.duration_s,
+            operations: self.transactions,
+        }
+    }
+
+    /// The generator's own detail: a SQL script's when the run timed
+    /// statements (how bundles made before the workload kind was recorded
+    /// tell them apart too), pgbench's otherwise.
+    pub fn detail(&self) -> RunDetail {
+        if !self.statements.is_empty() {
+            return RunDetail::Sql(SqlDetail {
+                statements: self.statements.clone(),
+            });
+        }
+        RunDetail::Pgbench(Box::new(PgbenchDetail {
+            tps_including_connect: self.tps_including_connect,
+            latency_stddev_ms: self.latency_stddev_ms,
+            failed_transactions: self.failed_transactions,
+            schedule_lag_avg_ms: self.schedule_lag_avg_ms,
+            schedule_lag_max_ms: self.schedule_lag_max_ms,
+            skipped_transactions: self.skipped_transactions,
+            late_transactions: self.late_transactions,
+            progress: self.progress.clone(),
+            latency_percentiles: self.latency_percentiles.clone(),
+            statement_latencies: self.statement_latencies.clone(),
+        }))
+    }
+}
+
+/// What one run measured: the generator-neutral core ([`RunCore`]:
+/// `tps`, `latency_avg_ms`, `duration_s`, `transactions`) and each
+/// generator's own detail beside it ([`PgbenchDetail`]: the other pgbench
+/// fields; [`SqlDetail`]: `statements`), flat, as `result.json` has always
+/// held them (so bundles of every version read, and write byte for byte as
+/// they were).  Build one with [`RunMeasures::new`]; read the parts with
+/// [`RunMeasures::core`] and [`RunMeasures::detail`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunMeasures {
     /// tps without initial connection time (PG ≥ 14) / excluding connections (≤ 13).
@@ -225,12 +337,12 @@ pub struct RunMeasures {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub progress: Vec<ProgressSample>,
     /// A SQL-script run: each statement and its time as psql's `\timing`
-    /// printed it, in script order (the one parser: `load::psql`).  Empty
+    /// printed it, in script order (the one parser: `generator::psql_parse`).  Empty
     /// for pgbench runs and in bundles made before issue 14.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub statements: Vec<StatementTime>,
     /// `latency_log = true` (pgbench `-l`): exact percentiles over the
-    /// logged transactions ([`crate::load::pgbench_log`]).  Absent without
+    /// logged transactions ([`crate::generator::pgbench_log`]).  Absent without
     /// it and in bundles made before issue 14.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_percentiles: Option<LatencyPercentiles>,
@@ -261,7 +373,7 @@ pub struct LatencyPercentiles {
     pub p95_ms: f64,
     pub p99_ms: f64,
     pub max_ms: f64,
-    /// The latency at each percentile of [`crate::load::pgbench_log::CURVE`]
+    /// The latency at each percentile of [`crate::generator::pgbench_log::CURVE`]
     /// (0 = min … 100 = max): the curve the HTML report draws.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub curve_ms: Vec<f64>,
@@ -612,6 +724,61 @@ mod tests {
             let why = bad.invalid().unwrap_or_default();
             assert!(why.starts_with(field), "{field}: {why}");
         }
+    }
+
+    /// Every cell of the first bundle layout reads, and writes back byte
+    /// for byte (its signature is over these bytes); each run splits into
+    /// its core and its generator's detail and is rebuilt from them.
+    #[test]
+    fn old_bundle_records_round_trip_byte_for_byte() {
+        let cells = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/bundle-v1/data/cells");
+        let mut seen = 0;
+        for e in std::fs::read_dir(&cells).unwrap() {
+            let path = e.unwrap().path().join("result.json");
+            let Ok(text) = std::fs::read(&path) else {
+                continue;
+            };
+            let c: CellResult = serde_json::from_slice(&text).unwrap();
+            assert_eq!(
+                String::from_utf8(crate::text::json_pretty_bytes(&c)).unwrap(),
+                String::from_utf8(text).unwrap(),
+                "{}",
+                path.display()
+            );
+            if let CellStatus::Done { run } = &c.status {
+                assert_eq!(&RunMeasures::new(run.core(), run.detail()), run);
+            }
+            seen += 1;
+        }
+        assert!(seen >= 5, "{seen} result.json files in {}", cells.display());
+        let results = std::fs::read_to_string(cells.join("../results.jsonl")).unwrap();
+        for line in results.lines() {
+            let c: CellResult = serde_json::from_str(line).unwrap();
+            assert_eq!(serde_json::to_string(&c).unwrap(), line);
+        }
+    }
+
+    #[test]
+    fn a_sql_run_keeps_its_statements_as_its_detail() {
+        let run = RunMeasures::new(
+            RunCore {
+                throughput: 2.0,
+                latency_ms: Some(500.0),
+                duration_s: 1.0,
+                operations: 2,
+            },
+            RunDetail::Sql(SqlDetail {
+                statements: vec![StatementTime {
+                    statement: "select 1;".into(),
+                    ms: 1000.0,
+                }],
+            }),
+        );
+        assert!(matches!(run.detail(), RunDetail::Sql(_)));
+        assert_eq!(run.core().operations, 2);
+        let s = serde_json::to_string(&run).unwrap();
+        assert!(s.starts_with(r#"{"tps":2.0,"latency_avg_ms":500.0,"transactions":2,"duration_s":1.0,"statements""#), "{s}");
     }
 
     #[test]

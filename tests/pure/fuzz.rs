@@ -15,8 +15,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use fsmatrix::config::{Inventory, Length, Matrix};
-use fsmatrix::load::measures::{init_timings, measure_pgbench, measure_psql};
-use fsmatrix::load::{parse_init, parse_psql, parse_run};
+use fsmatrix::generator::measures::{init_timings, measure_pgbench, measure_psql};
+use fsmatrix::generator::{parse_init, parse_psql, parse_run};
 use fsmatrix::plan::{plan, render};
 use fsmatrix::results::bundle::read::load_bundle_results;
 use fsmatrix::results::bundle::{journal, manifest};

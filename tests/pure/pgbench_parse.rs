@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use fsmatrix::load::{
+use fsmatrix::generator::{
     parse_init, parse_psql, parse_run, InvalidReason, ProgressClock, PsqlInvalidReason, TpsKind,
 };
 use proptest::prelude::*;

@@ -496,13 +496,16 @@ pub fn load_secs(w: &Workload) -> u64 {
 }
 
 /// [`load_secs`] of a workload of `kind` at `scale`.
+/// A generator whose runs load their own data (a SQL script) has no load
+/// phase: 0.
 pub fn load_secs_of(kind: &WorkloadKind, scale: Option<Scale>) -> u64 {
-    match (kind, scale) {
-        (WorkloadKind::SqlScript { .. }, _) | (_, None) => 0,
-        (_, Some(Scale::Factor(n))) => {
-            eta::LOAD_BASE_SECS + n as u64 * eta::LOAD_MS_PER_SCALE / 1000
-        }
-        (_, Some(Scale::DevicePercent(p))) => {
+    if crate::generator::for_workload(kind).loads_in_run() {
+        return 0;
+    }
+    match scale {
+        None => 0,
+        Some(Scale::Factor(n)) => eta::LOAD_BASE_SECS + n as u64 * eta::LOAD_MS_PER_SCALE / 1000,
+        Some(Scale::DevicePercent(p)) => {
             eta::LOAD_BASE_SECS + p as u64 * eta::LOAD_SECS_PER_DEVICE_PERCENT
         }
     }

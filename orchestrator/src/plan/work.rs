@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{eta, load_secs_of, Cell};
-use crate::config::{Length, WorkloadKind};
+use crate::generator::{for_workload, RunPrior};
 /// The kinds of work whose durations are learned, each with a prior in
 /// [`crate::plan::eta`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -169,10 +169,9 @@ pub fn work_of(cells: &[&Cell]) -> Vec<Item> {
 
 /// A run's kind and the seconds of it known in advance.
 fn run_split(c: &Cell) -> (WorkKind, f64) {
-    match (&c.workload.kind, c.length) {
-        (WorkloadKind::SqlScript { .. }, _) => (WorkKind::RunOpen, 0.0),
-        (_, Length::Seconds(s)) => (WorkKind::RunOverhead, s as f64),
-        (_, _) => (WorkKind::RunOpen, 0.0),
+    match for_workload(&c.workload.kind).run_prior(c.length) {
+        RunPrior::Timed(s) => (WorkKind::RunOverhead, s as f64),
+        RunPrior::Open => (WorkKind::RunOpen, 0.0),
     }
 }
 

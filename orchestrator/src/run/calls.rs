@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use super::facts::Kv;
 use super::pgsettings::SettingUse;
 use super::verb::{scripts_dir, Call, Verb};
-use crate::config::{FsType, Host, Length, Scale, WorkloadKind, ZfsProperty};
+use crate::config::{FsType, Host, Scale, WorkloadKind, ZfsProperty};
+use crate::generator::{self, Invocation, ScriptVerb};
 use crate::model::FsSettings;
 use crate::plan::Cell;
 
@@ -261,59 +262,20 @@ impl Calls<'_> {
         )
     }
 
-    /// `pgbench -i` at `scale` (resolved from a device percentage at run
-    /// time), or the SQL script uploaded to `sql`.
-    pub fn load(&self, out: &str, scale: Option<u64>, sql: Option<&str>) -> Call {
-        let call = self
-            .pg(Verb::Load)
-            .arg("cell", &self.paths.pg_dir)
-            .arg("port", self.paths.port.to_string())
-            .arg("out", out);
-        match (scale, sql) {
-            (_, Some(sql)) => call.arg("sql", sql),
-            (Some(s), None) => call.arg("scale", s.to_string()),
-            (None, None) => call,
-        }
-    }
-
-    pub fn run(&self, c: &Cell, out: &str, script: Option<&str>) -> Call {
+    /// A load generator's remote call (its load phase or a cell's run),
+    /// writing its output under `out`.
+    pub fn generator(&self, step: &Invocation, out: &str) -> Call {
+        let verb = match step.verb {
+            ScriptVerb::Load => Verb::Load,
+            ScriptVerb::Run => Verb::Run,
+        };
         let mut call = self
-            .pg(Verb::Run)
+            .pg(verb)
             .arg("cell", &self.paths.pg_dir)
             .arg("port", self.paths.port.to_string())
             .arg("out", out);
-        call = match (&c.workload.kind, script) {
-            (WorkloadKind::Builtin { builtin }, _) => call.arg("builtin", builtin.as_str()),
-            (_, Some(s)) => call.arg("script", s),
-            (_, None) => call,
-        };
-        call = call
-            .arg("clients", c.clients.to_string())
-            .arg("jobs", c.jobs.to_string());
-        call = match c.length {
-            Length::Seconds(s) => call.arg("duration", s.to_string()),
-            Length::Transactions(t) => call.arg("transactions", t.to_string()),
-            Length::ToCompletion { .. } => call,
-        };
-        if let Some(r) = c.workload.rate {
-            call = call.arg("rate", r.to_string());
-        }
-        if let Some(ms) = c.workload.latency_limit_ms {
-            call = call.arg("latency_limit", ms.to_string());
-        }
-        // -l --sampling-rate: the log goes to <out>/txlog, the script's.
-        if let Some(r) = c.workload.latency_log {
-            call = call.arg("txlog", "1");
-            if !r.is_all() {
-                call = call.arg("sampling_rate", r.to_string());
-            }
-        }
-        if c.workload.per_statement {
-            call = call.arg("per_statement", "1");
-        }
-        // Always -P 1 for the live view; kept in the bundle only when the
-        // matrix asks for progress.
-        call.arg("progress", if c.progress { "1" } else { "live" })
+        call.args.extend(step.args.iter().cloned());
+        call
     }
 
     /// Fetch a file the scripts wrote under work_dir.
@@ -341,18 +303,11 @@ fn with_pool(call: Call, c: &Cell, pool: &str) -> Call {
 /// Where a workload's script file lands on the host (named by checksum),
 /// with its content.
 pub fn workload_file(p: &HostPaths, kind: &WorkloadKind) -> Option<(String, String)> {
-    let (sha256, content, ext) = match kind {
-        WorkloadKind::Builtin { .. } => return None,
-        WorkloadKind::PgbenchScript {
-            sha256, content, ..
-        } => (sha256, content, "pgbench"),
-        WorkloadKind::SqlScript {
-            sha256, content, ..
-        } => (sha256, content, "sql"),
-    };
+    let (sha256, content) = generator::script_of(kind)?;
+    let ext = generator::for_workload(kind).script_ext();
     Some((
         format!("{}/w/{}.{ext}", p.work, &sha256[..16]),
-        content.clone(),
+        content.to_string(),
     ))
 }
 

@@ -343,9 +343,8 @@ pub fn params(c: &Cell) -> CellParams {
         repeat: c.repeat,
         warmup: c.warmup,
         rate: c.workload.rate,
-        sql_script: matches!(
-            c.workload.kind,
-            crate::config::WorkloadKind::SqlScript { .. }
-        ),
+        // Recorded so that the results compare such rows on their load time.
+        sql_script: crate::generator::for_workload(&c.workload.kind).compared_on(c.workload.rate)
+            == crate::generator::Compared::LoadTime,
     }
 }

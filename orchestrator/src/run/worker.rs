@@ -22,9 +22,10 @@ use super::facts::Kv;
 use super::pgsettings::SettingUse;
 use super::sink::{params, HostTally, Sink};
 use super::verb::{run_timeout, scripts_for, Call, Step, Verb};
-use crate::config::{FsType, Host, WorkloadKind};
+use crate::config::{FsType, Host};
 use crate::eta::Work;
-use crate::load::measures::{init_timings, measure_pgbench, measure_psql, with_latency_log};
+use crate::generator::measures::with_latency_log;
+use crate::generator::{for_workload, LoadGenerator, RunShape};
 use crate::model::{CellResult, CellStatus, FsSettings, InitTimings, Sizes, RESULT_SCHEMA};
 use crate::plan::{Batch, Cell};
 use crate::remote::{ExecOptions, ExecOutput, Remote, RemoteCommand, RemoteError};
@@ -56,18 +57,16 @@ fn tps_events(
     events: tokio::sync::mpsc::UnboundedSender<RunEvent>,
     host: String,
     cell: String,
+    generator: &'static dyn LoadGenerator,
 ) -> crate::remote::LineCallback {
     std::sync::Arc::new(move |stream, line| {
         if stream != crate::remote::OutputStream::Stderr {
             return;
         }
-        let Some(rest) = line
-            .strip_prefix(LIVE_MARK)
-            .and_then(|l| l.trim().strip_prefix("progress:"))
-        else {
+        let Some(rest) = line.strip_prefix(LIVE_MARK) else {
             return;
         };
-        if let Some(p) = crate::load::pgbench::parse_progress(rest) {
+        if let Some(p) = generator.live_sample(rest) {
             let _ = events.send(RunEvent::Tps {
                 host: host.clone(),
                 cell: cell.clone(),
@@ -824,9 +823,9 @@ impl<'a, R: Remote> Worker<'a, R> {
         }
     }
 
-    /// A workload's shared start: upload its script, load its data
-    /// (pgbench workloads: once, then every cell measures against it), and
-    /// measure the sizes.
+    /// A workload's shared start: upload its script, load its data (once,
+    /// then every cell measures against it, unless each run loads its own),
+    /// and measure the sizes.
     async fn prepare_workload(
         &self,
         c: &Cell,
@@ -839,9 +838,9 @@ impl<'a, R: Remote> Worker<'a, R> {
                 .await
                 .map_err(|e| StepError::remote(Step::UploadWorkload, &e))?;
         }
-        // A SQL script loads its data in each cell's run: its sizes are
-        // measured after that run (run_cell), not of the empty database.
-        let (init, sizes) = if is_sql(c) {
+        // A generator whose run loads the data (a SQL script): the sizes
+        // are measured after each run (run_cell), not of the empty database.
+        let (init, sizes) = if generator_of(c).loads_in_run() {
             (None, None)
         } else {
             let work = Work::Load {
@@ -866,14 +865,15 @@ impl<'a, R: Remote> Worker<'a, R> {
         })
     }
 
-    /// `pgbench -i` for the workload; its raw output goes to the bundle.
+    /// The workload's load phase (`pgbench -i`); its raw output goes to the
+    /// bundle.
     async fn load(&self, c: &Cell, st: &mut FsState) -> Result<Option<InitTimings>, StepError> {
         let scale = resolve_scale(c.workload.scale, st.device_bytes)
             .map_err(|e| StepError::scale(Verb::Load, &e))?;
         let out = self.paths.load_out(c);
         let (kv, _) = self
             .call_within(
-                &self.calls().load(&out, scale, None),
+                &self.calls().generator(&generator_of(c).load(scale), &out),
                 Verb::Load.timeout(),
                 &mut st.log,
             )
@@ -889,7 +889,7 @@ impl<'a, R: Remote> Worker<'a, R> {
         let _ = self.sink.write(&format!("{rel}/load.err"), &stderr);
         let status = kv.get("status").and_then(|s| s.parse::<i32>().ok());
         let stderr = String::from_utf8_lossy(&stderr);
-        match init_timings(&String::from_utf8_lossy(&stdout), &stderr) {
+        match generator_of(c).measure_load(&String::from_utf8_lossy(&stdout), &stderr) {
             Some(t) if status == Some(0) => Ok(Some(t)),
             _ => Err(StepError {
                 step: Step::Verb(Verb::Load),
@@ -949,18 +949,15 @@ impl<'a, R: Remote> Worker<'a, R> {
         };
         let stdout = String::from_utf8_lossy(&raw.stdout);
         let stderr = String::from_utf8_lossy(&raw.stderr);
-        let measured = if is_sql(c) {
-            measure_psql(&stdout, raw.status)
-        } else {
-            measure_pgbench(&stdout, &stderr, raw.status, c.length)
-        };
+        let generator = generator_of(c);
+        let measured = generator.measure(&stdout, &stderr, raw.status, c.length);
         let measured = match c.workload.latency_log {
             Some(rate) => with_latency_log(measured, &raw.txlogs, rate.fraction()),
             None => measured,
         };
         files.extend(measured.files);
-        // A SQL script is the data load: the sizes are those after it.
-        let sizes = if is_sql(c) && raw.status == Some(0) {
+        // A run that is the data load: the sizes are those after it.
+        let sizes = if generator.loads_in_run() && raw.status == Some(0) {
             let sizes = self.sizes(c, &mut log).await;
             if let Some(s) = &sizes {
                 files.push(("sizes.json".into(), json_pretty_bytes(s)));
@@ -1045,12 +1042,28 @@ impl<'a, R: Remote> Worker<'a, R> {
         self.step(Verb::Run, &tag);
         let out = self.paths.run_out(c);
         let script = ws.script.as_deref();
-        let call = if is_sql(c) {
-            calls.load(&out, None, script)
-        } else {
-            calls.run(c, &out, script)
-        };
-        let live = tps_events(self.sink.events.clone(), self.host_name(), c.id.clone());
+        let generator = generator_of(c);
+        let call = calls.generator(
+            &generator.run(&RunShape {
+                kind: &c.workload.kind,
+                clients: c.clients,
+                jobs: c.jobs,
+                length: c.length,
+                rate: c.workload.rate,
+                latency_limit_ms: c.workload.latency_limit_ms,
+                latency_log: c.workload.latency_log,
+                per_statement: c.workload.per_statement,
+                progress: c.progress,
+                script,
+            }),
+            &out,
+        );
+        let live = tps_events(
+            self.sink.events.clone(),
+            self.host_name(),
+            c.id.clone(),
+            generator,
+        );
         let (kv, _) = self
             .call_streaming(&call, run_timeout(c.length, c.run_timeout), log, Some(live))
             .await?;
@@ -1080,8 +1093,8 @@ impl<'a, R: Remote> Worker<'a, R> {
     }
 }
 
-fn is_sql(c: &Cell) -> bool {
-    matches!(c.workload.kind, WorkloadKind::SqlScript { .. })
+fn generator_of(c: &Cell) -> &'static dyn LoadGenerator {
+    for_workload(&c.workload.kind)
 }
 
 /// Consecutive runs of cells with the same key (cells come in plan order,

@@ -4,7 +4,7 @@
 //! are the report's (`report/latency.rs`).
 //!
 //! A run's percentiles are exact over its logged transactions
-//! ([`crate::load::pgbench_log`]).  A group's p50/p95/p99 are the mean of
+//! ([`crate::generator::pgbench_log`]).  A group's p50/p95/p99 are the mean of
 //! its counted runs' (each run weighs the same, as with tps), its max the
 //! largest of any run; every run's own values are kept beside them.
 use serde::Serialize;
@@ -40,7 +40,7 @@ pub struct GroupLatency {
     /// Each run's, in the order the cells came.
     pub per_run: Vec<RunLatency>,
     /// The mean over the runs of each point of
-    /// [`crate::load::pgbench_log::CURVE`]; empty if a run lacks it.
+    /// [`crate::generator::pgbench_log::CURVE`]; empty if a run lacks it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub curve_ms: Vec<f64>,
 }

@@ -100,7 +100,7 @@ mod tests {
                             "sampling_rate": 0.1, "transactions": 100, "skipped": 0, "failed": 1,
                             "min_ms": 0.5 * k, "mean_ms": k, "p50_ms": k, "p95_ms": 2.0 * k,
                             "p99_ms": 3.0 * k, "max_ms": 9.0 * k,
-                            "curve_ms": crate::load::pgbench_log::CURVE.iter().map(|p| k * (0.5 + p / 20.0)).collect::<Vec<_>>(),
+                            "curve_ms": crate::generator::pgbench_log::CURVE.iter().map(|p| k * (0.5 + p / 20.0)).collect::<Vec<_>>(),
                             "files": ["txlog/pgbench_log.1.gz"]},
                         "statement_latencies": [
                             {"command": "BEGIN;", "latency_ms": 0.1 * k},

@@ -1,7 +1,7 @@
 //! The HTML report's latency part, shown only when some row has
 //! it: per host × workload × clients a `latency-percentiles` plot (each
 //! variant's mean latency at each percentile of
-//! [`crate::load::pgbench_log::CURVE`], the percentiles evenly spaced so
+//! [`crate::generator::pgbench_log::CURVE`], the percentiles evenly spaced so
 //! that the tail gets room), the latency table, and the per-statement
 //! tables.  Drawn like the other plots ([`super::draw_svg`]).
 use std::collections::BTreeMap;
@@ -13,7 +13,7 @@ use super::{
     category, clip, draw_svg, e2s, esc, figure, plain_y, section, upper, variant_color, Figure,
     DESC, LABEL, LIGHT,
 };
-use crate::load::pgbench_log::CURVE;
+use crate::generator::pgbench_log::CURVE;
 use crate::results::report::latency::{
     group_name, latency_cells, ms, rows, LATENCY_COLUMNS, LATENCY_HEADING, STATEMENTS_HEADING,
 };

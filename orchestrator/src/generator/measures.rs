@@ -1,10 +1,13 @@
 //! Parser outcomes turned into what a cell records: the measures of a run
 //! (or the reasons it has none), the load's timings, and the parsed files
 //! the bundle keeps beside the raw output.  Pure.
-use super::pgbench::{parse_init, parse_run, ProgressSample as PgbenchSample, TpsKind};
-use super::psql::parse_psql;
+use super::pgbench_parse::{parse_init, parse_run, ProgressSample as PgbenchSample, TpsKind};
+use super::psql_parse::parse_psql;
 use crate::config::Length;
-use crate::model::{InitTimings, Phase, ProgressSample, RunMeasures, StatementTime};
+use crate::model::{
+    InitTimings, PgbenchDetail, Phase, ProgressSample, RunCore, RunDetail, RunMeasures, SqlDetail,
+    StatementTime,
+};
 use crate::text::json_pretty_bytes;
 
 /// A run's output read: its measures, or why it has none, and the files
@@ -30,41 +33,45 @@ pub fn measure_pgbench(
     }
     files.push(("parsed.json".to_string(), json_pretty_bytes(&r)));
     let measures = match (&r.summary.tps, r.valid) {
-        (Some(tps), true) => Ok(RunMeasures {
-            tps: tps.value,
-            tps_including_connect: r
-                .summary
-                .tps_lines
-                .iter()
-                .find(|t| t.kind == TpsKind::IncludingConnectionsEstablishing)
-                .map(|t| t.value),
-            latency_avg_ms: r.summary.latency_avg_ms,
-            latency_stddev_ms: r.summary.latency_stddev_ms,
-            transactions: r.summary.transactions_processed.unwrap_or(0),
-            failed_transactions: r.summary.failed.as_ref().map(|f| f.count),
-            schedule_lag_avg_ms: r.summary.schedule_lag_avg_ms,
-            schedule_lag_max_ms: r.summary.schedule_lag_max_ms,
-            skipped_transactions: r.summary.skipped.as_ref().map(|s| s.count),
-            late_transactions: r.summary.late,
-            duration_s: match length {
-                Length::Seconds(s) => s as f64,
-                _ => r.summary.duration_s.map(|d| d as f64).unwrap_or(0.0),
-            },
-            progress: r
-                .progress
-                .iter()
-                .map(|p| ProgressSample {
-                    t_s: p.t_s,
-                    tps: p.tps,
-                    latency_avg_ms: p.lat_ms,
-                    latency_stddev_ms: p.stddev_ms,
-                    failed: p.failed,
-                })
-                .collect(),
-            statements: Vec::new(),
-            latency_percentiles: None,
-            statement_latencies: r.statements.clone(),
-        }),
+        (Some(tps), true) => {
+            let core = RunCore {
+                throughput: tps.value,
+                latency_ms: r.summary.latency_avg_ms,
+                duration_s: match length {
+                    Length::Seconds(s) => s as f64,
+                    _ => r.summary.duration_s.map(|d| d as f64).unwrap_or(0.0),
+                },
+                operations: r.summary.transactions_processed.unwrap_or(0),
+            };
+            let detail = PgbenchDetail {
+                tps_including_connect: r
+                    .summary
+                    .tps_lines
+                    .iter()
+                    .find(|t| t.kind == TpsKind::IncludingConnectionsEstablishing)
+                    .map(|t| t.value),
+                latency_stddev_ms: r.summary.latency_stddev_ms,
+                failed_transactions: r.summary.failed.as_ref().map(|f| f.count),
+                schedule_lag_avg_ms: r.summary.schedule_lag_avg_ms,
+                schedule_lag_max_ms: r.summary.schedule_lag_max_ms,
+                skipped_transactions: r.summary.skipped.as_ref().map(|s| s.count),
+                late_transactions: r.summary.late,
+                progress: r
+                    .progress
+                    .iter()
+                    .map(|p| ProgressSample {
+                        t_s: p.t_s,
+                        tps: p.tps,
+                        latency_avg_ms: p.lat_ms,
+                        latency_stddev_ms: p.stddev_ms,
+                        failed: p.failed,
+                    })
+                    .collect(),
+                latency_percentiles: None,
+                statement_latencies: r.statements.clone(),
+            };
+            Ok(RunMeasures::new(core, RunDetail::Pgbench(Box::new(detail))))
+        }
         _ => Err(reasons(r.invalid_reasons.iter().map(|r| r.to_string()))),
     };
     Measured {
@@ -118,30 +125,24 @@ pub fn measure_psql(stdout: &str, status: Option<i32>) -> Measured {
     let measures = if p.valid {
         let n = p.statements.len();
         let secs = p.total_ms / 1000.0;
-        Ok(RunMeasures {
-            tps: if secs > 0.0 { n as f64 / secs } else { 0.0 },
-            tps_including_connect: None,
-            latency_avg_ms: (n > 0).then(|| p.total_ms / n as f64),
-            latency_stddev_ms: None,
-            transactions: n as u64,
-            failed_transactions: None,
-            schedule_lag_avg_ms: None,
-            schedule_lag_max_ms: None,
-            skipped_transactions: None,
-            late_transactions: None,
+        let core = RunCore {
+            throughput: if secs > 0.0 { n as f64 / secs } else { 0.0 },
+            latency_ms: (n > 0).then(|| p.total_ms / n as f64),
             duration_s: secs,
-            progress: Vec::new(),
-            statements: p
-                .statements
-                .iter()
-                .map(|s| StatementTime {
-                    statement: s.statement.clone(),
-                    ms: s.ms,
-                })
-                .collect(),
-            latency_percentiles: None,
-            statement_latencies: Vec::new(),
-        })
+            operations: n as u64,
+        };
+        let statements = p
+            .statements
+            .iter()
+            .map(|s| StatementTime {
+                statement: s.statement.clone(),
+                ms: s.ms,
+            })
+            .collect();
+        Ok(RunMeasures::new(
+            core,
+            RunDetail::Sql(SqlDetail { statements }),
+        ))
     } else {
         Err(reasons(p.invalid_reasons.iter().map(|r| r.to_string())))
     };

@@ -1,0 +1,101 @@
+//! pgbench as a load generator: `pgbench -i` loads the tables once per
+//! variant and workload, each cell runs `pgbench -b <builtin>` or
+//! `pgbench -f <script>`; compared on tps, or under a fixed rate (`-R`)
+//! on latency.  The parsers are [`super::pgbench_parse`] and
+//! [`super::pgbench_log`].
+use super::measures::{init_timings, measure_pgbench, Measured};
+use super::{Compared, Invocation, LiveSample, LoadGenerator, RunPrior, RunShape, ScriptVerb};
+use crate::config::{Length, WorkloadKind};
+use crate::model::InitTimings;
+
+/// pgbench, builtin or with a custom script.
+pub struct Pgbench;
+
+impl LoadGenerator for Pgbench {
+    fn script_ext(&self) -> &'static str {
+        "pgbench"
+    }
+
+    fn loads_in_run(&self) -> bool {
+        false
+    }
+
+    fn load(&self, scale: Option<u64>) -> Invocation {
+        let call = Invocation::new(ScriptVerb::Load);
+        match scale {
+            Some(s) => call.arg("scale", s.to_string()),
+            None => call,
+        }
+    }
+
+    fn measure_load(&self, stdout: &str, stderr: &str) -> Option<InitTimings> {
+        init_timings(stdout, stderr)
+    }
+
+    fn run(&self, r: &RunShape) -> Invocation {
+        let mut call = Invocation::new(ScriptVerb::Run);
+        call = match (r.kind, r.script) {
+            (WorkloadKind::Builtin { builtin }, _) => call.arg("builtin", builtin.as_str()),
+            (_, Some(s)) => call.arg("script", s),
+            (_, None) => call,
+        };
+        call = call
+            .arg("clients", r.clients.to_string())
+            .arg("jobs", r.jobs.to_string());
+        call = match r.length {
+            Length::Seconds(s) => call.arg("duration", s.to_string()),
+            Length::Transactions(t) => call.arg("transactions", t.to_string()),
+            Length::ToCompletion { .. } => call,
+        };
+        if let Some(rate) = r.rate {
+            call = call.arg("rate", rate.to_string());
+        }
+        if let Some(ms) = r.latency_limit_ms {
+            call = call.arg("latency_limit", ms.to_string());
+        }
+        // -l --sampling-rate: the log goes to <out>/txlog, the script's.
+        if let Some(rate) = r.latency_log {
+            call = call.arg("txlog", "1");
+            if !rate.is_all() {
+                call = call.arg("sampling_rate", rate.to_string());
+            }
+        }
+        if r.per_statement {
+            call = call.arg("per_statement", "1");
+        }
+        // Always -P 1 for the live view; kept in the bundle only when the
+        // matrix asks for progress.
+        call.arg("progress", if r.progress { "1" } else { "live" })
+    }
+
+    fn measure(&self, stdout: &str, stderr: &str, status: Option<i32>, length: Length) -> Measured {
+        measure_pgbench(stdout, stderr, status, length)
+    }
+
+    fn live_sample(&self, line: &str) -> Option<LiveSample> {
+        let rest = line.trim().strip_prefix("progress:")?;
+        let p = super::pgbench_parse::parse_progress(rest)?;
+        Some(LiveSample {
+            t_s: p.t_s,
+            tps: p.tps,
+            lat_ms: p.lat_ms,
+        })
+    }
+
+    fn compared_on(&self, rate: Option<u32>) -> Compared {
+        // At a fixed rate the tps is the rate whatever the filesystem: the
+        // latency under that load says what differs.
+        if rate.is_some() {
+            Compared::Latency
+        } else {
+            Compared::Throughput
+        }
+    }
+
+    fn run_prior(&self, length: Length) -> RunPrior {
+        match length {
+            Length::Seconds(s) => RunPrior::Timed(s),
+            _ => RunPrior::Open,
+        }
+    }
+}
