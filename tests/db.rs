@@ -1,18 +1,23 @@
 //! The results database against a real PostgreSQL (a throwaway cluster from
-//! Debian's packages, tests/common/pg.rs): schema creation and migration,
+//! Debian's packages, tests/support/pg.rs): schema creation and migration,
 //! connection settings the way libpq users give them, submit/queue/cancel,
 //! publish (idempotent, refusing a bundle that does not verify), the host
 //! leases and cell claims an agent works with, and the queue's throughput.
 #[path = "pure/bundle_common.rs"]
 mod bundle_common;
-mod common;
+mod support;
+
+// Without root the suite says so and is skipped (tests/run.sh runs it, as root).
+#[used]
+#[link_section = ".init_array"]
+static NEEDS: extern "C" fn() = support::skip::needs_root;
 
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use common::fsmatrix;
-use common::pg::Postgres;
 use fsmatrix::db::{self, queue};
+use support::fsmatrix;
+use support::pg::Postgres;
 
 fn out(o: &Output) -> String {
     format!(

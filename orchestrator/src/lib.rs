@@ -23,3 +23,5 @@ pub mod timeouts;
 
 #[cfg(test)]
 mod layering;
+#[cfg(test)]
+pub(crate) mod testing;
