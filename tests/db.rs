@@ -1,18 +1,23 @@
 //! The results database against a real PostgreSQL (a throwaway cluster from
-//! Debian's packages, tests/common/pg.rs): schema creation and migration,
+//! Debian's packages, tests/support/pg.rs): schema creation and migration,
 //! connection settings the way libpq users give them, submit/queue/cancel,
 //! publish (idempotent, refusing a bundle that does not verify), the host
 //! leases and cell claims an agent works with, and the queue's throughput.
 #[path = "pure/bundle_common.rs"]
 mod bundle_common;
-mod common;
+mod support;
+
+// Without root the suite says so and is skipped (tests/run.sh runs it, as root).
+#[used]
+#[link_section = ".init_array"]
+static NEEDS: extern "C" fn() = support::skip::needs_root;
 
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use common::fsmatrix;
-use common::pg::Postgres;
 use fsmatrix::db::{self, queue};
+use support::fsmatrix;
+use support::pg::Postgres;
 
 fn out(o: &Output) -> String {
     format!(
@@ -555,25 +560,30 @@ fn publish_imports_a_bundle_once_and_refuses_one_that_does_not_verify() {
             .unwrap()
             .get(0);
         assert_eq!(tps, 410.0);
-        // README's three queries run on it: the winners (ext4 over zfs-lz4 at
-        // 1 client), ext4 by PostgreSQL version, and the host's sweeps.
-        let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+        // The three queries of docs/results-database.md run on it: the winners
+        // (ext4 over zfs-lz4 at 1 client), ext4 by PostgreSQL version, and the
+        // host's sweeps.
+        let readme = std::fs::read_to_string(repo().join("docs/results-database.md")).unwrap();
         let queries: Vec<&str> = readme
             .split("```sql\n")
             .skip(1)
             .map(|b| b.split("```").next().unwrap())
             .collect();
-        assert_eq!(queries.len(), 3, "README's SQL blocks");
-        let winners = c.query(queries[0], &[]).await.expect("README query 1");
+        assert_eq!(
+            queries.len(),
+            3,
+            "the SQL blocks of docs/results-database.md"
+        );
+        let winners = c.query(queries[0], &[]).await.expect("docs query 1");
         let w: Vec<(String, String)> = winners
             .iter()
             .map(|r| (r.get::<_, String>("host"), r.get::<_, String>("filesystem")))
             .collect();
         assert_eq!(w, [("lab1".to_string(), "ext4".to_string())]);
-        let by_version = c.query(queries[1], &[]).await.expect("README query 2");
+        let by_version = c.query(queries[1], &[]).await.expect("docs query 2");
         assert_eq!(by_version.len(), 1);
         assert_eq!(by_version[0].get::<_, i64>("runs"), 2);
-        c.query(queries[2], &[]).await.expect("README query 3");
+        c.query(queries[2], &[]).await.expect("docs query 3");
     });
     // The report from the database is the bundle's report (the source named
     // by folder and sha256 prefix instead of folder).
@@ -883,7 +893,7 @@ async fn a_split_sweep_is_leased_host_by_host_and_a_whole_one_never_is() {
 /// The queue on the database alone: 8 agents (tasks), each with its own
 /// sweep and host, claim and finish 10 000 cells; prints claims per second
 /// and the time a claim waits (its round trip, locks included).  The figure
-/// goes in the README; the test asserts only that every cell ran once.
+/// goes in docs/results-database.md; the test asserts only that every cell ran once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn queue_throughput_benchmark() {
     let pg = Postgres::start();

@@ -5,15 +5,20 @@
 //! other finishes after the lease expires; an agent interrupted (SIGINT)
 //! that tears down and lets go; the database stopped under a running agent
 //! and started again; a sweep split between agents host by host.
-mod common;
+mod support;
+
+// Without root and a lab the suite says so and is skipped (tests/run.sh runs it).
+#[used]
+#[link_section = ".init_array"]
+static NEEDS: extern "C" fn() = support::skip::needs_root_and_lab;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::pg::Postgres;
-use common::{assert_clean, fsmatrix, inventory_for, lab_lock, Lab, LabHost};
+use support::pg::Postgres;
+use support::{assert_clean, fsmatrix, inventory_for, lab_lock, Lab, LabHost};
 
 const MATRIX: &str = r#"name = "agent-NAME"
 repeats = 2

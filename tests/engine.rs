@@ -2,17 +2,22 @@
 //! sweep over SSH on every lab host in parallel, a bundle that verifies, the
 //! device guard, host keys, an unreachable host and an interrupted sweep.
 //! Needs a standing lab (`fsmatrix lab up`; CI brings one up) or brings one up.
-mod common;
+mod support;
+
+// Without root and a lab the suite says so and is skipped (tests/run.sh runs it).
+#[used]
+#[link_section = ".init_array"]
+static NEEDS: extern "C" fn() = support::skip::needs_root_and_lab;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{
+use serde_json::Value;
+use support::{
     assert_clean, fsmatrix, inventory_for as inventory, lab_lock, ssh, ssh_ok, Lab, LabHost,
     LabInventory,
 };
-use serde_json::Value;
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
@@ -655,7 +660,7 @@ fn sigint_mid_sweep_tears_down_and_closes_an_incomplete_bundle() {
     });
     let (child, log, out, hosts) = (&mut bg.child, &bg.log, &bg.out, &bg.hosts);
     let t1 = Instant::now();
-    let status = common::interrupt_and_wait(child, Duration::from_secs(180));
+    let status = support::interrupt_and_wait(child, Duration::from_secs(180));
     let text = std::fs::read_to_string(log).unwrap_or_default();
     eprintln!("{text}");
     assert_eq!(status.code(), Some(1), "interrupted sweep exits 1");
@@ -1625,8 +1630,9 @@ fn a_full_device_fails_its_cell_as_device_full_and_the_next_filesystem_runs() {
 /// PID namespaces), from the root namespace: it works whatever the host's
 /// sshd is doing.
 fn in_lab_host(h: &LabHost, script: &str) -> Output {
-    let pid = std::fs::read_to_string(common::lab_dir().join(format!("hosts/{}/init.pid", h.name)))
-        .expect("the lab host's init.pid");
+    let pid =
+        std::fs::read_to_string(support::lab_dir().join(format!("hosts/{}/init.pid", h.name)))
+            .expect("the lab host's init.pid");
     Command::new("nsenter")
         .args([
             "-t",
@@ -1651,8 +1657,8 @@ struct OwnSshd<'a>(&'a LabHost);
 
 impl Drop for OwnSshd<'_> {
     fn drop(&mut self) {
-        let conf = common::lab_dir().join(format!("hosts/{}/sshd_config", self.0.name));
-        let log = common::lab_dir().join(format!("hosts/{}/sshd.log", self.0.name));
+        let conf = support::lab_dir().join(format!("hosts/{}/sshd_config", self.0.name));
+        let log = support::lab_dir().join(format!("hosts/{}/sshd.log", self.0.name));
         let o = in_lab_host(
             self.0,
             &format!(
@@ -1680,7 +1686,7 @@ fn sshd_with_a_new_host_key_between_cells_is_refused_and_named() {
     // sshd comes back with another key: every sshd of the host ends (our
     // connection with it), a new one starts with a fresh key.
     let restore = OwnSshd(&second);
-    let conf = common::lab_dir().join(format!("hosts/{}/sshd_config", second.name));
+    let conf = support::lab_dir().join(format!("hosts/{}/sshd_config", second.name));
     let o = in_lab_host(
         &second,
         &format!(

@@ -12,13 +12,18 @@
 //! remove loop devices and mounts meanwhile) only the entries that can be the lab's are
 //! compared: fsmx-* namespaces, the lab's loop devices and backing files, mounts of its
 //! devices, /run/netns, and every process in one of the lab hosts' pid namespaces.
-mod common;
+mod support;
+
+// Without root the suite says so and is skipped (tests/run.sh runs it, as root).
+#[used]
+#[link_section = ".init_array"]
+static NEEDS: extern "C" fn() = support::skip::needs_root;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use common::*;
+use support::*;
 
 fn exact() -> bool {
     std::env::var("FSMATRIX_TEST_EXACT").is_ok_and(|v| v == "1")

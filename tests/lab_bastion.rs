@@ -9,14 +9,19 @@
 //! standing one of the other test binaries), the test takes it down first and puts the
 //! standard lab back after only when FSMATRIX_TEST_EXACT=1 (CI: nothing else runs on
 //! the machine); otherwise it says why and skips.
-mod common;
+mod support;
+
+// Without root the suite says so and is skipped (tests/run.sh runs it, as root).
+#[used]
+#[link_section = ".init_array"]
+static NEEDS: extern "C" fn() = support::skip::needs_root;
 
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use support::*;
 
 const MATRIX: &str = r#"name = "bastion"
 repeats = 1

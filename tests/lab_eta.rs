@@ -6,10 +6,15 @@
 //! putting those lines in the bundle; the bundle keeps the timings it
 //! learned from, and `plan --history` estimates the same sweep from them.
 //! Needs a standing lab (`fsmatrix lab up`; CI brings one up) or brings one up.
-mod common;
+mod support;
 
-use common::{eta_after_first_variant, files_under, fsmatrix, inventory_for, lab_lock, Lab};
+// Without root and a lab the suite says so and is skipped (tests/run.sh runs it).
+#[used]
+#[link_section = ".init_array"]
+static NEEDS: extern "C" fn() = support::skip::needs_root_and_lab;
+
 use serde_json::Value;
+use support::{eta_after_first_variant, files_under, fsmatrix, inventory_for, lab_lock, Lab};
 
 const MATRIX: &str = r#"name = "eta-two"
 repeats = 3
@@ -183,5 +188,5 @@ fn the_eta_after_the_first_filesystem_is_within_a_quarter_and_tps_streams_live()
         defaults > 2.0 * took,
         "the defaults were not that far off: {defaults}"
     );
-    common::assert_clean(&lab.inv, h);
+    support::assert_clean(&lab.inv, h);
 }

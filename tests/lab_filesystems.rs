@@ -4,9 +4,14 @@
 //! `pgbench -i -s 1` and a 5-second pgbench run on the host itself; then everything is
 //! stopped and removed.  Asserts the filesystem type in that host's /proc/mounts and a
 //! positive tps parsed from pgbench's summary.
-mod common;
+mod support;
 
-use common::*;
+// Without root and a lab the suite says so and is skipped (tests/run.sh runs it).
+#[used]
+#[link_section = ".init_array"]
+static NEEDS: extern "C" fn() = support::skip::needs_root_and_lab;
+
+use support::*;
 
 /// One filesystem on one host: make, mount, initdb, start, pgbench -i, pgbench, stop,
 /// remove.  Teardown runs on failure too (trap).  Data on stdout, logs on stderr.

@@ -4,14 +4,19 @@
 //! PostgreSQL cluster and port, their runs alternating; the bundle records
 //! the order, and the host is clean afterwards.
 //! Needs a standing lab (`fsmatrix lab up`; CI brings one up) or brings one up.
-mod common;
+mod support;
+
+// Without root and a lab the suite says so and is skipped (tests/run.sh runs it).
+#[used]
+#[link_section = ".init_array"]
+static NEEDS: extern "C" fn() = support::skip::needs_root_and_lab;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{fsmatrix, inventory_for, lab_lock, ssh_ok, Lab, LabHost, LabInventory};
 use serde_json::Value;
+use support::{fsmatrix, inventory_for, lab_lock, ssh_ok, Lab, LabHost, LabInventory};
 
 /// A loop device over a sparse file, detached on drop.
 struct Loop {
@@ -292,7 +297,7 @@ fn sigint_mid_interleaved_sweep_tears_down_both_devices() {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    let status = common::interrupt_and_wait(&mut child, Duration::from_secs(120));
+    let status = support::interrupt_and_wait(&mut child, Duration::from_secs(120));
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     eprintln!("{text}");
     assert_eq!(status.code(), Some(1), "an interrupted sweep exits 1");

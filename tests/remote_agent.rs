@@ -2,6 +2,11 @@
 //! sets SSH_AUTH_SOCK, which is process-wide.
 mod support;
 
+// Without root the suite says so and is skipped (tests/run.sh runs it, as root).
+#[used]
+#[link_section = ".init_array"]
+static NEEDS: extern "C" fn() = support::skip::needs_root;
+
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,10 @@
 //! The remote layer against a real OpenSSH server on loopback (no lab needed).
-#[path = "common/pg.rs"]
-mod pg;
 mod support;
+
+// Without root the suite says so and is skipped (tests/run.sh runs it, as root).
+#[used]
+#[link_section = ".init_array"]
+static NEEDS: extern "C" fn() = support::skip::needs_root;
 
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -11,7 +14,7 @@ use fsmatrix::remote::known_hosts::HostKeyError;
 use fsmatrix::remote::{
     ExecOptions, ExitStatus, JumpHop, OutputStream, Remote, RemoteCommand, RemoteError, SshRemote,
 };
-use pg::Postgres;
+use support::pg::Postgres;
 use support::sshd::{encrypt_key, key_fingerprint, keygen_with, run, SshAgent, Sshd};
 
 async fn connect(sshd: &Sshd) -> SshRemote {

@@ -1,20 +1,71 @@
 #!/bin/bash
-# The README's test command: build once (debug), make sure the local lab is up (bringing
-# it up with --install if it is not, and down again at the end), run every test.
+# The README's test command, as root on a Debian 12 machine.  In order:
+#  1. the programs the tests run that are missing are installed (one apt-get update);
+#     run without root, it names them and the command that installs them, and stops;
+#  2. one debug build;
+#  3. the local lab, if none stands: `fsmatrix lab up --install` installs the lab's own
+#     packages (no second apt-get update), and the lab goes down again at the end;
+#  4. every test, with FSMATRIX_TEST_REQUIRE_ALL=1: a missing tool, root or lab fails
+#     the run here, where plain `cargo test` would skip that test or suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# What the tests run besides the lab's packages, as program:Debian package.  dash, posh,
+# mksh, yash and busybox run the remote scripts and the quoted commands under other POSIX
+# shells; tcsh is the csh login shell the remote layer must survive (FreeBSD's root had
+# it); zstd is `tar --zstd` in the archive test; chromium renders the HTML report.
+tools="dash:dash posh:posh mksh:mksh yash:yash busybox:busybox tcsh:tcsh zstd:zstd chromium:chromium"
+# An executable regular file in the system folders or PATH (as the tests look for it).
+have() {
+	local d IFS=:
+	for d in /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH; do
+		[ -f "$d/$1" ] && [ -x "$d/$1" ] && return 0
+	done
+	return 1
+}
+missing=()
+for pair in $tools; do
+	have "${pair%%:*}" || missing+=("${pair#*:}")
+done
+
+if [ "$(id -u)" != 0 ]; then
+	{
+		echo "tests/run.sh: needs root: it installs packages, brings up the local lab and runs"
+		echo "  the tests that start servers and mount filesystems.  Run it as root: sudo tests/run.sh"
+		if [ "${#missing[@]}" -gt 0 ]; then
+			echo "  Packages the tests need that are missing: ${missing[*]}; as root it installs them, or:"
+			echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends ${missing[*]}"
+		fi
+		echo "  (Plain \`cargo test\` runs as any user: it skips what needs root, the lab or a"
+		echo "  missing tool, and says which.)"
+	} >&2
+	exit 2
+fi
 command -v cargo >/dev/null 2>&1 || {
 	echo "tests/run.sh: cargo is missing; install Rust 1.85 or newer with rustup (https://rustup.rs)" >&2
 	exit 2
 }
+
+if [ "${#missing[@]}" -gt 0 ]; then
+	t=$SECONDS
+	# FSMATRIX_LAB_APT_UPDATED=1: the package lists were just updated (by CI, or below),
+	# so neither this script nor `lab up --install` runs apt-get update again.
+	if [ "${FSMATRIX_LAB_APT_UPDATED:-0}" != 1 ]; then
+		DEBIAN_FRONTEND=noninteractive apt-get update -q
+		export FSMATRIX_LAB_APT_UPDATED=1
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+	echo "tests/run.sh: installed ${missing[*]} in $((SECONDS - t)) s" >&2
+fi
+
 cargo build --workspace --all-targets
 bin=$PWD/target/debug/fsmatrix
 dir=${FSMATRIX_LAB_DIR:-/var/lib/fsmatrix/lab}
 
 if [ ! -e "$dir/inventory.toml" ]; then
-	# The standard test lab (tests/common LAB_UP): 3 Linux hosts and a FreeBSD stand-in.
-	"$bin" lab up --install --hosts 5 --os linux,linux,linux,freebsd,dragonfly --dir "$dir"
+	# The standard test lab (tests/support/lab.rs LAB_UP): 3 Linux hosts, a FreeBSD and a
+	# DragonFly stand-in.
 	trap '"$bin" lab down --dir "$dir"' EXIT
+	"$bin" lab up --install --hosts 5 --os linux,linux,linux,freebsd,dragonfly --dir "$dir"
 fi
-cargo test --workspace
+FSMATRIX_TEST_REQUIRE_ALL=1 cargo test --workspace

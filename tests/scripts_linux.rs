@@ -5,6 +5,12 @@
 //! Needs root, `unshare`, losetup, the mkfs tools, zfs-fuse and PostgreSQL 15
 //! (`FSMX_TEST_PG_BIN` to point elsewhere).  Every scenario is bounded by
 //! `timeout` and cleans up what it made (loop device, image, zfs-fuse by PID).
+mod support;
+
+// Without root the suite says so and is skipped (tests/run.sh runs it, as root).
+#[used]
+#[link_section = ".init_array"]
+static NEEDS: extern "C" fn() = support::skip::needs_root;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -4,13 +4,18 @@
 //! /dev/ada1 or /dev/da1).  Every verb under every POSIX shell fsmatrix supports, a sweep
 //! on a mixed lab, and the device guard.  Needs the standard lab (tests/run.sh brings it
 //! up with `--os linux,linux,linux,freebsd,dragonfly`).
-mod common;
+mod support;
+
+// Without root and a lab the suite says so and is skipped (tests/run.sh runs it).
+#[used]
+#[link_section = ".init_array"]
+static NEEDS: extern "C" fn() = support::skip::needs_root_and_lab;
 
 use std::path::Path;
 use std::process::Stdio;
 
-use common::{fsmatrix, inventory_for, lab_lock, ssh, ssh_ok, Lab, LabHost, LabInventory};
 use serde_json::Value;
+use support::{fsmatrix, inventory_for, lab_lock, ssh, ssh_ok, Lab, LabHost, LabInventory};
 
 /// The folder the verb tests put the scripts in (not fsmatrix's work_dir).
 const DIR: &str = "/var/tmp/fsmx-standin-test";
@@ -24,7 +29,7 @@ fn standin(lab: &Lab, os: &str) -> LabHost {
         .unwrap_or_else(|| {
             panic!(
                 "the standard lab has a {os} stand-in (tests/run.sh: --os {})",
-                common::LAB_UP[4]
+                support::LAB_UP[4]
             )
         })
 }
@@ -632,8 +637,9 @@ fn emulator_checks(os: &str, files: &[&str], run: &str, at_least: usize) {
     let _l = lab_lock();
     let lab = Lab::standing_or_up(3);
     let h = standin(&lab, os);
-    let pid = std::fs::read_to_string(common::lab_dir().join(format!("hosts/{}/init.pid", h.name)))
-        .expect("the stand-in's init.pid");
+    let pid =
+        std::fs::read_to_string(support::lab_dir().join(format!("hosts/{}/init.pid", h.name)))
+            .expect("the stand-in's init.pid");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lab/standin");
     let tar = std::process::Command::new("tar")
         .arg("-C")
@@ -731,8 +737,9 @@ fn freebsd_zfs_sizes_count_what_was_written_just_before() {
     let lab = Lab::standing_or_up(3);
     let h = standin(&lab, "freebsd");
     upload_scripts(&lab.inv, &h);
-    let pid = std::fs::read_to_string(common::lab_dir().join(format!("hosts/{}/init.pid", h.name)))
-        .expect("the stand-in's init.pid");
+    let pid =
+        std::fs::read_to_string(support::lab_dir().join(format!("hosts/{}/init.pid", h.name)))
+            .expect("the stand-in's init.pid");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lab/standin/freebsd");
     let zpool = std::fs::read(src.join("zpool")).expect("the zpool emulator");
     let real = "/run/fsmx-standin/real";

@@ -8,7 +8,7 @@
 //! the medians and the ratio fsmatrix ÷ ControlMaster (aim ≤ 0.5).
 //! Needs a standing lab: `fsmatrix lab up`, then
 //! `cargo bench -p fsmatrix --profile perf --bench commands`.
-#[path = "../../tests/common/mod.rs"]
+#[path = "../../tests/support/lab.rs"]
 mod common;
 
 use std::process::Command;

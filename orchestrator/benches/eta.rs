@@ -8,7 +8,7 @@
 //!
 //! Needs a standing lab: `fsmatrix lab up`, then
 //! `cargo bench -p fsmatrix --profile dev --bench eta` (about 5 minutes).
-#[path = "../../tests/common/mod.rs"]
+#[path = "../../tests/support/lab.rs"]
 mod common;
 
 use std::io::{BufRead, BufReader};

@@ -12,7 +12,7 @@
 //! Needs a standing lab: `fsmatrix lab up`, then
 //! `cargo bench -p fsmatrix --profile perf --bench fidelity` (ROUNDS=N to
 //! change the 10 rounds).
-#[path = "../../tests/common/mod.rs"]
+#[path = "../../tests/support/lab.rs"]
 mod common;
 
 use fsmatrix::results::analysis::compare::ratio_of_means;

@@ -9,7 +9,7 @@
 //!
 //! Needs a standing lab: `fsmatrix lab up`, then
 //! `cargo bench -p fsmatrix --profile perf --bench overhead`.
-#[path = "../../tests/common/mod.rs"]
+#[path = "../../tests/support/lab.rs"]
 mod common;
 
 use std::io::{BufRead, BufReader};

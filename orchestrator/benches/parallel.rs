@@ -11,7 +11,7 @@
 //!
 //! Needs a standing lab: `fsmatrix lab up [--hosts 8]`, then
 //! `cargo bench -p fsmatrix --profile perf --bench parallel`.
-#[path = "../../tests/common/mod.rs"]
+#[path = "../../tests/support/lab.rs"]
 mod common;
 
 use std::time::Instant;

@@ -24,3 +24,5 @@ pub mod timeouts;
 
 #[cfg(test)]
 mod layering;
+#[cfg(test)]
+pub(crate) mod testing;

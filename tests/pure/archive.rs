@@ -76,7 +76,11 @@ fn archive_verifies_like_the_bag_and_a_changed_byte_is_named() {
     );
     assert!(!archive.exists());
 
-    // ... and an archive made from it by hand is caught by verify, file named.
+    // ... and an archive made from it by hand (tar --zstd runs the zstd program) is caught
+    // by verify, file named.
+    if !crate::support::skip::tool_or_skip("zstd", "zstd") {
+        return;
+    }
     let ok = Command::new("tar")
         .args(["--zstd", "-cf"])
         .arg(&archive)

@@ -13,11 +13,8 @@ use fsmatrix::results::bundle::signature::{
 };
 use fsmatrix::results::{Bundle, SweepStatus};
 
-#[path = "../support/sshd.rs"]
-mod sshd;
-
 use super::bundle_common::make_bundle;
-use sshd::{encrypt_key, key_fingerprint, keygen, run, SshAgent};
+use crate::support::sshd::{encrypt_key, key_fingerprint, keygen, run, SshAgent};
 
 const TAGMANIFEST: &str = "tagmanifest-sha256.txt";
 

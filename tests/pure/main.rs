@@ -21,4 +21,6 @@ mod plan_run_same;
 mod report_drift;
 mod report_html;
 mod report_metric;
+#[path = "../support/mod.rs"]
+mod support;
 mod tables;

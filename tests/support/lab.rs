@@ -4,14 +4,13 @@
 //!
 //! Conventions: the lab's state dir is `FSMATRIX_LAB_DIR` or /var/lib/fsmatrix/lab.
 //! A test binary that needs a lab calls [`Lab::standing_or_up`]: it uses a standing lab
-//! (CI keeps one up for the whole `cargo test`) or builds one and removes it on drop.
+//! (tests/run.sh keeps one up for the whole `cargo test`) or builds one and removes it on
+//! drop.  Whether it may run at all (root, a lab) is decided by `support::skip`.
 #![allow(dead_code)] // each test binary uses its own part of these helpers
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
-
-pub mod pg;
 
 /// The lab's state folder.
 pub fn lab_dir() -> PathBuf {
