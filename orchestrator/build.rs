@@ -3,9 +3,45 @@
 //! `setup.sh`, and every file without a dot in its name (not `FACTS.md`)
 //! in each OS folder.  Writes `$OUT_DIR/standin_files.rs`, an array of
 //! `("<os>/<name>", include_str!(…))` that `lab.rs` includes.
+//!
+//! Also embeds every `remote-scripts/*.sh` as `$OUT_DIR/remote_scripts.rs`,
+//! `("<name>.sh", include_str!(…))`: an OS's row names its script
+//! (`OsProfile::script`), and the run engine uploads what the row names.
 use std::path::Path;
 
+fn remote_scripts() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../remote-scripts");
+    println!("cargo:rerun-if-changed={}", root.display());
+    let mut names: Vec<String> = std::fs::read_dir(&root)
+        .expect("read remote-scripts")
+        .map(|e| e.expect("a folder entry").path())
+        .filter(|p| p.is_file())
+        .map(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .expect("UTF-8 name")
+                .to_string()
+        })
+        .filter(|n| n.ends_with(".sh"))
+        .collect();
+    names.sort();
+    let mut out = String::from("[\n");
+    for n in &names {
+        let path = root.join(n);
+        println!("cargo:rerun-if-changed={}", path.display());
+        out.push_str(&format!(
+            "    ({n:?}, include_str!({:?})),\n",
+            path.display().to_string()
+        ));
+    }
+    out.push_str("]\n");
+    let dest = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("remote_scripts.rs");
+    std::fs::write(dest, out).expect("write remote_scripts.rs");
+}
+
 fn main() {
+    remote_scripts();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lab/standin");
     println!("cargo:rerun-if-changed={}", root.display());
     let mut files = vec![("setup.sh".to_string(), root.join("setup.sh"))];

@@ -384,7 +384,7 @@ duration = "10s"
                 assert!(ratio >= 1.0, "compressratio {ratio}");
                 // zfs-fuse has no `zpool sync`: the sizes forced a txg
                 // commit with a property set (a sync task), and ZFS's own
-                // accounting is recorded (issue 14).
+                // accounting is recorded.
                 assert_eq!(r["sizes"]["flush_method"], "txg-sync-task", "{r}");
                 assert!(r["sizes"]["flush_wait_s"].as_f64().is_some(), "{r}");
                 assert!(
@@ -2097,7 +2097,7 @@ fn a_rate_limited_workload_holds_its_rate_and_records_the_schedule_lag() {
         "{log}"
     );
     // latency_log (pgbench -l --sampling-rate) and per_statement (-r),
-    // issue 14: one gzipped log per pgbench thread, fetched, removed from
+    // one gzipped log per pgbench thread, fetched, removed from
     // the host, checksummed in the cell's folder; exact percentiles.
     assert!(
         log.lines().any(|l| l.contains(" run ")

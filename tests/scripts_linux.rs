@@ -121,7 +121,7 @@ fn cell_ext4() {
     let o = scenario("dash", 300, &["cell", "ext4", "noatime", "nobarrier"]);
     // ext4 accepts nobarrier and shows it as such.
     assert_cell(&o, "ext4", &["noatime", "nobarrier"]);
-    // latency_log / per_statement (issue 14), on ext4 only.
+    // latency_log / per_statement, on ext4 only.
     assert_eq!(o.get("check.txlog_fetched"), "ok");
     assert!(o.get("make_fs.mkfs_cmd").contains("lazy_itable_init=0"));
 }
@@ -161,7 +161,7 @@ fn cell_zfs_fuse_compression_on() {
     assert_eq!(o.get("check.zpool_failure_refused"), "ok");
 }
 
-/// Sizes that are true (issue 14): 20 MiB written and `sizes` called at
+/// Sizes that are true: 20 MiB written and `sizes` called at
 /// once.  ext4, xfs, btrfs: du counts it after `sync` (btrfs: `btrfs
 /// filesystem sync`), the flush recorded.  zfs-fuse has no `zpool sync` and
 /// commits a transaction group every 30 s by itself: `sizes` sets a

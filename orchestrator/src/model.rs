@@ -60,12 +60,12 @@ pub struct CellParams {
     /// pgbench `-R`: the workload's fixed load in transactions per second
     /// (all clients together).  Its tps is then the rate, so rows are
     /// compared on latency ([`crate::results::stats::Metric`]).  Absent in
-    /// bundles made before issue 14 and for workloads without a rate.
+    /// bundles made before rates were recorded and for workloads without a rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<u32>,
     /// The workload is a SQL script run once per cell by psql (a data load):
     /// rows are compared on its total load time and sizes.  Absent (false)
-    /// in bundles made before issue 14; such cells are still known by their
+    /// in bundles made before SQL scripts were marked; such cells are still known by their
     /// [`RunMeasures::statements`].
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sql_script: bool,
@@ -338,12 +338,12 @@ pub struct RunMeasures {
     pub progress: Vec<ProgressSample>,
     /// A SQL-script run: each statement and its time as psql's `\timing`
     /// printed it, in script order (the one parser: `generator::psql_parse`).  Empty
-    /// for pgbench runs and in bundles made before issue 14.
+    /// for pgbench runs and in bundles made before statement times were kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub statements: Vec<StatementTime>,
     /// `latency_log = true` (pgbench `-l`): exact percentiles over the
     /// logged transactions ([`crate::generator::pgbench_log`]).  Absent without
-    /// it and in bundles made before issue 14.
+    /// it and in bundles made before latency logs were read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_percentiles: Option<LatencyPercentiles>,
     /// `per_statement = true` (pgbench `-r`): each statement's mean latency,
@@ -424,7 +424,7 @@ pub struct ProgressSample {
 /// the data is on disk (`sync`, then the filesystem's own flush:
 /// [`Sizes::flush_method`]); on ZFS the dataset's accounting (`used`,
 /// `logicalused`, `referenced`, `compressratio`) is the on-disk measure and
-/// `du` a second one (issue 14).
+/// `du` a second one.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Sizes {
     /// `du` of the data directory: blocks on disk.
@@ -457,7 +457,7 @@ pub struct Sizes {
     /// `txg-sync-task` (a ZFS without `zpool sync`: a property set, which
     /// returns once its transaction group is on disk) or `txg-wait` (that
     /// refused: waited for a transaction group commit).
-    /// Absent in bundles made before issue 14.
+    /// Absent in bundles made before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flush_method: Option<String>,
     /// Seconds `txg-sync-task` took or `txg-wait` waited.

@@ -1,4 +1,4 @@
-//! Fuzz / property tests (issue 10, acceptance): arbitrary bytes and
+//! Fuzz / property tests of untrusted input: arbitrary bytes and
 //! mutations of real input fed to every reader of untrusted text — the
 //! inventory and matrix loaders (and the cross-file check and plan), the
 //! pgbench and psql parsers, the facts parser, and the bundle readers

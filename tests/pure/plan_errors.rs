@@ -113,7 +113,7 @@ fn cases() -> Vec<(Kind, String, &'static str)> {
         (Inv, inv("[[host]]\nname = \"h1\"\naddress = \"10.0.0.1\"\ndevices = @@[]\n"), "`devices` of [[host]] `h1` is empty"),
         (Inv, host("consent_foreign = [@@\"/dev/vdc\"]\n"), "`consent_foreign` names `/dev/vdc`, which is not in the `devices`"),
         (Inv, format!("[defaults]\nos = \"linux\"\nname = @@\"x\"\n{HOST}"), "`name` cannot be a default"),
-        // Options that name another device or a path, or are fsmatrix's own (issue 10).
+        // Options that name another device or a path, or are fsmatrix's own.
         (Mat, fs("mkfs_options = [\"-J\", @@\"device=/dev/sdc\"]\n"), "`device` in mkfs option `-J` is not allowed"),
         (Mat, fs("mkfs_options = [\"-b\", \"4096\", @@\"/dev/sdc\"]\n"), "a positional argument would be another device"),
         (Mat, fs("mkfs_options = [@@\"-L\", \"mine\"]\n"), "the label is fsmatrix's own"),

@@ -1,4 +1,4 @@
-//! What `plan` accepts, `run` accepts (issue 10, "one validator"): script
+//! What `plan` accepts, `run` accepts (one validator per value): script
 //! paths written `./x.sql`, capitalised setting names, names with `+` go
 //! through plan and through the run side's own checks (the bundle's name
 //! and path rules, the snapshot a sweep writes and `resume` reads back, the

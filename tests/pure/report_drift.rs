@@ -1,4 +1,4 @@
-//! The report's checks of a row against itself (issue 14): drift and a
+//! The report's checks of a row against itself: drift and a
 //! first-run outlier over the counted runs, du's compression ratio against
 //! ZFS's, said in words in the Markdown, JSON and HTML reports and the run
 //! summary; and timelines of many runs drawn as a median with a min–max band.
@@ -230,8 +230,8 @@ fn fewer_than_four_runs_are_not_tested() {
 /// recordsize=8k, PostgreSQL 15), after a transaction group settled, as
 /// `sizes` reads them.  By hand, compression=on, `pgbench -i -s 10`: du of
 /// the data directory 130131968 on disk / 314400988 apparent (2.42x), the
-/// dataset's referenced 159318016, compressratio 4.48x.  The check before
-/// issue 14 compared 2.42x with 4.48x and flagged every ZFS row; but
+/// dataset's referenced 159318016, compressratio 4.48x.  An earlier check
+/// compared 2.42x with 4.48x and flagged every ZFS row; but
 /// compressratio is the ratio before allocation (an 8k record compressed to
 /// 1k still takes a 4k sector: 64 MiB of text took 32.5 MiB on disk), so it
 /// is not compared with du any more.  du on disk against referenced (both

@@ -1,4 +1,4 @@
-//! What rows are compared on (issue 14): a rate-limited workload on its
+//! What rows are compared on: a rate-limited workload on its
 //! latency (tps is the rate), a SQL script on its load time, led by each
 //! statement's time and the sizes, in the terminal summary, Markdown, HTML
 //! and JSON; and p-values said once, one way.

@@ -122,18 +122,4 @@ mod tests {
             assert!(!s.oses().is_empty(), "{}: no OS offers it", t.as_str());
         }
     }
-
-    #[test]
-    fn the_os_rows_agree_with_fs_type_for_os() {
-        // FsType::for_os (config/matrix.rs) still answers from its own
-        // list: held equal to the rows until it reads them.
-        for os in Os::ALL {
-            assert_eq!(
-                FsType::for_os(os),
-                os.profile().filesystems,
-                "{}",
-                os.as_str()
-            );
-        }
-    }
 }

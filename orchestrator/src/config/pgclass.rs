@@ -2,8 +2,8 @@
 //! command, load code, name a file or folder of the host, or open the server
 //! to others.  A matrix is the benchmarker's file, the inventory the host
 //! owner's: such a setting runs only on a host whose inventory entry (or
-//! `[defaults]`) lists it in `allow_postgres_settings` (issue 10, "No side
-//! doors").  Names are compared as PostgreSQL compares them: without case
+//! `[defaults]`) lists it in `allow_postgres_settings` (the host owner's
+//! consent: a matrix may not open a side door onto the host).  Names are compared as PostgreSQL compares them: without case
 //! (guc.c `guc_name_compare` folds ASCII letters), so `Archive_Command` is
 //! `archive_command`; the matrix loader stores them lowercased.
 //!

@@ -105,7 +105,7 @@ pub async fn submit(client: &mut Client, s: &Submission<'_>) -> Result<i64, DbEr
         addrs.push(address);
         ports.push(port);
         params.push(
-            serde_json::to_value(crate::run::sink::params(c))
+            serde_json::to_value(c.params())
                 .map_err(|e| DbError::Refused(format!("cannot serialize a cell: {e}")))?,
         );
     }

@@ -270,6 +270,26 @@ impl From<PlanJson> for Plan {
 }
 
 impl Cell {
+    /// The cell's parameters as its result records them (and the lab-wide
+    /// queue stores them).
+    pub fn params(&self) -> crate::model::CellParams {
+        crate::model::CellParams {
+            host: self.host.as_str().to_string(),
+            filesystem: self.fs.name.as_str().to_string(),
+            fs_type: self.fs.fs_type.as_str().to_string(),
+            workload: self.workload.name.as_str().to_string(),
+            clients: self.clients,
+            jobs: self.jobs,
+            repeat: self.repeat,
+            warmup: self.warmup,
+            rate: self.workload.rate,
+            // Recorded so that the results compare such rows on their load time.
+            sql_script: crate::generator::for_workload(&self.workload.kind)
+                .compared_on(self.workload.rate)
+                == crate::generator::Compared::LoadTime,
+        }
+    }
+
     /// A counted repeat past an adaptive `min`: it runs only if the repeats
     /// before it have not yet narrowed the CI to the target.
     pub fn is_conditional(&self) -> bool {

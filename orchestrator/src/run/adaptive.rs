@@ -11,7 +11,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::sink::params;
 use crate::plan::Cell;
 use crate::results::analysis::stats::Metric;
 
@@ -63,7 +62,7 @@ impl Counted {
                 "adaptive repeats: the {} counted repeats before it have a 95% CI of ±{:.2}% of the mean {}, within the target ±{target}",
                 xs.len(),
                 half * 100.0,
-                Metric::planned(&params(c)).name()
+                Metric::planned(&c.params()).name()
             )
         })
     }
@@ -91,7 +90,7 @@ impl Counted {
                 xs.len(),
                 a.max,
                 half * 100.0,
-                Metric::planned(&params(c)).name()
+                Metric::planned(&c.params()).name()
             )
         })
     }

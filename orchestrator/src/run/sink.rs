@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 
 use super::events::{Outcome, RunEvent};
 use crate::eta::{work_of, Estimate, HostEta, Timing, Work};
-use crate::model::{CellParams, CellResult, CellStatus, RESULT_SCHEMA};
+use crate::model::{CellResult, CellStatus, RESULT_SCHEMA};
 use crate::plan::{cell_secs, Cell};
 use crate::results::bundle::journal::SweepStatus;
 use crate::results::bundle::timings::TIMINGS_JSONL;
@@ -288,7 +288,7 @@ fn unrun(c: &Cell, status: CellStatus) -> CellResult {
     CellResult {
         schema: RESULT_SCHEMA,
         cell_id: c.id.clone(),
-        params: params(c),
+        params: c.params(),
         status,
         started: None,
         ended: None,
@@ -328,23 +328,5 @@ impl std::ops::Add for HostTally {
             not_run: self.not_run + t.not_run,
             not_needed: self.not_needed + t.not_needed,
         }
-    }
-}
-
-/// A cell's parameters as its result records them.
-pub fn params(c: &Cell) -> CellParams {
-    CellParams {
-        host: c.host.as_str().to_string(),
-        filesystem: c.fs.name.as_str().to_string(),
-        fs_type: c.fs.fs_type.as_str().to_string(),
-        workload: c.workload.name.as_str().to_string(),
-        clients: c.clients,
-        jobs: c.jobs,
-        repeat: c.repeat,
-        warmup: c.warmup,
-        rate: c.workload.rate,
-        // Recorded so that the results compare such rows on their load time.
-        sql_script: crate::generator::for_workload(&c.workload.kind).compared_on(c.workload.rate)
-            == crate::generator::Compared::LoadTime,
     }
 }

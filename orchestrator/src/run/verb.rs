@@ -176,14 +176,16 @@ impl From<Verb> for Step {
     }
 }
 
-/// The scripts one OS needs, as (file name, content).  `None`: fsmatrix has
-/// no script for that OS yet, so its cells cannot run.
+/// Every script of remote-scripts/, embedded by build.rs: (file name, content).
+pub const SCRIPTS: &[(&str, &str)] = &include!(concat!(env!("OUT_DIR"), "/remote_scripts.rs"));
+
+/// The scripts one OS needs, as (file name, content): common.sh and the
+/// script its row names (`OsProfile::script`).  `None`: fsmatrix has no
+/// such script, so its cells cannot run.
 pub fn scripts_for(os: Os) -> Option<[(&'static str, &'static str); 2]> {
-    match os {
-        Os::Linux => Some([("common.sh", COMMON_SH), ("linux.sh", LINUX_SH)]),
-        Os::Freebsd => Some([("common.sh", COMMON_SH), ("freebsd.sh", FREEBSD_SH)]),
-        Os::Dragonfly => Some([("common.sh", COMMON_SH), ("dragonfly.sh", DRAGONFLY_SH)]),
-    }
+    let script = os.profile().script;
+    let body = SCRIPTS.iter().find(|(n, _)| *n == script)?.1;
+    Some([("common.sh", COMMON_SH), (script, body)])
 }
 
 /// Folder on the host the scripts are uploaded to: named after their
@@ -310,17 +312,19 @@ mod tests {
             }
         }
         assert!(checked >= 2);
-        // The embedded copies are the files on disk.
-        for (name, body) in [
-            ("linux.sh", LINUX_SH),
-            ("freebsd.sh", FREEBSD_SH),
-            ("dragonfly.sh", DRAGONFLY_SH),
-            ("common.sh", COMMON_SH),
-        ] {
-            assert_eq!(
-                std::fs::read_to_string(dir.join(name)).unwrap(),
-                body,
-                "{name}"
+        // Every script is common.sh or the one an OS row names, and every
+        // row's script is there.
+        for os in Os::ALL {
+            assert!(
+                scripts_for(os).is_some(),
+                "{}: its row names no script",
+                os.as_str()
+            );
+        }
+        for (name, _) in SCRIPTS {
+            assert!(
+                *name == "common.sh" || Os::ALL.iter().any(|o| o.profile().script == *name),
+                "remote-scripts/{name}: no OS row names it"
             );
         }
     }

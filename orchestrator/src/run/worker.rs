@@ -20,7 +20,7 @@ use super::error::{device_full_note, StepError};
 use super::events::RunEvent;
 use super::facts::Kv;
 use super::pgsettings::SettingUse;
-use super::sink::{params, HostTally, Sink};
+use super::sink::{HostTally, Sink};
 use super::verb::{run_timeout, scripts_for, Call, Step, Verb};
 use crate::config::{FsType, Host};
 use crate::eta::Work;
@@ -751,7 +751,7 @@ impl<'a, R: Remote> Worker<'a, R> {
         let result = CellResult {
             schema: RESULT_SCHEMA,
             cell_id: c.id.clone(),
-            params: params(c),
+            params: c.params(),
             status: CellStatus::Failed {
                 step: e.step.name().to_string(),
                 exit_status: e.exit_status,
@@ -984,7 +984,7 @@ impl<'a, R: Remote> Worker<'a, R> {
         let result = CellResult {
             schema: RESULT_SCHEMA,
             cell_id: c.id.clone(),
-            params: params(c),
+            params: c.params(),
             status,
             started: Some(started),
             ended: Some(now_rfc3339()),

@@ -44,49 +44,6 @@ const SSH_CONNECTIONS: &[&str] = &[
 /// Become methods fsmatrix can do: only sudo (`become = "sudo"`).
 pub(super) const SUDO_METHODS: &[&str] = &["sudo", "ansible.builtin.sudo"];
 
-/// `ansible_os_family` / `ansible_system` / `ansible_distribution` values of
-/// Linux systems (lowercase).
-const LINUX_NAMES: &[&str] = &[
-    "linux",
-    "debian",
-    "ubuntu",
-    "redhat",
-    "rhel",
-    "centos",
-    "fedora",
-    "rocky",
-    "almalinux",
-    "oraclelinux",
-    "amazon",
-    "suse",
-    "sles",
-    "sles_sap",
-    "sled",
-    "archlinux",
-    "arch",
-    "manjaro",
-    "gentoo",
-    "alpine",
-    "altlinux",
-    "mandrake",
-    "mandriva",
-    "slackware",
-    "clearlinux",
-    "coreos",
-    "flatcar",
-    "void",
-    "nixos",
-    "kali",
-    "linuxmint",
-    "raspbian",
-    "devuan",
-    "scientific",
-    "cloudlinux",
-    "eurolinux",
-    "virtuozzo",
-    "xenserver",
-];
-
 /// Systems Ansible reports that fsmatrix cannot benchmark.
 const OTHER_SYSTEMS: &[&str] = &[
     "openbsd",
@@ -112,13 +69,15 @@ enum OsFact {
 }
 
 fn os_fact(value: &str) -> OsFact {
+    // The names each OS answers to are its row's (config/os.rs).
+    if let Some(os) = crate::config::OsProfile::from_ansible(value) {
+        return OsFact::Supported(os);
+    }
     let v = value.trim().to_ascii_lowercase();
-    match v.as_str() {
-        "freebsd" => OsFact::Supported(Os::Freebsd),
-        "dragonfly" | "dragonflybsd" | "dragonfly bsd" => OsFact::Supported(Os::Dragonfly),
-        v if LINUX_NAMES.contains(&v) || v.starts_with("opensuse") => OsFact::Supported(Os::Linux),
-        v if OTHER_SYSTEMS.contains(&v) => OsFact::Unsupported,
-        _ => OsFact::Unknown,
+    if OTHER_SYSTEMS.contains(&v.as_str()) {
+        OsFact::Unsupported
+    } else {
+        OsFact::Unknown
     }
 }
 

@@ -52,19 +52,10 @@ impl FsType {
     pub fn parse(s: &str) -> Option<FsType> {
         FsType::ALL.into_iter().find(|t| t.as_str() == s)
     }
-    /// The filesystems each OS can build and mount.
+    /// The filesystems each OS can build and mount: its row's
+    /// (config/os.rs).
     pub fn for_os(os: Os) -> &'static [FsType] {
-        match os {
-            Os::Linux => &[
-                FsType::Ext3,
-                FsType::Ext4,
-                FsType::Xfs,
-                FsType::Btrfs,
-                FsType::Zfs,
-            ],
-            Os::Freebsd => &[FsType::Ufs, FsType::Zfs],
-            Os::Dragonfly => &[FsType::Hammer, FsType::Hammer2, FsType::Ufs],
-        }
+        os.profile().filesystems
     }
     pub fn runs_on(self, os: Os) -> bool {
         FsType::for_os(os).contains(&self)
