@@ -167,15 +167,7 @@ pub trait LoadGenerator: Sync {
 
 /// The script file of a workload (its checksum and text), if it has one.
 pub fn script_of(kind: &WorkloadKind) -> Option<(&str, &str)> {
-    match kind {
-        WorkloadKind::Builtin { .. } => None,
-        WorkloadKind::PgbenchScript {
-            sha256, content, ..
-        }
-        | WorkloadKind::SqlScript {
-            sha256, content, ..
-        } => Some((sha256, content)),
-    }
+    kind.script().map(|(_, sha256, content)| (sha256, content))
 }
 
 #[cfg(test)]

@@ -237,15 +237,9 @@ impl From<PlanJson> for Plan {
         let mut cells = p.cells;
         for c in &mut cells {
             let mut w = (*c.workload).clone();
-            if let WorkloadKind::PgbenchScript {
-                sha256, content, ..
-            }
-            | WorkloadKind::SqlScript {
-                sha256, content, ..
-            } = &mut w.kind
-            {
+            if let Some((sha256, content)) = w.kind.script_text_mut() {
                 if content.is_empty() {
-                    if let Some(s) = p.scripts.get(sha256.as_str()) {
+                    if let Some(s) = p.scripts.get(sha256) {
                         content.clone_from(&s.content);
                     }
                 }
@@ -352,11 +346,7 @@ fn id_prefix(host: &str, fs: &FsVariant, pg_settings: &[PgSetting], w: &CellWork
         pool_properties: &fs.pool_properties,
         pg_settings,
         workload: w.name.as_str(),
-        workload_kind: match &w.kind {
-            WorkloadKind::Builtin { builtin } => builtin.as_str().to_string(),
-            WorkloadKind::PgbenchScript { sha256, .. } => format!("pgbench:{sha256}"),
-            WorkloadKind::SqlScript { sha256, .. } => format!("sql:{sha256}"),
-        },
+        workload_kind: w.kind.identity(),
         scale: w.scale,
         rate: w.rate,
         latency_limit_ms: w.latency_limit_ms,
@@ -589,7 +579,7 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
                         counts.push((c, false));
                     }
                 }
-                if !matches!(wl.kind, WorkloadKind::SqlScript { .. }) {
+                if !wl.kind.runs_once() {
                     let mut extra: Vec<u32> = m
                         .include
                         .iter()
@@ -701,24 +691,15 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
     let scripts = m
         .workloads
         .iter()
-        .filter_map(|w| match &w.kind {
-            WorkloadKind::PgbenchScript {
-                path,
-                sha256,
-                content,
-            }
-            | WorkloadKind::SqlScript {
-                path,
-                sha256,
-                content,
-            } => Some((
-                sha256.clone(),
+        .filter_map(|w| w.kind.script())
+        .map(|(path, sha256, content)| {
+            (
+                sha256.to_string(),
                 Script {
-                    path: path.clone(),
-                    content: content.clone(),
+                    path: path.to_path_buf(),
+                    content: content.to_string(),
                 },
-            )),
-            WorkloadKind::Builtin { .. } => None,
+            )
         })
         .collect();
     Plan {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::RunError;
 use super::sink::Sink;
-use crate::config::{Inventory, Matrix, WorkloadKind};
+use crate::config::{Inventory, Matrix};
 use crate::plan::Plan;
 
 /// The inputs' texts as written, and where they were (absolute), so that
@@ -66,9 +66,7 @@ pub fn write(sink: &Sink, inputs: &Inputs, m: &Matrix, p: &Plan) -> Result<(), R
     // The scripts a matrix names, at the same relative path, so that the
     // snapshot plans by itself (`resume`, `run --from`).
     for w in &m.workloads {
-        if let WorkloadKind::PgbenchScript { path, content, .. }
-        | WorkloadKind::SqlScript { path, content, .. } = &w.kind
-        {
+        if let Some((path, _, content)) = w.kind.script() {
             if let Some(rel) = path.to_str().filter(|_| path.is_relative()) {
                 snap(rel, sink.write(rel, content.as_bytes()))?;
             }

@@ -133,6 +133,53 @@ pub enum WorkloadKind {
     },
 }
 
+impl WorkloadKind {
+    /// The script file a workload names: (path as written, sha256, text).
+    /// `None` for a builtin.  The one place a kind says whether it has a file.
+    pub fn script(&self) -> Option<(&std::path::Path, &str, &str)> {
+        match self {
+            WorkloadKind::Builtin { .. } => None,
+            WorkloadKind::PgbenchScript {
+                path,
+                sha256,
+                content,
+            }
+            | WorkloadKind::SqlScript {
+                path,
+                sha256,
+                content,
+            } => Some((path, sha256, content)),
+        }
+    }
+    /// The script's checksum and its text to fill in (a plan read back from
+    /// JSON keeps each script's text once, in `Plan::scripts`).
+    pub fn script_text_mut(&mut self) -> Option<(&str, &mut String)> {
+        match self {
+            WorkloadKind::Builtin { .. } => None,
+            WorkloadKind::PgbenchScript {
+                sha256, content, ..
+            }
+            | WorkloadKind::SqlScript {
+                sha256, content, ..
+            } => Some((sha256, content)),
+        }
+    }
+    /// What identifies the workload's definition in a cell's id: the
+    /// builtin's name, or the generator and its script's checksum.
+    pub fn identity(&self) -> String {
+        match self {
+            WorkloadKind::Builtin { builtin } => builtin.as_str().to_string(),
+            WorkloadKind::PgbenchScript { sha256, .. } => format!("pgbench:{sha256}"),
+            WorkloadKind::SqlScript { sha256, .. } => format!("sql:{sha256}"),
+        }
+    }
+    /// Whether the workload runs once per cell with one client (a SQL
+    /// script run by psql), so `include` rules add no client counts.
+    pub fn runs_once(&self) -> bool {
+        matches!(self, WorkloadKind::SqlScript { .. })
+    }
+}
+
 /// pgbench scale: a factor, or a share of the device's size that the run
 /// engine resolves once it knows the size (one study sized the database to
 /// 80% of the disk).
