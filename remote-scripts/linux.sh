@@ -2,7 +2,7 @@
 # shellcheck shell=dash source-path=SCRIPTDIR
 # linux.sh: fsmatrix's verbs on a Linux host (ext3, ext4, xfs, btrfs, ZFS:
 # OpenZFS or zfs-fuse).  Usage: /bin/sh <dir>/linux.sh VERB name=value ...
-# The contract (arguments, stdout keys, exit codes) is in README.md.
+# The contract (arguments, stdout keys, exit codes) is in docs/remote-scripts.md.
 set -eu
 
 FSMX_DIR=$(dirname "$0")

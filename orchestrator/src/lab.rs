@@ -3,7 +3,7 @@
 //! The work is done by `lab/lab.sh` (bash: namespaces, sshd, zfs-fuse, loop devices are
 //! shell-shaped work), embedded in the binary, written to a temporary file and run with
 //! bash; its stdout and stderr pass through and its exit code is kept.  What the script
-//! builds, and the state folder it leaves, are described at its top and in the README.
+//! builds, and the state folder it leaves, are described at its top and in docs/lab.md.
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

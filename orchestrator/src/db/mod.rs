@@ -3,7 +3,7 @@
 //! orchestrators share one lab (`fsmatrix db init`, `submit`, `queue`,
 //! `cancel`, `publish`).  The database is the coordinator: row locks,
 //! `FOR UPDATE SKIP LOCKED`, leases with an expiry; no server of fsmatrix's
-//! own.  The schema is in [`schema`] and README's "Lab-wide sweeps".
+//! own.  The schema is in [`schema`] and docs/results-database.md.
 pub mod agent;
 pub mod conn;
 pub mod publish;

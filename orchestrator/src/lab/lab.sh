@@ -1,5 +1,5 @@
 #!/bin/bash
-# The local lab: N throwaway Linux hosts on this machine (see README, "The local lab").
+# The local lab: N throwaway Linux hosts on this machine (see docs/lab.md).
 #
 #   lab.sh up     DIR HOSTS DISK_SIZE INSTALL(0|1) [OSES [BASTION(0|1)]]
 #   lab.sh down   DIR
@@ -26,7 +26,7 @@
 # Every resource is recorded in DIR before or right after it is made, and `down` only
 # removes what DIR records (or what is provably ours: loop devices backed by DIR's files).
 #
-# Test hook (documented in the README): FSMATRIX_LAB_LOOP_CONTROL overrides the path
+# Test hook (documented in docs/lab.md): FSMATRIX_LAB_LOOP_CONTROL overrides the path
 # checked for loop device support (default /dev/loop-control), so a test can simulate a
 # machine without loop devices.
 set -euo pipefail
@@ -126,7 +126,7 @@ install_packages() {
 			"create_main_cluster = false" >/etc/postgresql-common/createcluster.d/fsmatrix-lab.conf
 	fi
 	log "installing: ${pkgs[*]}"
-	# .ci/run sets FSMATRIX_LAB_APT_UPDATED=1 when it has just run apt-get update.
+	# tests/run.sh sets FSMATRIX_LAB_APT_UPDATED=1 when it has just run apt-get update.
 	if [ "${FSMATRIX_LAB_APT_UPDATED:-0}" != 1 ]; then
 		DEBIAN_FRONTEND=noninteractive apt-get update -q >&2 ||
 			die 1 "apt-get update failed (see above); check the machine's package sources"

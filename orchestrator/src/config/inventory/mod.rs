@@ -1,5 +1,5 @@
 //! The inventory: which hosts, how to reach them, which spare devices
-//! fsmatrix may destroy on each.  Format documented in README.md
+//! fsmatrix may destroy on each.  Format documented in docs/formats.md
 //! ("Inventory and matrix formats") and in inventory/example-lab.toml.
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
 //! The matrix: filesystems and their options, PostgreSQL settings,
 //! workloads, client counts, repeats, include/exclude rules and a host
-//! filter.  Format documented in README.md and the examples in matrix/.
+//! filter.  Format documented in docs/formats.md and the examples in matrix/.
 //!
 //! `types` holds the validated matrix.  The parser reads one key group per
 //! file: `top` the document and its top-level keys; `postgres` a table

@@ -12,55 +12,7 @@ use crate::config::values::{
     ZfsPropertyValue,
 };
 
-/// Filesystem types fsmatrix knows how to build (in remote-scripts/).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FsType {
-    Ext3,
-    Ext4,
-    Xfs,
-    Btrfs,
-    Zfs,
-    Ufs,
-    Hammer,
-    Hammer2,
-}
-
-impl FsType {
-    pub const ALL: [FsType; 8] = [
-        FsType::Ext3,
-        FsType::Ext4,
-        FsType::Xfs,
-        FsType::Btrfs,
-        FsType::Zfs,
-        FsType::Ufs,
-        FsType::Hammer,
-        FsType::Hammer2,
-    ];
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FsType::Ext3 => "ext3",
-            FsType::Ext4 => "ext4",
-            FsType::Xfs => "xfs",
-            FsType::Btrfs => "btrfs",
-            FsType::Zfs => "zfs",
-            FsType::Ufs => "ufs",
-            FsType::Hammer => "hammer",
-            FsType::Hammer2 => "hammer2",
-        }
-    }
-    pub fn parse(s: &str) -> Option<FsType> {
-        FsType::ALL.into_iter().find(|t| t.as_str() == s)
-    }
-    /// The filesystems each OS can build and mount: its row's
-    /// (config/os.rs).
-    pub fn for_os(os: Os) -> &'static [FsType] {
-        os.profile().filesystems
-    }
-    pub fn runs_on(self, os: Os) -> bool {
-        FsType::for_os(os).contains(&self)
-    }
-}
+pub use crate::config::fs::FsType;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct PgSetting {

@@ -1,6 +1,6 @@
 //! The bundle writer: one per sweep, owned by a single writer task.
 //!
-//! Layout (the README's "Result bundle"):
+//! Layout (docs/formats.md, "Bundle"):
 //! ```text
 //! <out>/<matrix>-<yyyymmddThhmmssZ>/
 //!   bagit.txt  bag-info.txt  manifest-sha256.txt  tagmanifest-sha256.txt

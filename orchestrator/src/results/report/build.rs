@@ -651,7 +651,7 @@ fn build(
 
 /// Each group's counted runs in run order: the order the bundles were given,
 /// then the repeat number, which is the order a host runs a group's repeats
-/// in (README, "The plan").  Start times are not compared: bundles of other
+/// in (docs/formats.md, "The plan").  Start times are not compared: bundles of other
 /// sweeps may write them differently.
 fn counted_in_run_order<'a>(sources: &[Source<'a>]) -> BTreeMap<GroupKey, Vec<&'a RunMeasures>> {
     let mut runs: BTreeMap<GroupKey, Vec<(usize, u32, &'a RunMeasures)>> = BTreeMap::new();
