@@ -9,11 +9,10 @@
 //! (`OsProfile::script`), and the run engine uploads what the row names.
 use std::path::Path;
 
-fn remote_scripts() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../remote-scripts");
-    println!("cargo:rerun-if-changed={}", root.display());
-    let mut names: Vec<String> = std::fs::read_dir(&root)
-        .expect("read remote-scripts")
+/// The names of the files directly in `dir` that `keep` accepts, sorted.
+fn file_names(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
         .map(|e| e.expect("a folder entry").path())
         .filter(|p| p.is_file())
         .map(|p| {
@@ -23,9 +22,16 @@ fn remote_scripts() {
                 .expect("UTF-8 name")
                 .to_string()
         })
-        .filter(|n| n.ends_with(".sh"))
+        .filter(|n| keep(n))
         .collect();
     names.sort();
+    names
+}
+
+fn remote_scripts() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../remote-scripts");
+    println!("cargo:rerun-if-changed={}", root.display());
+    let names = file_names(&root, |n| n.ends_with(".sh"));
     let mut out = String::from("[\n");
     for n in &names {
         let path = root.join(n);
@@ -59,20 +65,7 @@ fn main() {
             .to_str()
             .expect("UTF-8 name")
             .to_string();
-        let mut names: Vec<String> = std::fs::read_dir(&dir)
-            .expect("read a stand-in folder")
-            .map(|e| e.expect("a folder entry").path())
-            .filter(|p| p.is_file())
-            .map(|p| {
-                p.file_name()
-                    .unwrap()
-                    .to_str()
-                    .expect("UTF-8 name")
-                    .to_string()
-            })
-            .filter(|n| !n.contains('.'))
-            .collect();
-        names.sort();
+        let names = file_names(&dir, |n| !n.contains('.'));
         for n in names {
             files.push((format!("{os}/{n}"), dir.join(&n)));
         }

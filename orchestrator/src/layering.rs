@@ -108,7 +108,12 @@ pub const LAYERS: &[(&str, &[&str])] = &[
     ),
 ];
 
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Modules compiled only for tests (`#[cfg(test)]` in lib.rs): any
+/// layer's tests may use them, and no library code can.
+const TEST_ONLY: &[&str] = &["testing", "layering"];
+
+/// Every `.rs` file under `dir`.
+pub(crate) fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let p = e.path();
         if p.is_dir() {
@@ -234,8 +239,7 @@ fn violations(files: &[(String, String)]) -> Vec<(String, String, String)> {
             .to_string();
         let Some(allowed) = row(&top) else { continue };
         for m in imports_of(text) {
-            // The test support is compiled only for tests: any layer's tests use it.
-            if m != top && m != "testing" && !allowed.contains(&m.as_str()) {
+            if m != top && !TEST_ONLY.contains(&m.as_str()) && !allowed.contains(&m.as_str()) {
                 // Above, sideways, or a module the table does not know (a
                 // new top-level module takes its row first).
                 out.push((rel.clone(), top.clone(), m));

@@ -4,21 +4,12 @@
 //! source file that starts with `crate::`, `super::` or `self::` (the
 //! groups of a `use` expanded) is resolved against the file's own module
 //! and must not land in a layer above the file's.
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The sub-layers, lowest first: a module may import those before it.
 const LAYERS: [&str; 3] = ["bundle", "analysis", "report"];
 
-fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            sources(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
+use crate::layering::sources;
 
 /// The module path of a source file under `src/`: `results/bundle/mod.rs`
 /// is `results::bundle`, `results/report/html.rs` is
