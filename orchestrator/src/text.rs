@@ -115,9 +115,53 @@ pub fn json_pretty_bytes(v: &impl serde::Serialize) -> Vec<u8> {
     b
 }
 
+/// Text from other people (a submitter's name, a file name in a bundle, a
+/// host's output) made safe to print on a terminal or in a one-line log:
+/// control characters (C0, DEL, C1: escape sequences, newlines, carriage
+/// returns that overwrite a line) and the Unicode bidirectional controls
+/// (which reorder what a reader sees) are written as `\u{..}` escapes; a
+/// backslash is doubled so an escape cannot be forged.  Nothing is cut.
+pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
+    fn unsafe_char(c: char) -> bool {
+        c == '\\'
+            || c.is_control()
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    }
+    if !s.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if unsafe_char(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn terminal_safe_escapes_what_moves_the_cursor_or_reorders_text() {
+        assert_eq!(terminal_safe("alice"), "alice");
+        assert!(matches!(
+            terminal_safe("plain é"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(terminal_safe("a\x1b[2Jb"), "a\\u{1b}[2Jb");
+        assert_eq!(terminal_safe("x\ny\rz\t"), "x\\ny\\rz\\t");
+        assert_eq!(terminal_safe("\u{9b}31m"), "\\u{9b}31m");
+        assert_eq!(terminal_safe("abc\u{202e}fed"), "abc\\u{202e}fed");
+        assert_eq!(terminal_safe("a\\u{1b}"), "a\\\\u{1b}");
+        assert_eq!(terminal_safe("\u{7f}"), "\\u{7f}");
+    }
 
     #[test]
     fn hex_and_sha256_of_known_values() {
