@@ -683,7 +683,8 @@ async fn submit_fake(
     split: bool,
 ) -> i64 {
     let (ip, mp) = fake_sweep(dir, n, first, per_host);
-    let (inv, m) = fsmatrix::config::load(&ip, &mp).unwrap_or_else(|e| panic!("{e}"));
+    let (inv, m) = fsmatrix::config::load(&ip, &mp, fsmatrix::generator::script_uses)
+        .unwrap_or_else(|e| panic!("{e}"));
     let p = fsmatrix::plan::plan(&inv, &m);
     queue::submit(
         c,

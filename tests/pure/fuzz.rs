@@ -329,7 +329,7 @@ fn load_and_plan(inv: String, mat: String) {
             assert!(!e.to_string().trim().is_empty());
         }
         if let (Ok(inv), Ok(m)) = (inv, m) {
-            match m.check_against(&inv) {
+            match m.check_against(&inv, fsmatrix::generator::script_uses) {
                 Ok(()) => {
                     let p = plan(&inv, &m);
                     let _ = render(&p);

@@ -297,3 +297,88 @@ fn golden_command_logs_per_os() {
         insta::assert_snapshot!(format!("commands_{os}"), masked);
     }
 }
+
+/// A script that runs commands or reaches files is refused by `plan` on a
+/// host whose owner has not allowed it, at the script's file:line with the
+/// feature and the key that would allow it; with the key, planned.
+#[test]
+fn plan_refuses_scripts_that_run_commands_without_the_host_s_consent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let inv = |allow: &str| {
+        format!(
+            "[defaults]\nos = \"linux\"\n[[host]]\nname = \"h1\"\naddress = \"10.0.0.1\"\ndevices = [\"/dev/vdb\"]\n{allow}"
+        )
+    };
+    std::fs::write(d.join("no.toml"), inv("")).expect("write");
+    std::fs::write(d.join("yes.toml"), inv("allow_script_commands = true\n")).expect("write");
+    let cases = [
+        (
+            "sql_script",
+            "w.sql",
+            "create table t (a int);\n\\! id -u > out\n",
+            2,
+            "`\\!`",
+            "runs a shell command on the host",
+        ),
+        (
+            "pgbench_script",
+            "w.pgbench",
+            "\\set a 1\nselect :a;\n\\shell touch x\n",
+            3,
+            "`\\shell`",
+            "runs a shell command on the host",
+        ),
+        (
+            "sql_script",
+            "c.sql",
+            "select 1;\n\n  COPY (select 1) TO PROGRAM 'true';\n",
+            3,
+            "`COPY … PROGRAM`",
+            "runs a program on the server host",
+        ),
+    ];
+    for (key, file, text, line, feature, what) in cases {
+        std::fs::write(d.join(file), text).expect("write");
+        let length = if key == "sql_script" {
+            ""
+        } else {
+            "scale = 1\nclients = [1]\nduration = \"5s\"\n"
+        };
+        std::fs::write(
+            d.join("m.toml"),
+            format!("name = \"m\"\n[[filesystem]]\nname = \"e\"\ntype = \"ext4\"\n[[workload]]\nname = \"w\"\n{key} = \"{file}\"\n{length}"),
+        )
+        .expect("write");
+        let m = d.join("m.toml");
+        let out = fsmatrix()
+            .args(["plan", "-i"])
+            .arg(d.join("no.toml"))
+            .arg("-m")
+            .arg(&m)
+            .assert()
+            .failure()
+            .get_output()
+            .clone();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let at = format!("{}:{line}:", d.join(file).display());
+        assert!(err.contains(&at), "{file}: wants {at}: {err}");
+        assert!(
+            err.contains(&format!(
+                "{feature} in the script of workload `w` {what} and is refused on host h1 of"
+            )),
+            "{file}: {err}"
+        );
+        assert!(
+            err.contains("add allow_script_commands = true to the [[host]]"),
+            "{file}: {err}"
+        );
+        fsmatrix()
+            .args(["plan", "-i"])
+            .arg(d.join("yes.toml"))
+            .arg("-m")
+            .arg(&m)
+            .assert()
+            .success();
+    }
+}

@@ -230,7 +230,7 @@ fn load_checks_the_matrix_against_the_inventory() {
         format!("name = \"m\"\n[hosts]\nnames = [\"h1\", \"h9\"]\ntags = [\"gpu\"]\n{FS}{WL}"),
     )
     .expect("write");
-    let Err(errs) = config::load(&inv, &m) else {
+    let Err(errs) = config::load(&inv, &m, fsmatrix::generator::script_uses) else {
         panic!("accepted an unknown host");
     };
     let got: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
@@ -254,7 +254,7 @@ fn load_checks_the_matrix_against_the_inventory() {
     // Both files bad: errors of both come back together.
     std::fs::write(&inv, "[[host]]\nname = 1\n").expect("write");
     std::fs::write(&m, "name = \"m\"\nbogus = 1\n").expect("write");
-    let Err(errs) = config::load(&inv, &m) else {
+    let Err(errs) = config::load(&inv, &m, fsmatrix::generator::script_uses) else {
         panic!("accepted bad files");
     };
     assert!(errs.iter().any(|e| e.file == inv));

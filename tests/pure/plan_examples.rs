@@ -34,7 +34,7 @@ fn every_example_matrix_plans_against_the_example_inventory() {
     assert_eq!(found, want, "every matrix in matrix/ is covered here");
     for name in EXAMPLES {
         let m = root().join(format!("matrix/{name}.toml"));
-        let (i, m) = match config::load(&inv, &m) {
+        let (i, m) = match config::load(&inv, &m, fsmatrix::generator::script_uses) {
             Ok(x) => x,
             Err(e) => panic!("{name}: {e}"),
         };
@@ -52,6 +52,7 @@ fn quick_runs_everything_on_the_lab() {
     let (i, m) = match config::load(
         &root().join("inventory/lab.toml"),
         &root().join("matrix/quick.toml"),
+        fsmatrix::generator::script_uses,
     ) {
         Ok(x) => x,
         Err(e) => panic!("{e}"),

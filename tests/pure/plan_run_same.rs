@@ -54,7 +54,8 @@ fn names_paths_and_settings_plan_accepts_are_what_run_accepts() {
     write(tmp.path(), "sql/x.sql", "select 1;\n");
     let inv = write(tmp.path(), "inv.toml", INV);
     let mat = write(tmp.path(), "m.toml", &matrix("./sql/./x.sql"));
-    let (i, m) = config::load(&inv, &mat).unwrap_or_else(|e| panic!("{e}"));
+    let (i, m) = config::load(&inv, &mat, fsmatrix::generator::script_uses)
+        .unwrap_or_else(|e| panic!("{e}"));
     let p = plan(&i, &m);
     assert_eq!(p.cells.len(), 1);
 

@@ -11,7 +11,7 @@ use crate::text::iec_bytes;
 pub fn check(args: &CheckArgs) -> CmdResult {
     let (inv, p) = match &args.matrix {
         Some(m) => {
-            let (inv, m) = crate::config::load(&args.inventory, m)?;
+            let (inv, m) = crate::config::load(&args.inventory, m, crate::generator::script_uses)?;
             let p = plan(&inv, &m);
             (inv, Some(p))
         }

@@ -55,7 +55,8 @@ fn who() -> String {
 pub fn submit(args: &SubmitArgs) -> CmdResult {
     // Validated and planned exactly as `plan` and `run` do: refused input
     // never reaches the queue.
-    let (inv, m) = crate::config::load(&args.inventory, &args.matrix)?;
+    let (inv, m) =
+        crate::config::load(&args.inventory, &args.matrix, crate::generator::script_uses)?;
     let p = crate::plan::plan(&inv, &m);
     let inputs = crate::run::snapshot::Inputs::read(&inv, &m).map_err(CliError::failed_to)?;
     let by = who();

@@ -4,7 +4,8 @@ use crate::plan::{plan as make_plan, render};
 use crate::run::dry;
 
 pub fn plan(args: &PlanArgs) -> CmdResult {
-    let (inv, m) = crate::config::load(&args.inventory, &args.matrix)?;
+    let (inv, m) =
+        crate::config::load(&args.inventory, &args.matrix, crate::generator::script_uses)?;
     eprint!("{}", crate::config::ssh_config::report(&inv));
     let p = make_plan(&inv, &m);
     if args.commands {

@@ -35,7 +35,7 @@ pub fn run(args: &RunArgs) -> CmdResult {
             )
         }
         (None, Some(i), Some(m)) => {
-            let (inv, m) = crate::config::load(i, m)?;
+            let (inv, m) = crate::config::load(i, m, crate::generator::script_uses)?;
             // Where each ssh-config value came from, as plan and check say.
             eprint!("{}", crate::config::ssh_config::report(&inv));
             let sign = signer(&rt, args.sign.as_deref())?;

@@ -20,7 +20,8 @@ pub use error::{ConfigError, ConfigErrors};
 pub use inventory::{Auth, Become, Host, Inventory, Platform};
 pub use matrix::{
     Builtin, CiTarget, FsType, FsVariant, HostFilter, Jobs, Length, Matrix, Order, PgSetting,
-    Repeats, Rule, SamplingRate, Scale, Workload, WorkloadKind, ZfsProperty,
+    Repeats, Rule, SamplingRate, Scale, ScriptScanner, ScriptUse, Workload, WorkloadKind,
+    ZfsProperty,
 };
 pub use os::{Os, OsProfile};
 
@@ -53,17 +54,19 @@ pub(crate) fn parse_collecting<T>(
     }
 }
 
-/// Read and validate both files, and the matrix against the inventory; all
+/// Read and validate both files, and the matrix against the inventory (its
+/// scripts by `scan`, the generators' `generator::script_uses`); all
 /// errors of both files are returned together.
 pub fn load(
     inventory_path: &Path,
     matrix_path: &Path,
+    scan: ScriptScanner,
 ) -> Result<(Inventory, Matrix), ConfigErrors> {
     let inv = Inventory::load(inventory_path);
     let m = Matrix::load(matrix_path);
     match (inv, m) {
         (Ok(inv), Ok(mut m)) => {
-            m.check_against(&inv)?;
+            m.check_against(&inv, scan)?;
             m.draw_seed();
             Ok((inv, m))
         }

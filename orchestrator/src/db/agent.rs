@@ -199,7 +199,7 @@ async fn one_sweep(
     let loaded =
         Inventory::parse(&inputs.inventory_path, inputs.inventory_text.clone()).and_then(|inv| {
             let mut m = Matrix::parse(&inputs.matrix_path, inputs.matrix_text.clone())?;
-            m.check_against(&inv)?;
+            m.check_against(&inv, crate::generator::script_uses)?;
             // order = "random" without a seed: the one drawn at submit.
             let seed: Option<i64> = row.get(4);
             m.use_recorded_seed(seed.and_then(|s| u64::try_from(s).ok()));

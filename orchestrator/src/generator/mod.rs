@@ -30,6 +30,7 @@ pub mod pgbench;
 pub mod pgbench_log;
 pub mod pgbench_parse;
 pub mod psql_parse;
+mod scan;
 pub mod sql;
 
 pub use pgbench_parse::{
@@ -38,7 +39,7 @@ pub use pgbench_parse::{
 };
 pub use psql_parse::{parse_psql, PsqlInvalidReason, PsqlOutcome, TimedStatement};
 
-use crate::config::{Length, SamplingRate, WorkloadKind};
+use crate::config::{Length, SamplingRate, ScriptUse, WorkloadKind};
 use crate::model::InitTimings;
 use measures::Measured;
 
@@ -163,6 +164,22 @@ pub trait LoadGenerator: Sync {
 
     /// Its run's prior for the ETA.
     fn run_prior(&self, length: Length) -> RunPrior;
+
+    /// What a script of this generator does that needs the host owner's
+    /// consent (runs a program, reaches a file, loads code), each with its
+    /// line: its own meta-commands and the server-side SQL features.
+    fn script_uses(&self, text: &str) -> Vec<ScriptUse>;
+}
+
+/// The features of a workload's script that need the host owner's consent
+/// (none for a builtin): the scanner every caller of
+/// `Matrix::check_against` passes, so that `plan`, `run`, `check`,
+/// `resume` and the agent refuse alike.
+pub fn script_uses(kind: &WorkloadKind) -> Vec<ScriptUse> {
+    match kind.script() {
+        Some((_, _, text)) => for_workload(kind).script_uses(text),
+        None => Vec::new(),
+    }
 }
 
 /// The script file of a workload (its checksum and text), if it has one.

@@ -4,8 +4,9 @@
 //! on latency.  The parsers are [`super::pgbench_parse`] and
 //! [`super::pgbench_log`].
 use super::measures::{init_timings, measure_pgbench, Measured};
+use super::scan::{lex, meta_use, sql_uses, Tok};
 use super::{Compared, Invocation, LiveSample, LoadGenerator, RunPrior, RunShape, ScriptVerb};
-use crate::config::{Length, WorkloadKind};
+use crate::config::{Length, ScriptUse, WorkloadKind};
 use crate::model::InitTimings;
 
 /// pgbench, builtin or with a custom script.
@@ -97,5 +98,63 @@ impl LoadGenerator for Pgbench {
             Length::Seconds(s) => RunPrior::Timed(s),
             _ => RunPrior::Open,
         }
+    }
+
+    fn script_uses(&self, text: &str) -> Vec<ScriptUse> {
+        pgbench_script_uses(text)
+    }
+}
+
+/// What a pgbench script does beyond its queries: `\shell` and
+/// `\setshell` (pgbench(1) of PostgreSQL 15, "Meta Commands": the only two
+/// that run a program; `\set`, `\sleep`, `\gset`, `\aset`, `\if` and the
+/// pipeline commands stay inside pgbench), and the server-side SQL
+/// features of [`super::scan::sql_uses`].
+pub fn pgbench_script_uses(text: &str) -> Vec<ScriptUse> {
+    let toks = lex(text);
+    let mut out: Vec<ScriptUse> = toks
+        .iter()
+        .filter_map(|l| match &l.tok {
+            Tok::Meta { name, .. } if name.eq_ignore_ascii_case("shell") => {
+                Some(meta_use(l, name, "runs a shell command on the host"))
+            }
+            Tok::Meta { name, .. } if name.eq_ignore_ascii_case("setshell") => Some(meta_use(
+                l,
+                name,
+                "runs a shell command on the host (its output into a variable)",
+            )),
+            _ => None,
+        })
+        .collect();
+    out.extend(sql_uses(&toks));
+    out.sort_by_key(|u| (u.line, u.column));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pgbench_shell_and_setshell_and_server_features_are_found_with_their_line() {
+        let text = "\\set aid random(1, 100000 * :scale)\n\
+                    \\shell touch /tmp/x\n\
+                    \\setshell v echo 1\n\
+                    SELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n\
+                    -- \\shell not this\n\
+                    select lo_export(1, '/tmp/y') \\gset\n\
+                    \\sleep 1 ms\n";
+        let got: Vec<(usize, String)> = pgbench_script_uses(text)
+            .into_iter()
+            .map(|u| (u.line, u.feature))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (2, "\\shell".to_string()),
+                (3, "\\setshell".to_string()),
+                (6, "lo_export()".to_string()),
+            ]
+        );
     }
 }

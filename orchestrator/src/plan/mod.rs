@@ -1344,7 +1344,7 @@ devices = ["/dev/vdb", "/dev/vdc"]
     fn interleaving_one_device_is_refused_and_seed_needs_random() {
         let m = mat(&ordered("interleaved"));
         let e = m
-            .check_against(&inv(INV))
+            .check_against(&inv(INV), crate::generator::script_uses)
             .expect_err("l1 has one device for 3 variants")
             .to_string();
         assert!(
@@ -1365,8 +1365,12 @@ devices = ["/dev/vdb", "/dev/vdc"]
             "{e}"
         );
         assert!(!e.contains("host d1"), "{e}");
-        assert!(m.check_against(&inv(INV2)).is_ok());
-        assert!(mat(BASE).check_against(&inv(INV)).is_ok());
+        assert!(m
+            .check_against(&inv(INV2), crate::generator::script_uses)
+            .is_ok());
+        assert!(mat(BASE)
+            .check_against(&inv(INV), crate::generator::script_uses)
+            .is_ok());
         for (text, want) in [
             (
                 ordered("shuffled"),
@@ -1385,7 +1389,10 @@ devices = ["/dev/vdb", "/dev/vdc"]
         }
         // The ports derived per device must exist.
         let high = INV2.replace("os = \"linux\"", "os = \"linux\"\npg_port = 65535");
-        let e = m.check_against(&inv(&high)).expect_err("65536").to_string();
+        let e = m
+            .check_against(&inv(&high), crate::generator::script_uses)
+            .expect_err("65536")
+            .to_string();
         assert!(e.contains("pg_port = 65535 + 1 is beyond 65535"), "{e}");
     }
 }

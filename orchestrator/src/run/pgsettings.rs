@@ -416,7 +416,8 @@ mod tests {
             ),
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        m.check_against(&inv).unwrap_or_else(|e| panic!("{e}"));
+        m.check_against(&inv, crate::generator::script_uses)
+            .unwrap_or_else(|e| panic!("{e}"));
         crate::plan::plan(&inv, &m)
     }
 

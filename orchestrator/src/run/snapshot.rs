@@ -111,7 +111,10 @@ pub fn read(dir: &Path) -> Result<(Inventory, Matrix, Inputs), RunError> {
     // Checked against the inventory as `plan` checks them: a bundle is
     // other people's input, and what plan refuses, resume refuses.
     let mut m = Matrix::parse(&data.join("matrix.toml"), inputs.matrix_text.clone())
-        .and_then(|m| m.check_against(&inv).map(|()| m))
+        .and_then(|m| {
+            m.check_against(&inv, crate::generator::script_uses)
+                .map(|()| m)
+        })
         .map_err(|e| RunError::SnapshotInvalid {
             which: "matrix",
             errors: e.to_string(),

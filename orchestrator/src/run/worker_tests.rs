@@ -673,7 +673,8 @@ fn setup_interleaved() -> (Inventory, Plan) {
             .to_string(),
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    m.check_against(&inv).unwrap_or_else(|e| panic!("{e}"));
+    m.check_against(&inv, crate::generator::script_uses)
+        .unwrap_or_else(|e| panic!("{e}"));
     let p = plan(&inv, &m);
     (inv, p)
 }

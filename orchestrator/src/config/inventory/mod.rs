@@ -89,6 +89,15 @@ pub struct Host {
     /// lowercased.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allow_postgres_settings: Vec<PgSettingName>,
+    /// The host's owner allows workload scripts that run commands or reach
+    /// files (psql's `\!`, pgbench's `\shell`, `COPY … PROGRAM`, …: the
+    /// generators' scanners list them); `false` by default.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_script_commands: bool,
+    /// The unprivileged OS user psql and pgbench run as (never root), so a
+    /// script's commands, even allowed, run with no more than its rights.
+    #[serde(default = "default_client_user")]
+    pub client_user: UserName,
     /// Jump hosts (OpenSSH `ProxyJump`), first hop first; empty: direct.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub proxy_jump: Vec<JumpSpec>,
@@ -155,8 +164,18 @@ const HOST_KEYS: &[&str] = &[
     "work_dir",
     "tags",
     "allow_postgres_settings",
+    "allow_script_commands",
+    "client_user",
     "proxy_jump",
 ];
+
+/// The OS user psql and pgbench run as when the inventory names none:
+/// `nobody` exists on every OS fsmatrix supports and owns nothing.
+pub const DEFAULT_CLIENT_USER: &str = "nobody";
+
+fn default_client_user() -> UserName {
+    client_user_name(DEFAULT_CLIENT_USER).expect("a valid user name")
+}
 
 const DEFAULT_WORK_DIR: &str = "/var/tmp/fsmatrix";
 
@@ -241,6 +260,19 @@ pub fn pg_user_name(s: &str) -> Result<UserName, ValueError> {
             "pg_user `{}` contains `{c}`, which the host scripts refuse; valid: lowercase \
              letters, digits, _ and - (e.g. postgres)",
             shown(s)
+        )));
+    }
+    Ok(u)
+}
+
+/// A `client_user`: a user name the host scripts accept (as `pg_user`),
+/// never `root` (the point of it is to run the clients without root's rights).
+pub fn client_user_name(s: &str) -> Result<UserName, ValueError> {
+    let u = pg_user_name(s).map_err(|e| ValueError(e.0.replacen("pg_user", "client_user", 1)))?;
+    if s == "root" || s == "toor" {
+        return Err(ValueError(format!(
+            "client_user `{s}` is root: psql and pgbench run as this user so that a workload \
+             script's commands cannot act as root; valid: an unprivileged user (e.g. nobody)"
         )));
     }
     Ok(u)

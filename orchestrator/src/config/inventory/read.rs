@@ -559,6 +559,12 @@ fn parse_host(
             .map(|v| v.into_iter().map(|s| s.into_inner()).collect())
         })
         .unwrap_or(Some(Vec::new()));
+    let allow_scripts = pick(h, d, "allow_script_commands")
+        .map(|t| t.bool(errs, "allow_script_commands"))
+        .unwrap_or(Some(false));
+    let client_user = pick(h, d, "client_user")
+        .map(|t| t.typed(errs, "client_user", client_user_name))
+        .unwrap_or_else(|| UserName::new(DEFAULT_CLIENT_USER).ok());
     let proxy_jump = match pick(h, d, "proxy_jump") {
         Some(t) => match t.str(errs, "proxy_jump") {
             Some(v) => match parse_proxy_jump(v.get_ref()) {
@@ -628,6 +634,8 @@ fn parse_host(
         work_dir: work_dir?,
         tags: tags?,
         allow_postgres_settings: allow_pg?,
+        allow_script_commands: allow_scripts?,
+        client_user: client_user?,
         proxy_jump: proxy_jump?,
         ssh_sources: BTreeMap::new(),
     })

@@ -1,15 +1,38 @@
 //! A matrix against an inventory: the hosts and tags it names exist, the
 //! plan fits `max_cells`, interleaved orders have their devices and ports,
-//! and guarded PostgreSQL settings are allowed by each host's owner.
-use super::types::{FsType, Matrix, RefKind};
+//! and guarded PostgreSQL settings and workload scripts that run commands
+//! are allowed by each host's owner.
+use super::types::{FsType, Matrix, RefKind, WorkloadKind};
 use super::MAX_CELLS_LIMIT;
 use crate::config::error::{ConfigError, ConfigErrors};
 use crate::config::inventory::{Host, Inventory};
 
+/// One feature of a workload script that runs a command or reaches a file
+/// or the server's code (psql's `\!`, pgbench's `\shell`, `COPY … PROGRAM`,
+/// `lo_import`, …), where it is in the script.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScriptUse {
+    /// 1-based line and column (in characters) in the script.
+    pub line: usize,
+    pub column: usize,
+    /// The feature as the script spells it, e.g. `\!` or `COPY … PROGRAM`.
+    pub feature: String,
+    /// What it does, reading after the feature: "runs a shell command on the host".
+    pub what: &'static str,
+}
+
+/// The load generators' script scanner (`generator::script_uses`): which
+/// features of [`ScriptUse`] a workload's script uses.  Passed in because
+/// each generator knows its own script language and this layer may not
+/// import the generators; every caller of [`Matrix::check_against`] must
+/// give it, so `plan`, `run`, `check`, `resume` and the agent refuse alike.
+pub type ScriptScanner = fn(&WorkloadKind) -> Vec<ScriptUse>;
+
 impl Matrix {
     /// Host names and tags the matrix mentions must exist in the inventory:
     /// a typo in an exclude rule would otherwise exclude nothing, silently.
-    pub fn check_against(&self, inv: &Inventory) -> Result<(), ConfigErrors> {
+    /// Workload scripts are scanned by `scan` (the generators').
+    pub fn check_against(&self, inv: &Inventory, scan: ScriptScanner) -> Result<(), ConfigErrors> {
         let mut out = Vec::new();
         let most = self.most_cells(inv.hosts.len());
         if most > u128::from(self.max_cells) {
@@ -71,6 +94,7 @@ impl Matrix {
             }
         }
         out.extend(self.check_settings_allowed(inv));
+        out.extend(self.check_scripts_allowed(inv, scan));
         out.extend(self.check_order(inv));
         let mut list = ConfigErrors(out);
         list.sort();
@@ -153,6 +177,60 @@ impl Matrix {
             && (f.os.is_empty() || f.os.contains(&h.os))
     }
 
+    /// Scripts that run commands or reach files run only on hosts whose
+    /// inventory entry allows them (`allow_script_commands = true`): one
+    /// error per feature used, at its line in the script, with every host
+    /// that does not.  A scanner cannot see dynamic SQL: it is the first
+    /// gate; the last is that psql and pgbench run as `client_user` and
+    /// connect as a role without superuser rights.
+    fn check_scripts_allowed(&self, inv: &Inventory, scan: ScriptScanner) -> Vec<ConfigError> {
+        let fs_types: Vec<FsType> = self.filesystems.iter().map(|f| f.fs_type).collect();
+        let refused: Vec<&str> = inv
+            .hosts
+            .iter()
+            .filter(|h| self.selects(h))
+            .filter(|h| fs_types.iter().any(|t| t.runs_on(h.os)))
+            .filter(|h| !h.allow_script_commands)
+            .map(|h| h.name.as_str())
+            .collect();
+        if refused.is_empty() {
+            return Vec::new();
+        }
+        let base = self.path.parent().unwrap_or(std::path::Path::new(""));
+        let mut out = Vec::new();
+        let mut seen = Vec::new();
+        for w in &self.workloads {
+            let Some((path, sha256, _)) = w.kind.script() else {
+                continue;
+            };
+            // Two workloads of one script: its uses said once.
+            if seen.contains(&(path, sha256)) {
+                continue;
+            }
+            seen.push((path, sha256));
+            for u in scan(&w.kind) {
+                out.push(ConfigError {
+                    file: base.join(path),
+                    line: u.line,
+                    column: u.column,
+                    message: format!(
+                        "`{}` in the script of workload `{}` {} and is refused on host{} {} of {}: \
+                         the host's owner must allow scripts that run commands or reach files; \
+                         valid: add allow_script_commands = true to the [[host]] (or [defaults]) \
+                         of the inventory, or remove it from the script",
+                        u.feature,
+                        w.name,
+                        u.what,
+                        if refused.len() > 1 { "s" } else { "" },
+                        refused.join(", "),
+                        inv.path.display(),
+                    ),
+                });
+            }
+        }
+        out
+    }
+
     /// Settings that run commands, load code or name files run only on
     /// hosts whose inventory entry allows them: one error per setting, with
     /// every host that does not.
@@ -215,6 +293,78 @@ mod tests {
     use super::super::DEFAULT_MAX_CELLS;
     use super::*;
 
+    /// For tests of other checks: a scanner that finds nothing.
+    const NO_SCAN: ScriptScanner = |_| Vec::new();
+
+    #[test]
+    fn scripts_that_run_commands_need_the_inventory_s_consent_per_host() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(dir.path().join("sql")).expect("mkdir");
+        std::fs::write(dir.path().join("sql/w.sql"), "select 1;\n\\! id\n").expect("write");
+        let inv = Inventory::parse(
+            Path::new("/i/inv.toml"),
+            "[defaults]\nos = \"linux\"\n[[host]]\nname = \"a\"\naddress = \"10.0.0.1\"\ndevices = [\"/dev/sdb\"]\nallow_script_commands = true\n[[host]]\nname = \"b\"\naddress = \"10.0.0.2\"\ndevices = [\"/dev/sdb\"]\n[[host]]\nname = \"c\"\naddress = \"10.0.0.3\"\ndevices = [\"/dev/sdb\"]\n".to_string(),
+        )
+        .expect("inventory");
+        assert!(inv.hosts[0].allow_script_commands && !inv.hosts[1].allow_script_commands);
+        assert_eq!(inv.hosts[1].client_user.as_str(), "nobody");
+        let text = |hosts: &str| {
+            format!("name = \"m\"\n{hosts}[[filesystem]]\nname = \"e\"\ntype = \"ext4\"\n[[workload]]\nname = \"load\"\nsql_script = \"sql/w.sql\"\n[[workload]]\nname = \"again\"\nsql_script = \"./sql/w.sql\"\n")
+        };
+        let m = Matrix::parse(&dir.path().join("m.toml"), text("")).expect("matrix");
+        const ONE: ScriptScanner = |_| {
+            vec![ScriptUse {
+                line: 2,
+                column: 1,
+                feature: "\\!".into(),
+                what: "runs a shell command on the host",
+            }]
+        };
+        let e = m.check_against(&inv, ONE).expect_err("refused").to_string();
+        // One error per use, not per workload naming the same script.
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(
+            e.starts_with(&format!(
+                "{}:2:1: error: `\\!` in the script of workload `load` runs a shell command on the host \
+                 and is refused on hosts b, c of /i/inv.toml",
+                dir.path().join("sql/w.sql").display()
+            )),
+            "{e}"
+        );
+        assert!(e.ends_with("valid: add allow_script_commands = true to the [[host]] (or [defaults]) of the inventory, or remove it from the script"), "{e}");
+        assert!(m.check_against(&inv, NO_SCAN).is_ok());
+        // Hosts the matrix does not select are not asked.
+        let m = Matrix::parse(
+            &dir.path().join("m.toml"),
+            text("[hosts]\nnames = [\"a\"]\n"),
+        )
+        .expect("matrix");
+        assert!(m.check_against(&inv, ONE).is_ok());
+        // The key is a boolean; client_user a user name, never root.
+        for (bad, want) in [
+            (
+                "allow_script_commands = \"yes\"",
+                "`allow_script_commands` in [defaults] must be true or false",
+            ),
+            ("client_user = \"root\"", "client_user `root` is root"),
+            (
+                "client_user = \"No Body\"",
+                "user name `No Body` contains a space",
+            ),
+        ] {
+            let e = Inventory::parse(
+                Path::new("/i/inv.toml"),
+                format!("[defaults]\nos = \"linux\"\n{bad}\n[[host]]\nname = \"a\"\naddress = \"10.0.0.1\"\ndevices = [\"/dev/sdb\"]\n"),
+            )
+            .expect_err(bad)
+            .to_string();
+            assert!(
+                e.contains("/i/inv.toml:3:") && e.contains(want),
+                "{bad}: {e}"
+            );
+        }
+    }
+
     #[test]
     fn a_plan_larger_than_max_cells_is_refused_with_the_count() {
         let inv = crate::config::Inventory::parse(
@@ -228,14 +378,14 @@ mod tests {
         // 2 hosts × 1 variant × 2 clients × 5 repeats = 20 cells.
         let m = parse(&text("max_cells = 19\n")).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(m.most_cells(2), 20);
-        let e = m.check_against(&inv).expect_err("20 > 19");
+        let e = m.check_against(&inv, NO_SCAN).expect_err("20 > 19");
         let e = e.to_string();
         assert!(
             e.contains("m.toml:2:13:") && e.contains("up to 20 cells on the 2 hosts"),
             "{e}"
         );
         let m = parse(&text("max_cells = 20\n")).unwrap_or_else(|e| panic!("{e}"));
-        assert!(m.check_against(&inv).is_ok());
+        assert!(m.check_against(&inv, NO_SCAN).is_ok());
         let m = parse(&text("")).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(m.max_cells, DEFAULT_MAX_CELLS);
         assert!(parse(&text("max_cells = 0\n")).is_err());
@@ -260,7 +410,10 @@ mod tests {
             .collect();
         assert_eq!(names, ["shared_preload_libraries", "work_mem"]);
         assert_eq!(m.postgres[0].name.as_str(), "archive_command");
-        let e = m.check_against(&inv).expect_err("refused").to_string();
+        let e = m
+            .check_against(&inv, NO_SCAN)
+            .expect_err("refused")
+            .to_string();
         let lines: Vec<&str> = e.lines().collect();
         assert_eq!(lines.len(), 2, "{e}");
         assert!(

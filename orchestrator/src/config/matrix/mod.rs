@@ -24,6 +24,7 @@ mod test_support;
 use std::path::Path;
 
 use super::error::ConfigErrors;
+pub use check::{ScriptScanner, ScriptUse};
 pub use filesystem::{check_hammer2_property, HAMMER2_COMPRESSION, MAX_VARIANTS_PER_ENTRY};
 pub use runs::{parse_duration, MAX_DURATION_SECS, MAX_REPEATS, MAX_WARMUP};
 use top::parse_doc;
