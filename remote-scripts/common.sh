@@ -7,7 +7,7 @@
 
 # Every name a verb may receive.  A word that is not `name=value` with one of
 # these names is a usage error: a typo must not silently become a default.
-FSMX_ARG_NAMES="dev allowed consent ident fs mkfs_opt zfs_prop pool_prop pool mount_opt comp mnt pg_bin pg_user port pg_set cell out db scale init_opt sql builtin script clients jobs duration transactions progress rate latency_limit txlog sampling_rate per_statement pgbench_opt work path remove"
+FSMX_ARG_NAMES="dev allowed consent ident fs mkfs_opt zfs_prop pool_prop pool mount_opt comp mnt pg_bin pg_user client_user port pg_set cell out db scale init_opt sql builtin script clients jobs duration transactions progress rate latency_limit txlog sampling_rate per_statement pgbench_opt work path remove"
 
 # The label fsmatrix writes on every filesystem it makes (pools: name prefix).
 # shellcheck disable=SC2034 # used by the per-OS scripts
@@ -678,9 +678,21 @@ verb_pg_stop() {
 	pg_stop_cluster
 }
 
-# client_common ARGS...: sets PG_BIN PG_USER SOCK PORT OUT DB for pgbench/psql.
+# The PostgreSQL role the clients connect as: it owns the benchmark
+# database and has no superuser rights, so a script's `COPY … PROGRAM`,
+# `lo_import` or untrusted language is refused by PostgreSQL itself.
+CLIENT_ROLE=fsmatrix
+
+# client_common ARGS...: sets PG_BIN PG_USER SOCK PORT OUT DB CLIENT_USER
+# CDIR for pgbench/psql.  psql and pgbench run as CLIENT_USER (never root:
+# a script's `\!` or `\shell` has no more than its rights), in CDIR, the
+# one folder of the run it may write in.
 client_common() {
 	pg_who ${1+"$@"}
+	CLIENT_USER=$(opt client_user nobody ${1+"$@"})
+	case $CLIENT_USER in '' | -* | *[!a-z0-9_-]*) usage_die "client_user=$CLIENT_USER is not [a-z0-9_-]+" ;; esac
+	_cc_uid=$(id -u "$CLIENT_USER" 2>/dev/null) || die "client_user $CLIENT_USER does not exist on this host; valid: an unprivileged user (client_user in the inventory)"
+	[ "$_cc_uid" != 0 ] || die "client_user $CLIENT_USER has uid 0: psql and pgbench never run as root"
 	CELL=$(need cell ${1+"$@"})
 	check_abs cell "$CELL"
 	SOCK=${CELL%/}/sock
@@ -690,6 +702,41 @@ client_common() {
 	check_abs out "$OUT"
 	DB=$(opt db fsmatrix ${1+"$@"})
 	case $DB in '' | *[!a-z0-9_]*) usage_die "db=$DB is not [a-z0-9_]+" ;; esac
+	CDIR=${OUT%/}/client
+}
+
+# client_dir FILE...: the client's folder made afresh: root makes it and
+# copies FILEs into it (nothing of the client's can be planted in between),
+# then gives it to CLIENT_USER, 0700.  The rest of OUT stays root's: the
+# files root writes there (stdout, stderr, status) cannot be links the
+# client made.
+client_dir() {
+	run mkdir -p "$OUT"
+	run rm -rf "$CDIR"
+	run mkdir -m 0700 "$CDIR"
+	for _cd_f in ${1+"$@"}; do
+		run cp "$_cd_f" "$CDIR/"
+	done
+	run chown -R "$CLIENT_USER" "$CDIR"
+}
+
+# as_client CMD ARGS...: CMD as CLIENT_USER in CDIR, with a HOME it cannot
+# write (psql and pgbench read no file of root's).  runuser on Linux, else
+# `su -m USER -c LINE`: the client user's own shell is usually nologin, so
+# LINE goes to the invoking (root's) shell, quoted for sh (csh reads these
+# single-quoted words alike) [freebsd-src usr.bin/su/su.c, su.1].
+as_client() {
+	if command -v runuser >/dev/null 2>&1; then
+		(cd "$CDIR" && runuser -u "$CLIENT_USER" -- env HOME=/nonexistent ${1+"$@"})
+	else
+		(cd "$CDIR" && su -m "$CLIENT_USER" -c "$(quote_all env HOME=/nonexistent ${1+"$@"})")
+	fi
+}
+
+# admin_psql SQL: a query as the cluster's superuser (as PG_USER, over the
+# socket), its answer on stdout.
+admin_psql() {
+	as_pg_user_out "$PG_USER" "$PG_BIN/psql" -X -A -t -h "$SOCK" -p "$PORT" -U "$PG_USER" -d postgres -c "$1"
 }
 
 # verb_load and verb_run: what each load generator needs in common (the
@@ -702,10 +749,16 @@ verb_load() {
 	_l_sql=$(opt sql "" ${1+"$@"})
 	if [ -n "$_l_scale" ] && [ -n "$_l_sql" ]; then usage_die "give scale= or sql=, not both"; fi
 	if [ -z "$_l_scale" ] && [ -z "$_l_sql" ]; then usage_die "missing argument scale= or sql="; fi
-	_l_exists=$("$PG_BIN/psql" -X -A -t -h "$SOCK" -p "$PORT" -U "$PG_USER" -d postgres \
-		-c "select 1 from pg_database where datname = '$DB'") || die "psql to $SOCK port $PORT failed: is PostgreSQL started?"
+	# The client role and its database, made by the superuser; the load
+	# and the runs connect as the role (the database's owner).
+	_l_role=$(admin_psql "select 1 from pg_roles where rolname = '$CLIENT_ROLE'") || die "psql to $SOCK port $PORT failed: is PostgreSQL started?"
+	if [ "$_l_role" != 1 ]; then
+		log "+ [as $PG_USER] create role $CLIENT_ROLE (login, no superuser)"
+		admin_psql "create role $CLIENT_ROLE login nosuperuser nocreatedb nocreaterole noreplication" >/dev/null || die "create role $CLIENT_ROLE failed"
+	fi
+	_l_exists=$(admin_psql "select 1 from pg_database where datname = '$DB'") || die "psql to $SOCK port $PORT failed"
 	if [ "$_l_exists" != 1 ]; then
-		run "$PG_BIN/createdb" -h "$SOCK" -p "$PORT" -U "$PG_USER" "$DB"
+		as_pg_user "$PG_USER" "$PG_BIN/createdb" -h "$SOCK" -p "$PORT" -U "$PG_USER" -O "$CLIENT_ROLE" "$DB" || die "createdb $DB failed"
 	fi
 	if [ -n "$_l_scale" ]; then
 		pgbench_load "$_l_scale" ${1+"$@"}
@@ -733,7 +786,8 @@ pgbench_load() {
 		init_opt=* | pgbench_opt=*) set -- ${1+"$@"} "${_l_a#*=}" ;;
 		esac
 	done
-	run_step "$OUT" "$PG_BIN/pgbench" -i -s "$_l_scale" ${1+"$@"} -h "$SOCK" -p "$PORT" -U "$PG_USER" "$DB"
+	client_dir
+	run_step "$OUT" as_client "$PG_BIN/pgbench" -i -s "$_l_scale" ${1+"$@"} -h "$SOCK" -p "$PORT" -U "$CLIENT_ROLE" "$DB"
 }
 
 # pgbench_run ARGS...: one cell's pgbench run (the run verb's arguments).
@@ -770,8 +824,9 @@ pgbench_run() {
 		check_uint latency_limit "$_r_limit"
 		set -- -L "$_r_limit" ${1+"$@"}
 	fi
-	# -l: a log line per transaction, in a folder of the run's own (never
-	# a path from the matrix), one file per pgbench thread; gzipped after.
+	# -l: a log line per transaction, in the client's folder (never a path
+	# from the matrix), one file per pgbench thread; gzipped after into the
+	# run's own txlog folder.
 	_r_txdir=${OUT%/}/txlog
 	case $_r_txlog in
 	0) [ -z "$_r_sampling" ] || usage_die "sampling_rate= needs txlog=1" ;;
@@ -780,7 +835,7 @@ pgbench_run() {
 			check_fraction sampling_rate "$_r_sampling"
 			set -- --sampling-rate="$_r_sampling" ${1+"$@"}
 		fi
-		set -- -l --log-prefix="$_r_txdir/pgbench_log" ${1+"$@"}
+		set -- -l --log-prefix="$CDIR/pgbench_log" ${1+"$@"}
 		;;
 	*) usage_die "txlog=$_r_txlog is not 0 or 1" ;;
 	esac
@@ -819,8 +874,9 @@ pgbench_run() {
 		check_abs script "$_r_script"
 		[ -r "$_r_script" ] || die "script=$_r_script: no such readable file"
 		# -n: pgbench's pre-run vacuum of the pgbench_* tables only prints
-		# errors when a custom script does not use them.
-		set -- -n -f "$_r_script" ${1+"$@"}
+		# errors when a custom script does not use them.  The script is
+		# read from the client's folder (the uploaded one is root's).
+		set -- -n -f "$CDIR/${_r_script##*/}" ${1+"$@"}
 	else
 		usage_die "missing argument builtin= or script="
 	fi
@@ -829,24 +885,27 @@ pgbench_run() {
 		run rm -rf "$_r_txdir"
 		run mkdir -p "$_r_txdir"
 	fi
-	run_step "$OUT" "$PG_BIN/pgbench" ${1+"$@"} -c "$_r_clients" -j "$_r_jobs" -h "$SOCK" -p "$PORT" -U "$PG_USER" "$DB"
+	if [ -n "$_r_script" ]; then client_dir "$_r_script"; else client_dir; fi
+	run_step "$OUT" as_client "$PG_BIN/pgbench" ${1+"$@"} -c "$_r_clients" -j "$_r_jobs" -h "$SOCK" -p "$PORT" -U "$CLIENT_ROLE" "$DB"
 	_rs_live=
 	if [ "$_r_txlog" = 1 ]; then
 		txlog_pack "$_r_txdir"
 	fi
 }
 
-# txlog_pack DIR: gzip every per-transaction log pgbench left in DIR
-# (pgbench_log.PID, pgbench_log.PID.THREAD) and print txlog=PATH for each.
+# txlog_pack DIR: gzip every per-transaction log pgbench left in the
+# client's folder (pgbench_log.PID, pgbench_log.PID.THREAD) into DIR and
+# print txlog=PATH for each.  Read as the client (a link it planted to a
+# file of root's is not readable), written by root into DIR (root's), and
+# only names pgbench makes (digits and dots) are taken.
 txlog_pack() {
-	for _tp_f in "$1"/pgbench_log.*; do
+	for _tp_f in "$CDIR"/pgbench_log.*; do
+		_tp_n=${_tp_f##*/}
+		case ${_tp_n#pgbench_log.} in '' | *[!0-9.]*) continue ;; esac
 		[ -f "$_tp_f" ] || continue
-		case $_tp_f in *.gz) ;; *)
-			gzip -f "$_tp_f" || die "gzip $_tp_f failed"
-			_tp_f=$_tp_f.gz
-			;;
-		esac
-		kv txlog "$_tp_f"
+		as_client gzip -c -- "$_tp_f" >"$1/$_tp_n.gz" || die "gzip $_tp_f failed"
+		rm -f "$_tp_f"
+		kv txlog "$1/$_tp_n.gz"
 	done
 }
 
@@ -862,9 +921,10 @@ sql_run() {
 		printf '\\timing on\n'
 		cat "$_sq_sql"
 	} >"$OUT/input.sql"
+	client_dir "$OUT/input.sql"
 	# -q -e -o: stdout holds only each statement as sent and its `Time:`
 	# line (what the orchestrator's parser pairs); results go to a file.
-	run_step "$OUT" "$PG_BIN/psql" -X -q -e -v ON_ERROR_STOP=1 -o "$OUT/results.txt" -h "$SOCK" -p "$PORT" -U "$PG_USER" -d "$DB" -f "$OUT/input.sql"
+	run_step "$OUT" as_client "$PG_BIN/psql" -X -q -e -v ON_ERROR_STOP=1 -o "$CDIR/results.txt" -h "$SOCK" -p "$PORT" -U "$CLIENT_ROLE" -d "$DB" -f "$CDIR/input.sql"
 }
 
 # verb_sizes mnt= fs= [pool=]: the data directory's sizes once the data is on
@@ -1223,13 +1283,14 @@ verb_teardown() {
 	# 5. Per-transaction logs (pgbench -l) that a failed, timed-out or
 	#    interrupted run left under work= (a run that ended had its logs
 	#    fetched and removed): they grow with every transaction, on the
-	#    host's own disk.  Only <work>/runs/<cell>/txlog folders, never
-	#    through a link.
+	#    host's own disk; so do the client's folders (where pgbench writes
+	#    them first).  Only <work>/runs/<cell>/txlog and client folders,
+	#    never through a link.
 	if [ -n "$_t_work" ]; then
 		_t_n=0
-		for _t_d in "${_t_work%/}"/runs/*/txlog; do
+		for _t_d in "${_t_work%/}"/runs/*/txlog "${_t_work%/}"/runs/*/client; do
 			[ -d "$_t_d" ] || continue
-			if [ -L "$_t_d" ] || [ -L "${_t_d%/txlog}" ] || [ -L "${_t_work%/}/runs" ]; then
+			if [ -L "$_t_d" ] || [ -L "${_t_d%/*}" ] || [ -L "${_t_work%/}/runs" ]; then
 				log "not removing $_t_d: a symbolic link on its path"
 				continue
 			fi

@@ -1626,6 +1626,116 @@ fn a_full_device_fails_its_cell_as_device_full_and_the_next_filesystem_runs() {
     assert_clean(&lab.inv, h);
 }
 
+/// On a host whose owner allows script commands, a SQL script's `\!` and a
+/// pgbench script's `\shell` run as the unprivileged `client_user`, never
+/// root; and `COPY … TO PROGRAM` is refused by PostgreSQL itself (the
+/// clients connect as a role without superuser rights).  The other cells'
+/// results keep their shape.
+#[test]
+fn allowed_script_commands_run_unprivileged_and_copy_to_program_is_refused() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = &lab.inv.hosts[0];
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let inv = write(
+        tmp.path(),
+        "inventory.toml",
+        &inventory(&lab.inv, &[(h, "allow_script_commands = true")], ""),
+    );
+    let matrix = write(
+        tmp.path(),
+        "matrix.toml",
+        "name = \"consent\"\n\
+         [[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n\
+         [[workload]]\nname = \"uid\"\nsql_script = \"uid.sql\"\n\
+         [[workload]]\nname = \"prog\"\nsql_script = \"prog.sql\"\n\
+         [[workload]]\nname = \"shell\"\npgbench_script = \"shell.pgbench\"\nscale = 1\nclients = [1]\ntransactions = 2\n",
+    );
+    write(
+        tmp.path(),
+        "uid.sql",
+        "create table t (a int);\n\\! echo fsmx-sql-uid=$(id -u)\ninsert into t select generate_series(1, 100);\n",
+    );
+    write(
+        tmp.path(),
+        "prog.sql",
+        "COPY (select 1) TO PROGRAM 'true';\n",
+    );
+    write(
+        tmp.path(),
+        "shell.pgbench",
+        "\\shell echo fsmx-pgbench-uid=$(id -u)\nselect 1;\n",
+    );
+    let out = tmp.path().join("results");
+    let o = run(&inv, &matrix, &out);
+    assert_eq!(o.status.code(), Some(1), "prog fails, the rest done");
+    let bundle = bundle_in(&out);
+    assert_verifies(&bundle);
+    let rs = results(&bundle);
+    let cell = |wl: &str| {
+        rs.iter()
+            .find(|r| r["params"]["workload"] == wl)
+            .unwrap_or_else(|| panic!("no {wl} cell: {rs:?}"))
+    };
+    for wl in ["uid", "shell"] {
+        assert_eq!(cell(wl)["status"]["state"], "done", "{}", cell(wl));
+    }
+    let prog = cell("prog");
+    assert_eq!(prog["status"]["state"], "failed", "{prog}");
+    let why = prog["status"]["stderr_tail"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("must be superuser or have privileges of the pg_execute_server_program role"),
+        "{why}"
+    );
+    // The uids the commands printed, from the cells' raw output.
+    let mut uids = Vec::new();
+    for e in walkdir(&bundle.join("data/cells")) {
+        let text = String::from_utf8_lossy(&std::fs::read(&e).unwrap_or_default()).into_owned();
+        for l in text.lines() {
+            for key in ["fsmx-sql-uid=", "fsmx-pgbench-uid="] {
+                if let Some(u) = l.trim().strip_prefix(key) {
+                    uids.push((key, u.to_string()));
+                }
+            }
+        }
+    }
+    for key in ["fsmx-sql-uid=", "fsmx-pgbench-uid="] {
+        let got: Vec<&String> = uids
+            .iter()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, u)| u)
+            .collect();
+        assert!(!got.is_empty(), "no {key} line in the bundle: {uids:?}");
+        for u in got {
+            let n: u32 = u.parse().unwrap_or_else(|_| panic!("{key}{u}"));
+            assert_ne!(n, 0, "{key}: the script's command ran as root");
+        }
+    }
+    // The shape of the results holds: the pgbench cell has its tps.
+    assert!(
+        cell("shell")["status"]["run"]["tps"]
+            .as_f64()
+            .is_some_and(|t| t > 0.0),
+        "{}",
+        cell("shell")
+    );
+    assert_clean(&lab.inv, h);
+}
+
+/// Every file under `dir`.
+fn walkdir(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walkdir(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
 /// Run `script` inside lab host `h` as its init sees it (its network, mount,
 /// PID namespaces), from the root namespace: it works whatever the host's
 /// sshd is doing.

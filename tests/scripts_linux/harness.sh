@@ -60,6 +60,8 @@ cleanup() {
 setup() {
 	[ "$(id -u)" = 0 ] || fail "the harness needs root (loop devices, mounts)"
 	TMP=$(mktemp -d /var/tmp/fsmx-scripts-test.XXXXXX)
+	# psql and pgbench run as client_user (nobody): it must reach the run folders.
+	chmod 0755 "$TMP"
 	chmod 0755 "$TMP"
 	truncate -s "${1:-1G}" "$TMP/disk.img"
 	LOOP=$(losetup -f --show "$TMP/disk.img")
@@ -186,7 +188,7 @@ scenario_cell() {
 	[ "$(value status)" = 0 ] || fail "psql load failed: $(cat "$TMP/cell/load-sql/stderr")"
 	[ "$(grep -c '^Time: ' "$TMP/cell/load-sql/stdout")" = 3 ] || fail "not 3 'Time:' lines in the psql output"
 	! grep -q '^INSERT 0' "$TMP/cell/load-sql/stdout" || fail "query results leaked into the timed output (psql -o)"
-	grep -q '^ *1000$' "$TMP/cell/load-sql/results.txt" || fail "psql results file lacks the select's result"
+	grep -q '^ *1000$' "$TMP/cell/load-sql/client/results.txt" || fail "psql results file lacks the select's result"
 	ok sql_timed_per_statement
 	step drop_caches 0 drop-caches fs="$FS" pool="$POOL" dev="$LOOP"
 	step run 0 run $(pg_args) port="$PORT" out="$TMP/cell/run-2-1" builtin=tpcb-like clients=2 duration=3 progress=1

@@ -273,7 +273,9 @@ impl Calls<'_> {
             .pg(verb)
             .arg("cell", &self.paths.pg_dir)
             .arg("port", self.paths.port.to_string())
-            .arg("out", out);
+            .arg("out", out)
+            // psql and pgbench run as this unprivileged user, never root.
+            .arg("client_user", self.host.client_user.as_str());
         call.args.extend(step.args.iter().cloned());
         call
     }
