@@ -903,7 +903,11 @@ txlog_pack() {
 		_tp_n=${_tp_f##*/}
 		case ${_tp_n#pgbench_log.} in '' | *[!0-9.]*) continue ;; esac
 		[ -f "$_tp_f" ] || continue
-		as_client gzip -c -- "$_tp_f" >"$1/$_tp_n.gz" || die "gzip $_tp_f failed"
+		if ! as_client gzip -c -- "$_tp_f" >"$1/$_tp_n.gz"; then
+			log "not packed: $_tp_f (gzip as $CLIENT_USER failed: not the client's own file?)"
+			rm -f "$1/$_tp_n.gz" "$_tp_f"
+			continue
+		fi
 		rm -f "$_tp_f"
 		kv txlog "$1/$_tp_n.gz"
 	done

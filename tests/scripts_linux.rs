@@ -123,6 +123,9 @@ fn cell_ext4() {
     assert_cell(&o, "ext4", &["noatime", "nobarrier"]);
     // latency_log / per_statement, on ext4 only.
     assert_eq!(o.get("check.txlog_fetched"), "ok");
+    // A link a script's \shell planted where pgbench writes its logs is
+    // never packed with root's rights.
+    assert_eq!(o.get("check.planted_link_not_followed"), "ok");
     assert!(o.get("make_fs.mkfs_cmd").contains("lazy_itable_init=0"));
 }
 

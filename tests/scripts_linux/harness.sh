@@ -218,6 +218,18 @@ scenario_cell() {
 		printf 'x\n' >"$TMP/runs/c1/stdout.keep"
 		step cat_remove_other 2 cat work="$TMP" path="$TMP/runs/c1/stdout.keep" remove=1
 		[ -e "$TMP/runs/c1/stdout.keep" ] || fail "cat remove=1 removed a file that is not a log"
+		# A link the client plants where pgbench writes its logs (a script's
+		# \shell runs in the client's folder) to a file only root may read:
+		# never packed with root's rights.
+		printf 'topsecret\n' >"$TMP/secret"
+		chmod 0600 "$TMP/secret"
+		printf '\\shell ln -s %s pgbench_log.999\nselect 1;\n' "$TMP/secret" >"$TMP/cell/plant.pgbench"
+		step run_planted 0 run $(pg_args) port="$PORT" out="$TMP/runs/c9" script="$TMP/cell/plant.pgbench" clients=1 transactions=1 txlog=1
+		[ "$(value status)" = 0 ] || fail "planted run failed: $(cat "$TMP/runs/c9/stderr")"
+		[ ! -e "$TMP/runs/c9/txlog/pgbench_log.999.gz" ] || fail "a planted link was packed"
+		if grep -rq topsecret "$TMP/runs/c9" || zcat "$TMP/runs/c9/txlog/"*.gz 2>/dev/null | grep -q topsecret; then fail "root's file leaked into the run"; fi
+		grep -q 'not packed: .*pgbench_log.999' "$TMP/step.err" || fail "the planted link was not named: $(cat "$TMP/step.err")"
+		ok planted_link_not_followed
 		step run_bad_rate 2 run $(pg_args) port="$PORT" out="$TMP/runs/c2" builtin=select-only clients=1 duration=1 txlog=1 sampling_rate=0.0
 		step run_rate_no_log 2 run $(pg_args) port="$PORT" out="$TMP/runs/c2" builtin=select-only clients=1 duration=1 sampling_rate=0.5
 		ok txlog_fetched
