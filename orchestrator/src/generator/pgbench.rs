@@ -4,7 +4,7 @@
 //! on latency.  The parsers are [`super::pgbench_parse`] and
 //! [`super::pgbench_log`].
 use super::measures::{init_timings, measure_pgbench, Measured};
-use super::scan::{lex, meta_use, sql_uses, Tok};
+use super::scan::{lex, meta_use, sql_uses, CopyData, Tok};
 use super::{Compared, Invocation, LiveSample, LoadGenerator, RunPrior, RunShape, ScriptVerb};
 use crate::config::{Length, ScriptUse, WorkloadKind};
 use crate::model::InitTimings;
@@ -111,7 +111,7 @@ impl LoadGenerator for Pgbench {
 /// pipeline commands stay inside pgbench), and the server-side SQL
 /// features of [`super::scan::sql_uses`].
 pub fn pgbench_script_uses(text: &str) -> Vec<ScriptUse> {
-    let toks = lex(text);
+    let toks = lex(text, CopyData::None);
     let mut out: Vec<ScriptUse> = toks
         .iter()
         .filter_map(|l| match &l.tok {
@@ -156,5 +156,8 @@ mod tests {
                 (6, "lo_export()".to_string()),
             ]
         );
+        // pgbench reads no inline COPY data: what follows stays commands.
+        let hidden = "copy t from stdin;\n\\shell id\n";
+        assert_eq!(pgbench_script_uses(hidden).len(), 1);
     }
 }

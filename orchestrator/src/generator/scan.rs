@@ -32,11 +32,28 @@ pub(super) struct Lexed {
     pub column: usize,
 }
 
+/// How a client reads what follows `COPY … FROM STDIN;` in its script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum CopyData {
+    /// psql: the lines up to `\.` are the data (PostgreSQL 15 psql(1),
+    /// "COPY data comes from the same source as the commands"): skipped.
+    Inline,
+    /// pgbench: no inline data; every line stays a command.
+    None,
+}
+
 /// The tokens of `text` (meta-commands only outside dollar quotes, as psql
 /// and pgbench read them).
-pub(super) fn lex(text: &str) -> Vec<Lexed> {
+pub(super) fn lex(text: &str, copy: CopyData) -> Vec<Lexed> {
     let mut out = Vec::new();
-    lex_into(text.as_bytes(), 1, 1, true, &mut out);
+    lex_into(
+        text.as_bytes(),
+        1,
+        1,
+        copy == CopyData::Inline,
+        true,
+        &mut out,
+    );
     out
 }
 
@@ -45,7 +62,14 @@ fn is_char_start(b: u8) -> bool {
     b & 0xC0 != 0x80
 }
 
-fn lex_into(b: &[u8], line0: usize, col0: usize, metas: bool, out: &mut Vec<Lexed>) {
+fn lex_into(
+    b: &[u8],
+    line0: usize,
+    col0: usize,
+    copy_inline: bool,
+    metas: bool,
+    out: &mut Vec<Lexed>,
+) {
     let (mut line, mut col) = (line0, col0);
     let mut i = 0;
     // Advance over b[i..j], keeping line and column.
@@ -134,7 +158,7 @@ fn lex_into(b: &[u8], line0: usize, col0: usize, metas: bool, out: &mut Vec<Lexe
                         column,
                     };
                     out.push(edge(line, col));
-                    lex_into(&b[body_start..body_end], line, col, false, out);
+                    lex_into(&b[body_start..body_end], line, col, false, false, out);
                     out.push(edge(line, col));
                     step(
                         &mut i,
@@ -211,6 +235,13 @@ fn lex_into(b: &[u8], line0: usize, col0: usize, metas: bool, out: &mut Vec<Lexe
             b';' | b'(' | b')' | b',' => {
                 let j = i + 1;
                 step(&mut i, j, &mut line, &mut col);
+                if c == b';' && copy_inline && copies_from_stdin(out) {
+                    // `COPY … FROM STDIN;` in a script: its data follows,
+                    // from the next line to a line `\.`; data, not SQL.
+                    let nl = find_from(b, i, b"\n").map_or(b.len(), |k| k + 1);
+                    let end = find_line(b, nl, b"\\.").unwrap_or(b.len());
+                    step(&mut i, end, &mut line, &mut col);
+                }
                 out.push(Lexed {
                     tok: Tok::Punct(c as char),
                     line: tl,
@@ -232,6 +263,37 @@ fn lex_into(b: &[u8], line0: usize, col0: usize, metas: bool, out: &mut Vec<Lexe
             }
         }
     }
+}
+
+/// Whether the statement `out` ends with (since its last `;` or
+/// meta-command) is `COPY … FROM STDIN`.
+fn copies_from_stdin(out: &[Lexed]) -> bool {
+    let start = out
+        .iter()
+        .rposition(|l| matches!(l.tok, Tok::Punct(';') | Tok::Meta { .. }))
+        .map_or(0, |k| k + 1);
+    let words: Vec<&str> = out[start..]
+        .iter()
+        .filter_map(|l| match &l.tok {
+            Tok::Word(w) => Some(w.as_str()),
+            _ => None,
+        })
+        .collect();
+    words.first() == Some(&"copy") && words.windows(2).any(|w| w == ["from", "stdin"])
+}
+
+/// Where the first line at or after `from` that is exactly `line` starts.
+fn find_line(b: &[u8], from: usize, line: &[u8]) -> Option<usize> {
+    let mut k = from;
+    while k < b.len() {
+        let end = find_from(b, k, b"\n").unwrap_or(b.len());
+        let text = &b[k..end];
+        if text == line || text.strip_suffix(b"\r") == Some(line) {
+            return Some(k);
+        }
+        k = end + 1;
+    }
+    None
 }
 
 /// Where `needle` starts at or after `from`.
@@ -460,7 +522,7 @@ mod tests {
     use super::*;
 
     fn features(text: &str) -> Vec<(usize, String)> {
-        sql_uses(&lex(text))
+        sql_uses(&lex(text, CopyData::Inline))
             .into_iter()
             .map(|u| (u.line, u.feature))
             .collect()
@@ -473,6 +535,7 @@ mod tests {
                     select 'copy t to program', \"lo_import\" from t;\n\
                     CoPy t TO PROGRAM 'gzip > /tmp/x';\n\
                     copy t from stdin;\n\
+                    \\.\n\
                     copy (select 1) to '/tmp/f';\n\
                     select pg_read_file('/etc/passwd'), E'it\\'s lo_export';\n\
                     create function f() returns void as $body$ begin copy t to program 'x'; end $body$ language plpgsql;\n\
@@ -485,22 +548,32 @@ mod tests {
         let want: Vec<(usize, &str)> = vec![
             (3, "lo_import()"),
             (4, "COPY … PROGRAM"),
-            (6, "COPY … TO 'file'"),
-            (7, "pg_read_file()"),
-            (8, "COPY … PROGRAM"),
-            (9, "LANGUAGE plpython3u"),
-            (10, "CREATE EXTENSION"),
-            (10, "dblink_exec()"),
-            (11, "LOAD"),
-            (11, "ALTER SYSTEM"),
-            (12, "CREATE SERVER"),
-            (12, "postgres_fdw"),
+            (7, "COPY … TO 'file'"),
+            (8, "pg_read_file()"),
+            (9, "COPY … PROGRAM"),
+            (10, "LANGUAGE plpython3u"),
+            (11, "CREATE EXTENSION"),
+            (11, "dblink_exec()"),
+            (12, "LOAD"),
+            (12, "ALTER SYSTEM"),
+            (13, "CREATE SERVER"),
+            (13, "postgres_fdw"),
         ];
         let got: Vec<(usize, &str)> = got.iter().map(|(l, f)| (*l, f.as_str())).collect();
         assert_eq!(got, want);
         // Columns count characters.
-        let u = sql_uses(&lex("select 'é', lo_import('/x');"));
+        let u = sql_uses(&lex("select 'é', lo_import('/x');", CopyData::None));
         assert_eq!((u[0].line, u[0].column), (1, 13));
+    }
+
+    #[test]
+    fn copy_from_stdin_data_is_not_read_as_sql() {
+        let text = "copy t (a, b) from stdin;\n\
+                    1\tit's lo_import\n\
+                    2\t\\N\n\
+                    \\.\n\
+                    select lo_export(1, '/x');\n";
+        assert_eq!(features(text), vec![(5, "lo_export()".to_string())]);
     }
 
     #[test]

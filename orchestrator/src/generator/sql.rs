@@ -3,7 +3,7 @@
 //! separate load phase and the sizes follow each run; its cells are
 //! compared on the total load time.  The parser is [`super::psql_parse`].
 use super::measures::{measure_psql, Measured};
-use super::scan::{backquoted, lex, meta_use, sql_uses, Tok};
+use super::scan::{backquoted, lex, meta_use, sql_uses, CopyData, Tok};
 use super::{Compared, Invocation, LoadGenerator, RunPrior, RunShape, ScriptVerb};
 use crate::config::{Length, ScriptUse};
 use crate::model::InitTimings;
@@ -67,7 +67,7 @@ impl LoadGenerator for SqlScript {
 /// meta-command's argument (given to the shell), and the server-side SQL
 /// features of [`super::scan::sql_uses`].
 pub fn psql_script_uses(text: &str) -> Vec<ScriptUse> {
-    let toks = lex(text);
+    let toks = lex(text, CopyData::Inline);
     let mut out = Vec::new();
     for l in &toks {
         let Tok::Meta { name, args } = &l.tok else {
