@@ -540,10 +540,8 @@ async fn publish_one(
     if matches!(r.status, CellStatus::NotRun { .. }) {
         return Ok(false);
     }
-    let facts =
-        std::fs::read_to_string(bundle.join(format!("data/hosts/{}/facts.json", r.params.host)))
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+    let facts = crate::results::bundle::read::host_facts(bundle, &r.params.host)
+        .map_err(DbError::Refused)?;
     let tx = client
         .transaction()
         .await

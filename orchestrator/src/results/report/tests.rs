@@ -525,3 +525,46 @@ fn every_format_is_named_once_and_renders_the_report() {
         markdown::render_markdown_report(&r)
     );
 }
+
+/// A cell record's host name becomes a path for `publish` and the agent
+/// (`data/hosts/<host>/facts.json`): one that is not a valid host name by
+/// the inventory's rule (`../../etc`, `/etc`, `a/b`) is refused where
+/// records are read, and the facts reader refuses it too; a valid name
+/// whose facts.json is a link is not read through it.
+#[test]
+fn a_host_name_from_a_bundle_is_validated_before_it_is_a_path() {
+    let base = serde_json::to_value(&sample()[0]).unwrap_or_else(|e| panic!("{e}"));
+    for bad in ["../../../../etc", "/etc", "a/b", "..", "h\n"] {
+        let mut v = base.clone();
+        v["params"]["host"] = serde_json::Value::from(bad);
+        let err = crate::results::bundle::parse_cell_result(&v.to_string())
+            .expect_err("a bad host name is refused");
+        assert!(
+            err.contains("field host") && err.contains("host name"),
+            "{bad:?}: {err}"
+        );
+        assert!(
+            crate::results::bundle::read::host_facts(std::path::Path::new("/"), bad).is_err(),
+            "{bad:?}"
+        );
+    }
+    assert!(crate::results::bundle::parse_cell_result(&base.to_string()).is_ok());
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let hosts = tmp.path().join("data/hosts/deb1");
+    std::fs::create_dir_all(&hosts).unwrap_or_else(|e| panic!("{e}"));
+    let outside = tmp.path().join("secret.json");
+    std::fs::write(&outside, "{\"secret\": 1}").unwrap_or_else(|e| panic!("{e}"));
+    std::os::unix::fs::symlink(&outside, hosts.join("facts.json"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        crate::results::bundle::read::host_facts(tmp.path(), "deb1"),
+        Ok(None)
+    );
+    std::fs::remove_file(hosts.join("facts.json")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(hosts.join("facts.json"), "{\"os\": \"linux\"}")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        crate::results::bundle::read::host_facts(tmp.path(), "deb1"),
+        Ok(Some(serde_json::json!({"os": "linux"})))
+    );
+}
