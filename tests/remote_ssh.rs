@@ -94,6 +94,7 @@ async fn stdin_is_delivered_byte_for_byte_and_lines_are_streamed() {
                 timeout: Some(Duration::from_secs(60)),
                 on_line: None,
                 own_session: false,
+                max_stdout: None,
             },
         )
         .await
@@ -112,6 +113,7 @@ async fn stdin_is_delivered_byte_for_byte_and_lines_are_streamed() {
                 timeout: Some(Duration::from_secs(30)),
                 on_line: None,
                 own_session: false,
+                max_stdout: None,
             },
         )
         .await
@@ -254,6 +256,67 @@ async fn timeout_kills_the_remote_process_group() {
     }
     // The connection still works afterwards.
     assert!(sh(&r, RemoteCommand::raw("true")).await.status.success());
+}
+
+/// A host that sends more than a command's bound (here 1 MiB on stdout,
+/// of 64 MiB sent, beside a sleep) has the command killed at once, in the
+/// persistent shell and in a session of its own alike: the first MiB is
+/// kept, the status says which stream passed which limit, the sleep is
+/// gone, and the connection works afterwards.
+#[tokio::test]
+async fn a_command_past_its_output_limit_is_killed_and_said() {
+    let sshd = Sshd::start();
+    let r = connect(&sshd).await;
+    for own_session in [false, true] {
+        let tag = format!(
+            "{}.{}{}",
+            5000 + std::process::id() % 1000,
+            sshd.port,
+            u8::from(own_session)
+        );
+        // The sleep runs beside the flood, in the command's group.
+        let script = RemoteCommand::raw("sleep")
+            .arg(&tag)
+            .raw_arg("& head -c 67108864 /dev/zero; wait; echo never");
+        let started = Instant::now();
+        let out = r
+            .exec(
+                &script,
+                ExecOptions {
+                    max_stdout: Some(1 << 20),
+                    own_session,
+                    ..ExecOptions::with_timeout(Duration::from_secs(120))
+                },
+            )
+            .await
+            .expect("exec returns");
+        assert_eq!(
+            out.status,
+            ExitStatus::OutputLimit {
+                stream: "stdout".into(),
+                limit_bytes: 1 << 20
+            },
+            "own session {own_session}"
+        );
+        assert_eq!(out.stdout.len(), 1 << 20);
+        assert!(
+            out.status.to_string().contains("more than 1 MiB on stdout"),
+            "{}",
+            out.status
+        );
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(30), "took {took:?}");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let left = processes_with(&format!("sleep {tag}"));
+            if left.is_empty() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "still running: {left:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(sh(&r, RemoteCommand::raw("true")).await.status.success());
+    }
 }
 
 #[tokio::test]

@@ -233,6 +233,7 @@ pub async fn host_sweep<R: Remote>(
                     .iter()
                     .map(|d| report.parsed.ident_of(d.as_str()).map(str::to_string))
                     .collect(),
+                limits: Default::default(),
             };
             tally = if job.batches.is_empty() {
                 w.run_cells(&job.cells).await

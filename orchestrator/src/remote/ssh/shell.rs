@@ -252,6 +252,11 @@ impl Shell {
                 Some(_) => continue,
             };
             frames[idx].push(stream_of(idx), &data, out);
+            if out.over.is_some() {
+                // Past the output limit: the caller kills the command (and
+                // with it this shell); `busy` stays set until it has.
+                return Ok(Err(()));
+            }
         }
         self.busy = false;
         Ok(frames[0].status.ok_or(()))
@@ -413,42 +418,43 @@ pub(super) async fn exec_in_shell(
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    let mut out = Collector::new(options.on_line.clone(), false);
+    let mut out = Collector::bounded(options.on_line.clone(), false, &options);
     let started = Instant::now();
     let work = shell.run(script, &mut out);
     let result = match options.timeout {
         None => Some(work.await),
         Some(limit) => tokio::time::timeout(limit, work).await.ok(),
     };
-    let status = match result {
-        None => {
-            // Timed out: the command runs in the driver's group.
-            match shell.pgid {
-                Some(pgid) => {
-                    if let Err(e) = Box::pin(remote.kill_group(pgid)).await {
-                        tracing::warn!(host = %remote.target.host_name, error = %e, pgid, "could not kill the timed-out shell's process group");
-                    }
-                }
-                None => {
-                    tracing::warn!(host = %remote.target.host_name, "the shell's process group is unknown; only closing its channel")
-                }
-            }
+    // Timed out, or past the output limit: the command runs in the
+    // driver's group, which is killed (and the shell with it).
+    let over = out
+        .over_status()
+        .filter(|_| matches!(result, Some(Ok(Err(())))));
+    let result = match (result, over) {
+        (Some(r), None) => r,
+        (_, over) => {
+            let status = over.unwrap_or(ExitStatus::TimedOut {
+                after_ms: started.elapsed().as_millis() as u64,
+            });
+            remote
+                .kill_session_group(shell.pgid, "timed out or sent more than its output limit")
+                .await;
             shell.busy = false;
             shell.guard.close().await;
             out.finish();
             return Ok(ExecOutput {
-                status: ExitStatus::TimedOut {
-                    after_ms: started.elapsed().as_millis() as u64,
-                },
+                status,
                 stdout: out.stdout,
                 stderr: out.stderr,
             });
         }
-        Some(Err(e)) => {
+    };
+    let status = match result {
+        Err(e) => {
             shell.guard.close().await;
             return Err(remote.channel_error(format!("writing to the shell: {e}")));
         }
-        Some(Ok(Err(()))) => {
+        Ok(Err(())) => {
             let closed = shell.handle.is_closed();
             shell.guard.close().await;
             out.finish();
@@ -459,7 +465,7 @@ pub(super) async fn exec_in_shell(
             }
             ExitStatus::Unknown
         }
-        Some(Ok(Ok(code))) => {
+        Ok(Ok(code)) => {
             let mut pool = remote.shells.lock().unwrap_or_else(|p| p.into_inner());
             if pool.len() < MAX_IDLE {
                 pool.push(shell);
