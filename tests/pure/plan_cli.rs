@@ -297,3 +297,47 @@ fn golden_command_logs_per_os() {
         insta::assert_snapshot!(format!("commands_{os}"), masked);
     }
 }
+
+/// `--history` reads other people's bundles: a timings file with odd
+/// numbers (huge, negative, near zero, past what a Duration holds) never
+/// panics the ETA (`plan --history` and `run --history` used to, `run`
+/// after making its bundle folder); the odd lines are not learned from.
+#[test]
+fn odd_numbers_in_a_history_timings_file_never_panic_the_eta() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let b = tmp.path().join("old-20260101T000000Z");
+    std::fs::create_dir_all(b.join("data")).expect("mkdir");
+    std::fs::write(b.join("bagit.txt"), "").expect("bagit");
+    let mut text = String::new();
+    for (secs, prior) in [
+        ("1e308", "1"),
+        ("1e300", "1e-300"),
+        ("5", "5e-324"),
+        ("-1", "45"),
+        ("18446744073709551615", "45"),
+        ("1.7976931348623157e308", "1.7976931348623157e308"),
+    ] {
+        for kind in ["setup", "load", "run_overhead", "teardown"] {
+            text.push_str(&format!(
+                "{{\"host\":\"lab1\",\"kind\":\"{kind}\",\"fs_type\":\"ext4\",\"on\":\"x\",\"secs\":{secs},\"prior_secs\":{prior}}}\n"
+            ));
+        }
+    }
+    std::fs::write(b.join("data/timings.jsonl"), text).expect("timings");
+    fsmatrix()
+        .args([
+            "plan",
+            "-i",
+            "inventory/lab.toml",
+            "-m",
+            "matrix/quick.toml",
+            "--history",
+        ])
+        .arg(tmp.path())
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("panicked").not())
+        .stdout(predicate::str::contains(
+            "no timings of this host: the defaults",
+        ));
+}

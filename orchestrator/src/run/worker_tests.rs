@@ -1261,3 +1261,45 @@ async fn a_file_name_from_the_host_the_bundle_cannot_store_fails_only_its_cell()
         );
     }
 }
+
+/// The sink's own wall: a cell whose files include a name the bundle
+/// cannot store is recorded as failed (its other files kept), and the
+/// bundle stays usable for every other cell and host.
+#[tokio::test]
+async fn the_sink_records_a_cell_with_an_unstorable_file_name_as_failed() {
+    let (_, p) = setup("2", false);
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let bundle = Bundle::create(tmp.path(), "m").unwrap_or_else(|e| panic!("{e}"));
+    let root = bundle.path().to_path_buf();
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let sink = Sink::new(bundle, tx);
+    let mut tally = HostTally::default();
+    let (a, b) = (&p.cells[0], &p.cells[1]);
+    let done = |c: &crate::plan::Cell| crate::model::CellResult {
+        schema: crate::model::RESULT_SCHEMA,
+        cell_id: c.id.clone(),
+        params: c.params(),
+        status: crate::model::CellStatus::NotNeeded { reason: "x".into() },
+        started: None,
+        ended: None,
+        sizes: None,
+        init: None,
+        fs_settings: None,
+    };
+    let files = vec![
+        ("run.out".to_string(), b"kept".to_vec()),
+        (format!("txlog/{}", "n".repeat(300)), b"x".to_vec()),
+    ];
+    sink.record(a, &done(a), &files, &mut tally);
+    sink.record(b, &done(b), &[], &mut tally);
+    assert!(sink.broken().is_none(), "{:?}", sink.broken());
+    assert_eq!((tally.failed, tally.not_needed), (1, 1));
+    let r: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(root.join(format!("data/cells/{}/result.json", a.id)))
+            .unwrap_or_else(|e| panic!("{e}")),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let tail = r["status"]["stderr_tail"].as_str().unwrap_or_default();
+    assert!(tail.contains("over the 255 a file name may have"), "{tail}");
+    assert!(root.join(format!("data/cells/{}/run.out", a.id)).is_file());
+}
