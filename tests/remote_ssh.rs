@@ -319,6 +319,61 @@ async fn a_command_past_its_output_limit_is_killed_and_said() {
     }
 }
 
+/// The host lock's holder waits for a first line: a host that sends
+/// bytes without a newline is cut at the stdout bound, not held in memory
+/// until the lock's time limit.
+#[tokio::test]
+async fn a_held_command_that_floods_before_its_first_line_ends_at_the_bound() {
+    let sshd = Sshd::start();
+    let r = connect(&sshd).await;
+    let started = Instant::now();
+    let out = r
+        .hold(
+            &RemoteCommand::raw("head -c 80000000 /dev/zero; sleep 60"),
+            b"",
+            Duration::from_secs(60),
+        )
+        .await
+        .expect("hold returns");
+    match out {
+        fsmatrix::remote::HoldOutcome::Ended(out) => {
+            assert!(
+                matches!(&out.status, ExitStatus::OutputLimit { stream, .. } if stream == "stdout"),
+                "{:?}",
+                out.status
+            );
+            assert_eq!(out.stdout.len() as u64, fsmatrix::timeouts::MAX_STDOUT);
+        }
+        other => panic!("held: {other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_secs(40));
+}
+
+/// A host whose session prints a flood on stderr before the persistent
+/// shell's first line (here a ForceCommand; a noisy login file alike) is
+/// refused at that shell's start with what it sent, within the bound,
+/// instead of being read until the connect timeout.
+#[tokio::test]
+async fn a_shell_that_floods_stderr_before_its_first_line_is_refused() {
+    let sshd = Sshd::start_with_config(
+        "ForceCommand head -c 1000000 /dev/zero | tr '\\0' x >&2; exec /bin/sh -c \"$SSH_ORIGINAL_COMMAND\"\n",
+    );
+    let r = connect(&sshd).await;
+    let err = r
+        .exec(
+            &RemoteCommand::raw("echo hi"),
+            ExecOptions::with_timeout(Duration::from_secs(30)),
+        )
+        .await
+        .expect_err("refused");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("more than 65536 bytes on stderr before its first line ended")
+            && msg.contains("xxxx"),
+        "{msg}"
+    );
+}
+
 #[tokio::test]
 async fn twenty_concurrent_commands_share_one_connection() {
     let sshd = Sshd::start();

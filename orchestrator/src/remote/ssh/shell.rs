@@ -34,6 +34,10 @@ use crate::remote::{
     login_shell_safe, ExecOptions, ExecOutput, ExitStatus, OutputStream, RemoteError,
 };
 
+/// The longest first stderr line a starting shell may print (the
+/// prologue's is a few dozen bytes).
+const FIRST_LINE_MAX: usize = 64 << 10;
+
 /// Idle shells kept per host (each holds an sshd session; with
 /// `MAX_CHANNELS` in flight and one held command this stays within sshd's
 /// default MaxSessions of 10).
@@ -143,8 +147,19 @@ impl Shell {
             loop {
                 match rx.wait().await {
                     Some(ChannelMsg::ExtendedData { data, ext: 1 }) => {
+                        // Only the new bytes can hold the first newline; a
+                        // first line longer than any prologue's is not one.
+                        let seen = err.len();
                         err.extend_from_slice(&data);
-                        if let Some(nl) = err.iter().position(|&b| b == b'\n') {
+                        let found = err[seen..].iter().position(|&b| b == b'\n');
+                        if found.is_none() && err.len() > FIRST_LINE_MAX {
+                            err.truncate(FIRST_LINE_MAX);
+                            return Err(format!(
+                                "the shell sent more than {FIRST_LINE_MAX} bytes on stderr before its first line ended; they begin {:?}",
+                                String::from_utf8_lossy(&err[..err.len().min(200)])
+                            ));
+                        }
+                        if let Some(nl) = found.map(|i| seen + i) {
                             let line = String::from_utf8_lossy(&err[..nl]).into_owned();
                             return Ok(line
                                 .strip_prefix(PGID_MARKER)
@@ -157,7 +172,10 @@ impl Shell {
                     | Some(ChannelMsg::Eof)
                     | Some(ChannelMsg::ExitStatus { .. })
                     | Some(ChannelMsg::ExitSignal { .. }) => {
-                        return Err(String::from_utf8_lossy(&err).trim().to_string())
+                        return Err(format!(
+                            "the shell ended at its start: {:?}",
+                            String::from_utf8_lossy(&err).trim()
+                        ))
                     }
                     Some(_) => {}
                 }
@@ -170,9 +188,7 @@ impl Shell {
                 limit.as_secs_f64()
             ))
         })?
-        .map_err(|stderr| {
-            remote.channel_error(format!("the shell ended at its start: {stderr:?}"))
-        })?;
+        .map_err(|why| remote.channel_error(why))?;
         let kill = pgid.and_then(|p| remote.kill_command(p).to_shell().ok().map(str::to_string));
         Ok(Some(Shell {
             rx,
