@@ -956,3 +956,81 @@ async fn queue_throughput_benchmark() {
         10_000
     );
 }
+
+/// A bundle whose results name a host `../../../outside` (its checksums
+/// made to verify): `publish` used to join the name into
+/// `data/hosts/<host>/facts.json` and store a file from outside the bundle
+/// with the runs.  It is refused, naming the field and the rule, and
+/// nothing is written to the database.
+#[test]
+fn publish_refuses_a_host_name_that_would_leave_the_bundle() {
+    use fsmatrix::text::sha256_hex;
+    let pg = Postgres::start();
+    let url = pg.url("postgres");
+    assert_eq!(run(&["db", "init"], &url).status.code(), Some(0));
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = bundle_common::make_bundle(tmp.path(), fsmatrix::results::SweepStatus::Complete);
+    // <bundle>/data/hosts/../../../outside is tmp/outside.
+    std::fs::create_dir_all(tmp.path().join("outside")).unwrap();
+    std::fs::write(
+        tmp.path().join("outside/facts.json"),
+        "{\"secret\": \"stolen\"}",
+    )
+    .unwrap();
+    let jsonl = bundle.join("data/results.jsonl");
+    let before = std::fs::read_to_string(&jsonl).unwrap();
+    let text = before.replace("\"host\":\"lab1\"", "\"host\":\"../../../outside\"");
+    assert!(text.contains("../../../outside"));
+    std::fs::write(&jsonl, &text).unwrap();
+    // bag-info.txt's Payload-Oxum counts the payload's bytes.
+    let grown = (text.len() - before.len()) as u64;
+    let info_path = bundle.join("bag-info.txt");
+    let info: String = std::fs::read_to_string(&info_path)
+        .unwrap()
+        .lines()
+        .map(|l| match l.strip_prefix("Payload-Oxum: ") {
+            Some(v) => {
+                let (bytes, files) = v.split_once('.').unwrap();
+                format!(
+                    "Payload-Oxum: {}.{files}\n",
+                    bytes.parse::<u64>().unwrap() + grown
+                )
+            }
+            None => format!("{l}\n"),
+        })
+        .collect();
+    std::fs::write(&info_path, &info).unwrap();
+    // Make the checksums agree again, as a hostile sender would.
+    let fix = |manifest: &str, rel: &str, bytes: &[u8]| {
+        let path = bundle.join(manifest);
+        let fixed: String = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(|l| match l.split_once("  ") {
+                Some((_, p)) if p == rel => format!("{}  {p}\n", sha256_hex(bytes)),
+                _ => format!("{l}\n"),
+            })
+            .collect();
+        std::fs::write(&path, fixed).unwrap();
+    };
+    fix("manifest-sha256.txt", "data/results.jsonl", text.as_bytes());
+    let manifest = std::fs::read(bundle.join("manifest-sha256.txt")).unwrap();
+    fix("tagmanifest-sha256.txt", "manifest-sha256.txt", &manifest);
+    fix("tagmanifest-sha256.txt", "bag-info.txt", info.as_bytes());
+    let o = run(&["verify", bundle.to_str().unwrap()], &url);
+    assert_eq!(o.status.code(), Some(0), "the bundle verifies: {}", out(&o));
+
+    let o = run(&["publish", bundle.to_str().unwrap()], &url);
+    assert_ne!(o.status.code(), Some(0), "{}", out(&o));
+    let said = out(&o);
+    assert!(
+        said.contains("field host") && said.contains("host name"),
+        "{said}"
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = client(&url).await;
+        assert_eq!(count(&c, "SELECT count(*) FROM fsmatrix_runs").await, 0);
+        assert_eq!(count(&c, "SELECT count(*) FROM fsmatrix_bundles").await, 0);
+    });
+}
