@@ -8,6 +8,7 @@ use super::error::RunError;
 use super::sink::Sink;
 use crate::config::{Inventory, Matrix};
 use crate::plan::Plan;
+use crate::results::bundle::writer::check_payload_path;
 
 /// The inputs' texts as written, and where they were (absolute), so that
 /// relative paths in them keep their meaning.
@@ -35,6 +36,32 @@ impl Inputs {
             matrix_path: abs(&m.path),
         })
     }
+}
+
+/// The bundle-relative names [`write`] will give the matrix's scripts: each
+/// must be a name the bundle can store.  Checked before any host is
+/// claimed or the bundle folder made, so that an input the bundle cannot
+/// hold leaves no half-made bundle behind.
+pub fn check(m: &Matrix) -> Result<(), RunError> {
+    for w in &m.workloads {
+        if let Some((path, _, _)) = w.kind.script() {
+            if let Some(rel) = path.to_str().filter(|_| path.is_relative()) {
+                check_payload_path(rel).map_err(|source| RunError::Snapshot {
+                    what: format!("workload {}'s script {rel}", w.name.as_str()),
+                    source,
+                })?;
+            } else if path.is_relative() {
+                return Err(RunError::Snapshot {
+                    what: format!("workload {}'s script", w.name.as_str()),
+                    source: crate::results::BundleError::BadPath {
+                        rel: path.display().to_string(),
+                        why: "the path is not UTF-8".into(),
+                    },
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Write the snapshots into the bundle: the inventory and matrix as written
@@ -241,6 +268,41 @@ mod tests {
         });
         rx.recv_timeout(std::time::Duration::from_secs(10))
             .unwrap_or_else(|_| panic!("hung reading the snapshots"))
+    }
+
+    /// A script name the bundle cannot store (`%`, `\\`: `plan` takes
+    /// them) is refused before any host is claimed or the bundle folder
+    /// made: `run` used to make the folder, then fail writing the snapshot,
+    /// and leave a half-made bundle.
+    #[tokio::test]
+    async fn an_input_the_bundle_cannot_hold_leaves_no_bundle_folder() {
+        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(tmp.path().join("a%b.sql"), "SELECT 1;\n").unwrap_or_else(|e| panic!("{e}"));
+        let inv_text =
+            "[[host]]\nname = \"h\"\naddress = \"127.0.0.1\"\nport = 1\nos = \"linux\"\n\
+             devices = [\"/dev/loop9\"]\npg_bin = \"/usr/lib/postgresql/15/bin\"\n";
+        let m_text = "name = \"m\"\n[[filesystem]]\nname = \"e\"\ntype = \"ext4\"\n\
+             [[workload]]\nname = \"w\"\nsql_script = \"a%b.sql\"\n";
+        let (inv_path, m_path) = (tmp.path().join("inv.toml"), tmp.path().join("m.toml"));
+        std::fs::write(&inv_path, inv_text).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(&m_path, m_text).unwrap_or_else(|e| panic!("{e}"));
+        let inv =
+            Inventory::parse(&inv_path, inv_text.to_string()).unwrap_or_else(|e| panic!("{e}"));
+        let m = Matrix::parse(&m_path, m_text.to_string()).unwrap_or_else(|e| panic!("{e}"));
+        let out = tmp.path().join("out");
+        let hooks = crate::run::Hooks {
+            display: crate::run::Display::Quiet,
+            ..Default::default()
+        };
+        let err = match crate::run::sweep(&inv, &m, &out, hooks).await {
+            Ok(s) => panic!("ran: {:?}", s.bundle),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains("a%b.sql") && err.contains('%'), "{err}");
+        let left: Vec<_> = std::fs::read_dir(&out)
+            .map(|rd| rd.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "a bundle folder was left: {left:?}");
     }
 
     /// `resume` and `run --from` read a bundle's snapshots: a FIFO there

@@ -78,6 +78,8 @@ pub async fn sweep_hooked(
     keep: &Kept,
     hooks: Hooks,
 ) -> Result<SweepSummary, RunError> {
+    // An input the bundle cannot hold is refused before anything exists.
+    snapshot::check(m)?;
     // Only the hosts with cells to run here: a split sweep's other hosts
     // belong to other agents.
     let claims = claim(inv, p, m.name.as_str(), keep, false).await?;
@@ -97,6 +99,7 @@ pub async fn rerun(from: &Path, out: &Path, hooks: Hooks) -> Result<SweepSummary
     let (inv, m, inputs) = snapshot::read(from)?;
     let p = plan(&inv, &m);
     snapshot::same_cells(from, &p)?;
+    snapshot::check(&m)?;
     let old = from
         .canonicalize()
         .ok()
