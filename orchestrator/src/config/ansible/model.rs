@@ -5,8 +5,6 @@ use std::path::Path;
 use super::{Cx, ImportError};
 use crate::config::values::shown;
 
-/// A variable's value, with the types the mapping cares about.
-
 /// The most hosts one import reads (a pattern's range is capped the same):
 /// more is refused before any per-host work, which is at least linear in
 /// the groups a host is in.
@@ -17,6 +15,7 @@ pub(super) const MAX_GROUPS: usize = 10_000;
 /// every format: a host's variables are merged over its whole ancestry.
 pub(super) const MAX_GROUP_DEPTH: usize = 64;
 
+/// A variable's value, with the types the mapping cares about.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Var {
     Null,
@@ -171,13 +170,15 @@ impl Model {
     /// The caps on what one import holds ([`MAX_HOSTS`], [`MAX_GROUPS`]),
     /// checked after reading and before any per-host work.
     pub(super) fn check_size(&self, file: &Path) -> Result<(), ImportError> {
-        let too_many = |what: &str, n: usize, max: usize| ImportError {
+        let too_many = |what: &str, n: usize, max: usize| {
+            ImportError {
             file: file.to_path_buf(),
             line: None,
             message: format!(
                 "the inventory has {n} {what}; fsmatrix imports at most {max}: split it, or \
                  import the part a study runs on (`ansible-inventory -i SRC --list --limit PATTERN`)"
             ),
+        }
         };
         if self.hosts.len() > MAX_HOSTS {
             return Err(too_many("hosts", self.hosts.len(), MAX_HOSTS));

@@ -283,14 +283,26 @@ fn imports_are_bounded_in_hosts_groups_and_nesting() {
         chain.push_str(&format!("[g{i}:children]\ng{}\n", i - 1));
     }
     let e = imp_err("chain.ini", &chain);
-    assert!(e.to_string().contains(&format!("more than {MAX_GROUP_DEPTH} deep")), "{e}");
+    assert!(
+        e.to_string()
+            .contains(&format!("more than {MAX_GROUP_DEPTH} deep")),
+        "{e}"
+    );
     // One more host than the cap: refused with the count and what to do.
     let mut many = String::from("[web]\n");
     for i in 0..=MAX_HOSTS {
-        many.push_str(&format!("h{i} ansible_host=10.{}.{}.{}\n", i / 62500, i / 250 % 250, i % 250 + 1));
+        many.push_str(&format!(
+            "h{i} ansible_host=10.{}.{}.{}\n",
+            i / 62500,
+            i / 250 % 250,
+            i % 250 + 1
+        ));
     }
     let e = imp_err("many.ini", &many);
-    assert!(e.to_string().contains(&format!("{} hosts", MAX_HOSTS + 1)), "{e}");
+    assert!(
+        e.to_string().contains(&format!("{} hosts", MAX_HOSTS + 1)),
+        "{e}"
+    );
     assert!(e.to_string().contains("--limit"), "{e}");
     // As many groups: refused.
     let mut groups = String::from("[g0]\nh1 ansible_host=10.0.0.1\n");
@@ -298,10 +310,17 @@ fn imports_are_bounded_in_hosts_groups_and_nesting() {
         groups.push_str(&format!("[x{i}]\n"));
     }
     let e = imp_err("groups.ini", &groups);
-    assert!(e.to_string().contains("groups; fsmatrix imports at most"), "{e}");
+    assert!(
+        e.to_string().contains("groups; fsmatrix imports at most"),
+        "{e}"
+    );
     // At the cap, every host is imported (the duplicate-name check is a
     // map lookup, not a scan of the hosts before it).
-    let at_cap: String = many.lines().take(MAX_HOSTS + 1).map(|l| format!("{l}\n")).collect();
+    let at_cap: String = many
+        .lines()
+        .take(MAX_HOSTS + 1)
+        .map(|l| format!("{l}\n"))
+        .collect();
     let i = imp("cap.ini", &at_cap);
     assert_eq!(i.toml.matches("[[host]]").count(), MAX_HOSTS);
 }

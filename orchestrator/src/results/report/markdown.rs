@@ -27,7 +27,10 @@ pub(super) fn md_text(s: &str) -> String {
     for (i, &c) in chars.iter().enumerate() {
         // `_` inside a word (pg_database_size) never opens emphasis in
         // CommonMark; at a word's edge it may.
-        let in_word = |j: Option<usize>| j.and_then(|j| chars.get(j)).is_some_and(|c| c.is_alphanumeric());
+        let in_word = |j: Option<usize>| {
+            j.and_then(|j| chars.get(j))
+                .is_some_and(|c| c.is_alphanumeric())
+        };
         let next = chars.get(i + 1).copied();
         let escape = match c {
             '_' => !(in_word(i.checked_sub(1)) && in_word(Some(i + 1))),
