@@ -81,14 +81,14 @@ fn db_init_creates_the_schema_and_a_second_init_changes_nothing() {
     let o = run(&["db", "init"], &url);
     assert_eq!(o.status.code(), Some(0), "{}", out(&o));
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("schema version 0 -> 2"),
+        String::from_utf8_lossy(&o.stdout).contains("schema version 0 -> 3"),
         "{}",
         out(&o)
     );
     let o = run(&["db", "init"], &url);
     assert_eq!(o.status.code(), Some(0), "{}", out(&o));
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("schema version 2: up to date"),
+        String::from_utf8_lossy(&o.stdout).contains("schema version 3: up to date"),
         "{}",
         out(&o)
     );
@@ -98,15 +98,19 @@ fn db_init_creates_the_schema_and_a_second_init_changes_nothing() {
     rt.block_on(async {
         let c = client(&url).await;
         c.batch_execute(
-            "ALTER TABLE fsmatrix_sweeps DROP COLUMN split_hosts;
-             DELETE FROM fsmatrix_schema WHERE version = 2;",
+            "DROP TRIGGER fsmatrix_sweeps_submitter ON fsmatrix_sweeps;
+             DROP FUNCTION fsmatrix_sweeps_submitter();
+             ALTER TABLE fsmatrix_sweeps DROP COLUMN scripts;
+             ALTER TABLE fsmatrix_sweeps ALTER COLUMN submitted_by DROP DEFAULT;
+             ALTER TABLE fsmatrix_sweeps DROP COLUMN split_hosts;
+             DELETE FROM fsmatrix_schema WHERE version >= 2;",
         )
         .await
         .unwrap();
     });
     let o = run(&["db", "init"], &url);
     assert!(
-        o.status.success() && String::from_utf8_lossy(&o.stdout).contains("schema version 1 -> 2"),
+        o.status.success() && String::from_utf8_lossy(&o.stdout).contains("schema version 1 -> 3"),
         "{}",
         out(&o)
     );
@@ -206,6 +210,8 @@ fn an_agent_whose_database_is_down_at_start_exits_2_and_leases_nothing() {
     let o = run(
         &[
             "agent",
+            "--registry",
+            "inventory/example-lab.toml",
             "--idle-exit",
             "5",
             "--out",
@@ -512,6 +518,117 @@ fn submit_queue_and_cancel() {
     });
 }
 
+/// `db init --roles`: who submitted is the database's own identity (not
+/// `$USER`), a submitter cancels only its own sweeps and can write neither
+/// leases nor results, an agent leases.
+#[test]
+fn a_submitter_role_queues_and_cancels_its_own_but_cannot_write_leases_or_results() {
+    let pg = Postgres::start();
+    let url = pg.url("postgres");
+    for _ in 0..2 {
+        let o = run(&["db", "init", "--roles"], &url);
+        assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("roles fsmatrix_submitter and fsmatrix_agent ready"),
+            "{}",
+            out(&o)
+        );
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        client(&url)
+            .await
+            .batch_execute(
+                "CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN; CREATE ROLE runner LOGIN;
+                 GRANT fsmatrix_submitter TO alice, bob; GRANT fsmatrix_agent TO runner;",
+            )
+            .await
+            .unwrap();
+    });
+    let o = fsmatrix()
+        .current_dir(repo())
+        .args(["submit", "-i", "inventory/example-lab.toml", "-m", "matrix/quick.toml"])
+        .env("FSMATRIX_DB", pg.url("alice"))
+        .env("USER", "mallory\x1b[2J")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let id: i64 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
+    let o = run(&["queue", "--json"], &url);
+    let row: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON line");
+    assert_eq!(row["submitted_by"], "alice", "the database's session_user, not $USER");
+    // Bob cannot cancel Alice's sweep.
+    let o = run(&["cancel", &id.to_string()], &pg.url("bob"));
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    rt.block_on(async {
+        let alice = client(&pg.url("alice")).await;
+        let own = format!(
+            "SELECT cell_id, address, port FROM fsmatrix_cells WHERE sweep_id = {id} LIMIT 1"
+        );
+        let r = alice.query_one(&own, &[]).await.unwrap();
+        let (cell, address, port): (String, String, i32) = (r.get(0), r.get(1), r.get(2));
+        let sha = "a".repeat(64);
+        for sql in [
+            format!(
+                "INSERT INTO fsmatrix_host_leases (address, port, sweep_id, holder, expires)
+                 VALUES ('{address}', {port}, {id}, 'alice', now() + interval '1 h')"
+            ),
+            "UPDATE fsmatrix_host_leases SET holder = 'alice'".to_string(),
+            "DELETE FROM fsmatrix_host_leases".to_string(),
+            format!(
+                "INSERT INTO fsmatrix_bundles (sha256, path, matrix_name, sweep_id, bag_info)
+                 VALUES ('{sha}', '/x', 'quick', {id}, '{{}}')"
+            ),
+            format!(
+                "INSERT INTO fsmatrix_runs (bundle_sha256, cell_id, host, filesystem, fs_type, workload,
+                     clients, repeat, warmup, state, result)
+                 VALUES ('{sha}', '{cell}', 'h', 'f', 'ext4', 'w', 1, 1, false, 'done', '{{}}')"
+            ),
+            "UPDATE fsmatrix_runs SET tps = 1e9".to_string(),
+            format!("UPDATE fsmatrix_cells SET state = 'done' WHERE sweep_id = {id}"),
+            format!("UPDATE fsmatrix_cells SET holder = 'alice' WHERE sweep_id = {id}"),
+            format!("UPDATE fsmatrix_sweeps SET state = 'running' WHERE id = {id}"),
+            format!("UPDATE fsmatrix_sweeps SET submitted_by = 'bob' WHERE id = {id}"),
+            "INSERT INTO fsmatrix_sweeps (matrix_name, inventory, matrix, inventory_path, matrix_path,
+                 plan, submitted_by, priority, eta_seconds, state)
+             VALUES ('m', '', '', '', '', '{}', 'bob', 0, 0, 'running')"
+                .to_string(),
+        ] {
+            let e = alice.batch_execute(&sql).await.expect_err(&sql);
+            assert_eq!(
+                e.code(),
+                Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE),
+                "{sql}: {e:?}"
+            );
+        }
+        // An agent's role leases the sweep (and the submitter's lease
+        // attempts left nothing behind).
+        let mut runner = client(&pg.url("runner")).await;
+        assert_eq!(
+            queue::lease_next_sweep(&mut runner, "runner@test:1", 30)
+                .await
+                .unwrap()
+                .map(|(s, _)| s),
+            Some(id)
+        );
+        let holders: Vec<String> = runner
+            .query("SELECT DISTINCT holder FROM fsmatrix_host_leases", &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(holders, ["runner@test:1"]);
+        assert!(queue::claim_cell(&runner, id, "runner@test:1").await.unwrap().is_some());
+    });
+    let o = run(&["cancel", &id.to_string()], &pg.url("alice"));
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let o = run(&["queue", "--json"], &url);
+    let row: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON line");
+    assert_eq!(row["state"], "cancelled");
+    assert_eq!(row["submitted_by"], "alice");
+}
+
 #[test]
 fn publish_imports_a_bundle_once_and_refuses_one_that_does_not_verify() {
     let pg = Postgres::start();
@@ -694,7 +811,7 @@ async fn submit_fake(
             matrix_path: &mp,
             inventory: &inv,
             plan: &p,
-            by: "test@here",
+            scripts: &[],
             priority: 0,
             split_hosts: split,
         },
