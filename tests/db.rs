@@ -529,7 +529,8 @@ fn a_submitter_role_queues_and_cancels_its_own_but_cannot_write_leases_or_result
         let o = run(&["db", "init", "--roles"], &url);
         assert_eq!(o.status.code(), Some(0), "{}", out(&o));
         assert!(
-            String::from_utf8_lossy(&o.stdout).contains("roles fsmatrix_submitter and fsmatrix_agent ready"),
+            String::from_utf8_lossy(&o.stdout)
+                .contains("roles fsmatrix_submitter and fsmatrix_agent ready"),
             "{}",
             out(&o)
         );
@@ -547,7 +548,13 @@ fn a_submitter_role_queues_and_cancels_its_own_but_cannot_write_leases_or_result
     });
     let o = fsmatrix()
         .current_dir(repo())
-        .args(["submit", "-i", "inventory/example-lab.toml", "-m", "matrix/quick.toml"])
+        .args([
+            "submit",
+            "-i",
+            "inventory/example-lab.toml",
+            "-m",
+            "matrix/quick.toml",
+        ])
         .env("FSMATRIX_DB", pg.url("alice"))
         .env("USER", "mallory\x1b[2J")
         .output()
@@ -556,7 +563,10 @@ fn a_submitter_role_queues_and_cancels_its_own_but_cannot_write_leases_or_result
     let id: i64 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
     let o = run(&["queue", "--json"], &url);
     let row: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON line");
-    assert_eq!(row["submitted_by"], "alice", "the database's session_user, not $USER");
+    assert_eq!(
+        row["submitted_by"], "alice",
+        "the database's session_user, not $USER"
+    );
     // Bob cannot cancel Alice's sweep.
     let o = run(&["cancel", &id.to_string()], &pg.url("bob"));
     assert_eq!(o.status.code(), Some(2), "{}", out(&o));
