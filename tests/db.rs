@@ -1021,6 +1021,61 @@ async fn a_split_sweep_is_leased_host_by_host_and_a_whole_one_never_is() {
 /// sweep and host, claim and finish 10 000 cells; prints claims per second
 /// and the time a claim waits (its round trip, locks included).  The figure
 /// goes in docs/results-database.md; the test asserts only that every cell ran once.
+async fn xid(c: &tokio_postgres::Client) -> i64 {
+    c.query_one("SELECT txid_current()", &[])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// Issue 24: an agent's pass over the queue is one query, not one
+/// transaction per open sweep (5,000 queued sweeps cost ~10 s a pass).
+/// Counted by transaction ids: a lease attempt locks rows and takes one,
+/// the poll (read only) takes none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_s_poll_is_one_query_however_long_the_queue() {
+    let pg = Postgres::start();
+    let url = pg.url("postgres");
+    let mut c = client(&url).await;
+    db::schema::init(&mut c).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let blocker = submit_fake(&mut c, tmp.path(), 1, 1, 25, false).await;
+    assert!(leased(&mut c, blocker, "agent-1", 600).await > 0);
+    // 5,000 more sweeps on the leased host.
+    c.batch_execute(&format!(
+        "INSERT INTO fsmatrix_sweeps (matrix_name, inventory, matrix, inventory_path, matrix_path,
+                                      plan, priority, eta_seconds)
+         SELECT matrix_name, inventory, matrix, inventory_path, matrix_path, plan, priority, eta_seconds
+         FROM fsmatrix_sweeps, generate_series(1, 5000) WHERE id = {blocker};
+         INSERT INTO fsmatrix_cells (sweep_id, cell_id, ord, host, address, port, params)
+         SELECT s.id, c.cell_id, c.ord, c.host, c.address, c.port, c.params
+         FROM fsmatrix_sweeps s JOIN fsmatrix_cells c ON c.sweep_id = {blocker}
+         WHERE s.id <> {blocker};"
+    ))
+    .await
+    .unwrap();
+    let before = xid(&c).await;
+    let t0 = Instant::now();
+    let (open, got) = queue::lease_next(&mut c, "agent-2", 30).await.unwrap();
+    let took = t0.elapsed();
+    let after = xid(&c).await;
+    assert_eq!((open, got), (5001, None));
+    assert_eq!(
+        after - before,
+        1,
+        "a pass that finds nothing to lease took {} transactions ({took:?})",
+        after - before - 1
+    );
+    // A free sweep behind them all is found in the same one query, and
+    // leased in one transaction.
+    let free = submit_fake(&mut c, tmp.path(), 1, 3, 25, false).await;
+    let before = xid(&c).await;
+    let (open, got) = queue::lease_next(&mut c, "agent-2", 30).await.unwrap();
+    let after = xid(&c).await;
+    assert_eq!((open, got.map(|(id, _)| id)), (5002, Some(free)));
+    assert_eq!(after - before, 2, "one lease, one transaction");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn queue_throughput_benchmark() {
     let pg = Postgres::start();
