@@ -639,6 +639,44 @@ fn a_submitter_role_queues_and_cancels_its_own_but_cannot_write_leases_or_result
     assert_eq!(row["submitted_by"], "alice");
 }
 
+/// A matrix that names a script by an absolute path is refused at `submit`,
+/// before the database is reached: an agent plans only from the scripts a
+/// submission carries, beside the matrix (docs/trust.md).
+#[test]
+fn submit_refuses_a_script_named_by_an_absolute_path_before_reaching_the_database() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("load.sql");
+    std::fs::write(&script, "SELECT 1;\n").unwrap();
+    let m = tmp.path().join("m.toml");
+    std::fs::write(
+        &m,
+        format!(
+            "name = \"abs\"\nrepeats = 1\nwarmup = false\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n\
+             [[workload]]\nname = \"w\"\nsql_script = {:?}\n",
+            script.display().to_string()
+        ),
+    )
+    .unwrap();
+    let o = run(
+        &[
+            "submit",
+            "-i",
+            "inventory/example-lab.toml",
+            "-m",
+            m.to_str().unwrap(),
+        ],
+        "postgres://nobody@127.0.0.1:1/none",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("by an absolute path"), "{}", out(&o));
+    assert!(
+        e.contains("nothing queued") && !e.contains("cannot reach"),
+        "{}",
+        out(&o)
+    );
+}
+
 #[test]
 fn publish_imports_a_bundle_once_and_refuses_one_that_does_not_verify() {
     let pg = Postgres::start();

@@ -57,6 +57,17 @@ pub fn submit(args: &SubmitArgs) -> CmdResult {
     let inputs = crate::run::snapshot::Inputs::read(&inv, &m).map_err(CliError::failed_to)?;
     // The scripts travel as content: the agent never reads a path of ours.
     let scripts = queue::SubmittedScript::of(&m);
+    if let Some(s) = scripts
+        .iter()
+        .find(|s| std::path::Path::new(&s.path).is_absolute())
+    {
+        return Err(CliError::nothing_ran(format!(
+            "the matrix names script {} by an absolute path: an agent plans from the scripts a \
+             submission carries, beside the matrix; valid: a path relative to the matrix \
+             (e.g. sql/x.sql); nothing queued",
+            crate::text::terminal_safe(&s.path)
+        )));
+    }
     super::runtime()?.block_on(async {
         let mut c = ready(&args.db).await?;
         let id = queue::submit(
@@ -220,7 +231,7 @@ pub fn agent(args: &AgentArgs) -> CmdResult {
                     .map(|b| format!(", bundle {}", b.display()))
                     .unwrap_or_default(),
                 match (&t.stopped, t.finished) {
-                    (Some(why), _) => format!(", stopped: {why}"),
+                    (Some(why), _) => format!(", stopped: {}", crate::text::terminal_safe(why)),
                     (None, true) => ", sweep finished".to_string(),
                     (None, false) => String::new(),
                 }

@@ -136,7 +136,7 @@ pub async fn run(target: &DbTarget, opts: &AgentOptions) -> Result<Vec<SweepTurn
                 }
             }
             Err(e) => {
-                tracing::warn!("sweep {id}: {e}");
+                tracing::warn!("sweep {id}: {}", crate::text::terminal_safe(&e.to_string()));
                 turns.push(SweepTurn {
                     sweep: id,
                     bundle: None,
