@@ -570,6 +570,13 @@ fn a_submitter_role_queues_and_cancels_its_own_but_cannot_write_leases_or_result
     // Bob cannot cancel Alice's sweep.
     let o = run(&["cancel", &id.to_string()], &pg.url("bob"));
     assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(&format!(
+            "sweep {id} was submitted by alice: only its submitter"
+        )),
+        "{}",
+        out(&o)
+    );
     rt.block_on(async {
         let alice = client(&pg.url("alice")).await;
         let own = format!(

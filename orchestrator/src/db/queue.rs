@@ -276,8 +276,26 @@ pub async fn cancel(client: &mut Client, id: i64) -> Result<String, DbError> {
             &[&id],
         )
         .await
-        .map_err(DbError::query("read the sweep"))?
-        .ok_or_else(|| DbError::Refused(format!("there is no sweep {id}")))?;
+        .map_err(DbError::query("read the sweep"))?;
+    let Some(row) = row else {
+        // Row security hides other people's sweeps from a submitter's
+        // FOR UPDATE, not from reading: say whose it is.
+        let owner = tx
+            .query_opt(
+                "SELECT submitted_by FROM fsmatrix_sweeps WHERE id = $1",
+                &[&id],
+            )
+            .await
+            .map_err(DbError::query("read the sweep"))?;
+        return Err(DbError::Refused(match owner {
+            Some(o) => format!(
+                "sweep {id} was submitted by {}: only its submitter (or the database's owner) \
+                 can cancel it",
+                crate::text::terminal_safe(&o.get::<_, String>(0))
+            ),
+            None => format!("there is no sweep {id}"),
+        }));
+    };
     let state: String = row.get(0);
     if state != "queued" && state != "running" {
         return Err(DbError::Refused(format!(
