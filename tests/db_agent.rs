@@ -4,7 +4,9 @@
 //! is the one in its bundle; an agent killed mid-sweep whose sweep the
 //! other finishes after the lease expires; an agent interrupted (SIGINT)
 //! that tears down and lets go; the database stopped under a running agent
-//! and started again; a sweep split between agents host by host.
+//! and started again; a sweep split between agents host by host; a
+//! submitter's sweeps that ask for more than the agent's registry gives,
+//! refused without touching a host (docs/trust.md).
 mod support;
 
 // Without root and a lab the suite says so and is skipped (tests/run.sh runs it).
