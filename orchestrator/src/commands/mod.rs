@@ -109,6 +109,16 @@ pub struct ImportArgs {
 pub struct AgentArgs {
     #[command(flatten)]
     pub db: DbArgs,
+    /// The operator's host registry: an inventory of the hosts this agent
+    /// may run sweeps on, with their addresses, credentials, known hosts,
+    /// devices and every consent.  A submission only names its hosts and
+    /// narrows what this allows (docs/trust.md).
+    #[arg(long)]
+    pub registry: PathBuf,
+    /// The ssh config the registry resolves its aliases through, when the
+    /// registry names one (`ssh_config = PATH`): the same path, given here.
+    #[arg(long)]
+    pub ssh_config: Option<PathBuf>,
     /// Folder under which each sweep's bundle is created.
     #[arg(long, default_value = "results")]
     pub out: PathBuf,
@@ -123,7 +133,18 @@ pub struct AgentArgs {
 #[derive(Debug, Subcommand)]
 pub enum DbCommand {
     /// Create the schema, or migrate it to this fsmatrix's version.
-    Init(DbArgs),
+    Init(DbInitArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DbInitArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Also create the roles fsmatrix_submitter (queue sweeps, cancel its
+    /// own) and fsmatrix_agent (lease, run, publish), without LOGIN: grant
+    /// them to people's and agents' login roles.
+    #[arg(long)]
+    pub roles: bool,
 }
 
 /// Where the results database is.
