@@ -295,11 +295,11 @@ pub struct RunArgs {
     /// A key file the bundle's inventory names (`identity_file`) that may
     /// be used; once per file.  A bundle may come from someone else: the
     /// paths it records are used only when you name them.
-    #[arg(long, value_name = "FILE", requires = "from")]
+    #[arg(long, value_name = "FILE")]
     pub identity_file: Vec<PathBuf>,
     /// A known_hosts file the bundle's inventory names that may be used
     /// (the host keys it trusts); once per file.
-    #[arg(long, value_name = "FILE", requires = "from")]
+    #[arg(long, value_name = "FILE")]
     pub known_hosts: Vec<PathBuf>,
 }
 

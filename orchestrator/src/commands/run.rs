@@ -25,6 +25,14 @@ pub fn run(args: &RunArgs) -> CmdResult {
         history,
         ..Default::default()
     };
+    if args.from.is_none() && !(args.identity_file.is_empty() && args.known_hosts.is_empty()) {
+        // Checked here, not by clap: its `requires` does not hold against
+        // `from`'s conflicts, and a sweep must never start on a misread flag.
+        return Err(CliError::nothing_ran(
+            "--identity-file and --known-hosts name the paths a bundle's inventory records: \
+             give them with --from BUNDLE (an inventory you give with -i uses its own paths)",
+        ));
+    }
     let outcome = match (&args.from, &args.inventory, &args.matrix) {
         (Some(from), _, _) => {
             let sign = signer(&rt, args.sign.as_deref())?;
