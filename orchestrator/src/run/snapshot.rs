@@ -57,7 +57,8 @@ pub fn write(sink: &Sink, inputs: &Inputs, m: &Matrix, p: &Plan) -> Result<(), R
     )?;
     // Where the inputs were: a relative identity_file or known_hosts in the
     // inventory resolves against the original inventory's folder on
-    // resume and `run --from`, not against the bundle's data/.
+    // resume and `run --from`, not against the bundle's data/ (and is used
+    // there only when the user names it: see `read`).
     let origin = serde_json::json!({
         "inventory": inputs.inventory_path.display().to_string(),
         "matrix": inputs.matrix_path.display().to_string(),

@@ -1,6 +1,7 @@
 //! An inventory host's `address` may be an alias of the user's OpenSSH
 //! client configuration (`~/.ssh/config`, or the file the inventory names
-//! with `ssh_config = PATH`, as `ssh -F` does).  The alias is resolved by
+//! with `ssh_config = PATH`, as `ssh -F` does, when the user names it too
+//! with `--ssh-config`).  The alias is resolved by
 //! OpenSSH itself: fsmatrix runs `ssh -G [-F FILE] -- ALIAS`, which prints
 //! the configuration after evaluating `Include`, `Host` patterns (wildcards,
 //! `!` negation), `Match` blocks and first-value-wins, and exits without
