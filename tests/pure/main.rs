@@ -11,6 +11,7 @@ mod bundle_ls;
 mod bundle_sign;
 mod bundle_write;
 mod cli_conventions;
+mod foreign_paths;
 mod fuzz;
 mod pgbench_parse;
 mod plan_cli;

@@ -258,6 +258,11 @@ pub struct PlanArgs {
     /// hosts, instead of from the defaults alone.
     #[arg(long, value_name = "DIR", conflicts_with = "commands")]
     pub history: Option<PathBuf>,
+    /// The ssh config the inventory's `ssh_config` names: it is read (and
+    /// `ssh -G` runs its `Match exec` commands, as you) only when you name
+    /// the same file here; your own ~/.ssh/config needs no flag.
+    #[arg(long, value_name = "FILE")]
+    pub ssh_config: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -271,6 +276,11 @@ pub struct CheckArgs {
     /// (`host_checked`), then `check_finished`.
     #[arg(long)]
     pub json: bool,
+    /// The ssh config the inventory's `ssh_config` names: it is read (and
+    /// `ssh -G` runs its `Match exec` commands, as you) only when you name
+    /// the same file here; your own ~/.ssh/config needs no flag.
+    #[arg(long, value_name = "FILE")]
+    pub ssh_config: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -298,6 +308,20 @@ pub struct RunArgs {
     /// (as `plan --history`); it learns from this sweep as it goes either way.
     #[arg(long, value_name = "DIR")]
     pub history: Option<PathBuf>,
+    /// The ssh config the inventory's `ssh_config` names: it is read (and
+    /// `ssh -G` runs its `Match exec` commands, as you) only when you name
+    /// the same file here; your own ~/.ssh/config needs no flag.
+    #[arg(long, value_name = "FILE")]
+    pub ssh_config: Option<PathBuf>,
+    /// A key file the bundle's inventory names (`identity_file`) that may
+    /// be used; once per file.  A bundle may come from someone else: the
+    /// paths it records are used only when you name them.
+    #[arg(long, value_name = "FILE")]
+    pub identity_file: Vec<PathBuf>,
+    /// A known_hosts file the bundle's inventory names that may be used
+    /// (the host keys it trusts); once per file.
+    #[arg(long, value_name = "FILE")]
+    pub known_hosts: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -326,6 +350,20 @@ pub struct ResumeArgs {
     /// removes an earlier signature).
     #[arg(long, value_name = "KEY")]
     pub sign: Option<PathBuf>,
+    /// The ssh config the inventory's `ssh_config` names: it is read (and
+    /// `ssh -G` runs its `Match exec` commands, as you) only when you name
+    /// the same file here; your own ~/.ssh/config needs no flag.
+    #[arg(long, value_name = "FILE")]
+    pub ssh_config: Option<PathBuf>,
+    /// A key file the bundle's inventory names (`identity_file`) that may
+    /// be used; once per file.  A bundle may come from someone else: the
+    /// paths it records are used only when you name them.
+    #[arg(long, value_name = "FILE")]
+    pub identity_file: Vec<PathBuf>,
+    /// A known_hosts file the bundle's inventory names that may be used
+    /// (the host keys it trusts); once per file.
+    #[arg(long, value_name = "FILE")]
+    pub known_hosts: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -4,7 +4,11 @@ use crate::plan::{plan as make_plan, render};
 use crate::run::dry;
 
 pub fn plan(args: &PlanArgs) -> CmdResult {
-    let (inv, m) = crate::config::load(&args.inventory, &args.matrix)?;
+    let given = crate::config::GivenPaths {
+        ssh_config: args.ssh_config.clone(),
+        recorded: None,
+    };
+    let (inv, m) = crate::config::load_given(&args.inventory, &args.matrix, &given)?;
     eprint!("{}", crate::config::ssh_config::report(&inv));
     let p = make_plan(&inv, &m);
     if args.commands {

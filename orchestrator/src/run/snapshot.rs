@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::RunError;
 use super::sink::Sink;
-use crate::config::{Inventory, Matrix};
+use crate::config::{GivenPaths, Inventory, Matrix};
 use crate::plan::Plan;
 
 /// The inputs' texts as written, and where they were (absolute), so that
@@ -57,7 +57,8 @@ pub fn write(sink: &Sink, inputs: &Inputs, m: &Matrix, p: &Plan) -> Result<(), R
     )?;
     // Where the inputs were: a relative identity_file or known_hosts in the
     // inventory resolves against the original inventory's folder on
-    // resume and `run --from`, not against the bundle's data/.
+    // resume and `run --from`, not against the bundle's data/ (and is used
+    // there only when the user names it: see `read`).
     let origin = serde_json::json!({
         "inventory": inputs.inventory_path.display().to_string(),
         "matrix": inputs.matrix_path.display().to_string(),
@@ -76,8 +77,11 @@ pub fn write(sink: &Sink, inputs: &Inputs, m: &Matrix, p: &Plan) -> Result<(), R
 }
 
 /// The inventory and matrix a bundle was run with, from its own snapshots
-/// (never the files on disk, which may have changed since).
-pub fn read(dir: &Path) -> Result<(Inventory, Matrix, Inputs), RunError> {
+/// (never the files on disk, which may have changed since).  The inventory
+/// is someone's recorded text: its `ssh_config`, `identity_file` and
+/// `known_hosts` are used only when `given` names them (the command line's
+/// `--ssh-config`, `--identity-file`, `--known-hosts`).
+pub fn read(dir: &Path, given: &GivenPaths) -> Result<(Inventory, Matrix, Inputs), RunError> {
     let data = dir.join("data");
     let read = |name: &str| {
         let path = data.join(name);
@@ -101,13 +105,15 @@ pub fn read(dir: &Path) -> Result<(Inventory, Matrix, Inputs), RunError> {
         inventory_path: origin_of("inventory", "inventory.toml"),
         matrix_path: origin_of("matrix", "matrix.toml"),
     };
-    let inv =
-        Inventory::parse(&inputs.inventory_path, inputs.inventory_text.clone()).map_err(|e| {
-            RunError::SnapshotInvalid {
-                which: "inventory",
-                errors: e.to_string(),
-            }
-        })?;
+    let inv = Inventory::parse_given(
+        &inputs.inventory_path,
+        inputs.inventory_text.clone(),
+        &given.recorded(),
+    )
+    .map_err(|e| RunError::SnapshotInvalid {
+        which: "inventory",
+        errors: e.to_string(),
+    })?;
     // Checked against the inventory as `plan` checks them: a bundle is
     // other people's input, and what plan refuses, resume refuses.
     let mut m = Matrix::parse(&data.join("matrix.toml"), inputs.matrix_text.clone())

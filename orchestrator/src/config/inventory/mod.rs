@@ -15,10 +15,12 @@ use super::values::{
 };
 use super::walk::Tbl;
 
+mod given;
 mod jump;
 mod read;
 mod render;
 
+pub use given::{GivenPaths, RecordedPaths};
 pub use jump::{parse_proxy_jump, JumpSpec, MAX_JUMP_HOPS};
 pub use read::machine_key;
 pub use render::render;
