@@ -424,16 +424,15 @@ fn bad_allowed_signers_lines_are_skipped_as_ssh_keygen_skips_them() {
         let v = f.verify(Some(&p));
         assert_eq!(v.status.code(), Some(1), "{line}: {}", show(&v));
         let err = text(&v.stderr);
-        assert!(err.contains(&format!("{}:2: skipped", p.display())), "{err}");
+        assert!(
+            err.contains(&format!("{}:2: skipped", p.display())),
+            "{err}"
+        );
         assert!(err.contains(why), "{line}: {err}");
         assert!(text(&v.stdout).contains("line(s) that ssh-keygen cannot read"));
         assert!(!f.keygen_verify(&p, "alice@x").status.success());
         // Before a good line, it is skipped and the good line counts.
-        std::fs::write(
-            &p,
-            format!("{line}\nalice@x {}", public.trim_end()),
-        )
-        .expect("write");
+        std::fs::write(&p, format!("{line}\nalice@x {}", public.trim_end())).expect("write");
         let v = f.verify(Some(&p));
         assert!(v.status.success(), "{line}: {}", show(&v));
         assert!(text(&v.stderr).contains(":1: skipped"), "{}", show(&v));

@@ -206,10 +206,7 @@ fn armor_variants(sig: &[u8]) -> Vec<(String, Vec<u8>)> {
             "footer not on its own line".into(),
             wrap(100_000).replace("\n-----END", "-----END"),
         ),
-        (
-            "padding removed".into(),
-            text.replace('=', ""),
-        ),
+        ("padding removed".into(), text.replace('=', "")),
         (
             "a base64 character changed".into(),
             text.replacen(&lines[2][..4], "!!!!", 1),
@@ -324,10 +321,17 @@ fn ssh_keygen_and_fsmatrix_judge_every_corpus_case_alike() {
     for (name, allowed, sig) in [
         ("ecdsa", format!("{alice} {}\n", ec.public), &sig_ec),
         ("rsa", format!("{alice} {}\n", rsa.public), &sig_rsa),
-        ("rsa sha256", format!("{alice} {}\n", rsa.public), &sig_rsa256),
+        (
+            "rsa sha256",
+            format!("{alice} {}\n", rsa.public),
+            &sig_rsa256,
+        ),
         (
             "rsa as rsa-sha2-256",
-            format!("{alice} {}\n", rsa.public.replacen("ssh-rsa", "rsa-sha2-256", 1)),
+            format!(
+                "{alice} {}\n",
+                rsa.public.replacen("ssh-rsa", "rsa-sha2-256", 1)
+            ),
             &sig_rsa,
         ),
         ("another key", format!("{alice} {}\n", ec.public), &sig_ed),
@@ -345,9 +349,21 @@ fn ssh_keygen_and_fsmatrix_judge_every_corpus_case_alike() {
             ),
             &sig_ec,
         ),
-        ("no comment", format!("{alice} {}\n", k.rsplit_once(' ').expect("comment").0), &sig_ed),
-        ("a long comment", format!("{alice} {k} with  a\tlong comment\n"), &sig_ed),
-        ("tabs between fields", format!("{alice}\t{}\n", k.replace(' ', "\t")), &sig_ed),
+        (
+            "no comment",
+            format!("{alice} {}\n", k.rsplit_once(' ').expect("comment").0),
+            &sig_ed,
+        ),
+        (
+            "a long comment",
+            format!("{alice} {k} with  a\tlong comment\n"),
+            &sig_ed,
+        ),
+        (
+            "tabs between fields",
+            format!("{alice}\t{}\n", k.replace(' ', "\t")),
+            &sig_ed,
+        ),
         ("leading blanks", format!("  \t{alice} {k}\n"), &sig_ed),
         ("CRLF file", format!("# c\r\n\r\n{alice} {k}\r\n"), &sig_ed),
         ("no final newline", format!("{alice} {k}"), &sig_ed),
@@ -359,26 +375,55 @@ fn ssh_keygen_and_fsmatrix_judge_every_corpus_case_alike() {
         ("an empty file", String::new(), &sig_ed),
         ("only comments", "# alice\n\n   \n#x\n".to_string(), &sig_ed),
         ("a commented-out key", format!("#{alice} {k}\n"), &sig_ed),
-        ("namespace git signature", format!("{alice} {k}\n"), &sig_git),
-        ("namespace fsmatrixx signature", format!("{alice} {k}\n"), &sig_prefix),
+        (
+            "namespace git signature",
+            format!("{alice} {k}\n"),
+            &sig_git,
+        ),
+        (
+            "namespace fsmatrixx signature",
+            format!("{alice} {k}\n"),
+            &sig_prefix,
+        ),
     ] {
         add(name, allowed, alice, sig, &tt);
     }
     // Malformed lines: alone (refused) and before a good line (skipped).
     let k_blob = k.split(' ').nth(1).expect("blob");
     for (name, bad) in [
-        ("bad key", format!("{alice} ssh-ed25519 AAAA{}\n", &k_blob[8..])),
+        (
+            "bad key",
+            format!("{alice} ssh-ed25519 AAAA{}\n", &k_blob[8..]),
+        ),
         ("bad base64", format!("{alice} ssh-ed25519 !!!!\n")),
         ("unknown option", format!("{alice} bogus=\"1\" {k}\n")),
         ("unknown flag", format!("{alice} no-touch-required {k}\n")),
         ("missing key", format!("{alice}\n")),
-        ("missing key after options", format!("{alice} namespaces=\"fsmatrix\"\n")),
+        (
+            "missing key after options",
+            format!("{alice} namespaces=\"fsmatrix\"\n"),
+        ),
         ("key type only", format!("{alice} ssh-ed25519\n")),
-        ("unquoted option value", format!("{alice} namespaces=fsmatrix {k}\n")),
-        ("unclosed quote", format!("{alice} namespaces=\"fsmatrix {k}\n")),
-        ("trailing comma in options", format!("{alice} namespaces=\"fsmatrix\", {k}\n")),
-        ("leading comma in options", format!("{alice} ,namespaces=\"fsmatrix\" {k}\n")),
-        ("a space in the options", format!("{alice} namespaces=\"fsmatrix\", valid-after=\"20200101\" {k}\n")),
+        (
+            "unquoted option value",
+            format!("{alice} namespaces=fsmatrix {k}\n"),
+        ),
+        (
+            "unclosed quote",
+            format!("{alice} namespaces=\"fsmatrix {k}\n"),
+        ),
+        (
+            "trailing comma in options",
+            format!("{alice} namespaces=\"fsmatrix\", {k}\n"),
+        ),
+        (
+            "leading comma in options",
+            format!("{alice} ,namespaces=\"fsmatrix\" {k}\n"),
+        ),
+        (
+            "a space in the options",
+            format!("{alice} namespaces=\"fsmatrix\", valid-after=\"20200101\" {k}\n"),
+        ),
         ("cert-authorityx", format!("{alice} cert-authorityx {k}\n")),
     ] {
         add(&format!("{name} alone"), bad.clone(), alice, &sig_ed, &tt);
@@ -440,7 +485,11 @@ fn ssh_keygen_and_fsmatrix_judge_every_corpus_case_alike() {
     for (label, at) in [("verification", T), ("signing", s_now)] {
         for d in [-61, -1, 0, 1, 61] {
             let t = at + d;
-            for (fmt, digits) in [("YYYYMMDDHHMMSSZ", 14), ("YYYYMMDDHHMMZ", 12), ("YYYYMMDDZ", 8)] {
+            for (fmt, digits) in [
+                ("YYYYMMDDHHMMSSZ", 14),
+                ("YYYYMMDDHHMMZ", 12),
+                ("YYYYMMDDZ", 8),
+            ] {
                 let v = format!("{}Z", utc(t, digits));
                 for opt in ["valid-after", "valid-before"] {
                     add(
@@ -462,10 +511,26 @@ fn ssh_keygen_and_fsmatrix_judge_every_corpus_case_alike() {
         format!("valid-before=\"{}\"", utc(T + 86_400, 8)),
         format!("valid-after=\"{}\"", utc(T + 86_400, 12)),
         format!("valid-after=\"{}\"", utc(T - 86_400, 14)),
-        format!("valid-after=\"{}Z\",valid-before=\"{}Z\"", utc(T - 1, 14), utc(T + 1, 14)),
-        format!("valid-after=\"{}Z\",valid-before=\"{}Z\"", utc(T, 14), utc(T, 14)),
-        format!("valid-after=\"{}Z\",valid-before=\"{}Z\"", utc(T + 1, 14), utc(T - 1, 14)),
-        format!("valid-after=\"{}Z\",valid-after=\"{}Z\"", utc(T - 9, 14), utc(T - 5, 14)),
+        format!(
+            "valid-after=\"{}Z\",valid-before=\"{}Z\"",
+            utc(T - 1, 14),
+            utc(T + 1, 14)
+        ),
+        format!(
+            "valid-after=\"{}Z\",valid-before=\"{}Z\"",
+            utc(T, 14),
+            utc(T, 14)
+        ),
+        format!(
+            "valid-after=\"{}Z\",valid-before=\"{}Z\"",
+            utc(T + 1, 14),
+            utc(T - 1, 14)
+        ),
+        format!(
+            "valid-after=\"{}Z\",valid-after=\"{}Z\"",
+            utc(T - 9, 14),
+            utc(T - 5, 14)
+        ),
         "valid-after=\"19700101Z\"".to_string(),
         "valid-after=\"19700101000001Z\"".to_string(),
         "valid-before=\"19700101Z\"".to_string(),
@@ -547,8 +612,14 @@ fn ssh_keygen_and_fsmatrix_judge_every_corpus_case_alike() {
         "fsmatrix and ssh-keygen disagree:{mismatches}"
     );
     // The corpus is worth something only if both answers occur often.
-    assert!(accepted >= 40 && refused >= 40, "{accepted} accepted, {refused} refused");
-    eprintln!("{} cases: {accepted} accepted, {refused} refused, alike", cases.len());
+    assert!(
+        accepted >= 40 && refused >= 40,
+        "{accepted} accepted, {refused} refused"
+    );
+    eprintln!(
+        "{} cases: {accepted} accepted, {refused} refused, alike",
+        cases.len()
+    );
 }
 
 /// A few corpus cases through the CLI (`fsmatrix verify --allowed-signers
@@ -571,12 +642,42 @@ fn the_cli_answers_as_ssh_keygen_does() {
         .into_bytes();
     for (name, allowed, principal, sig) in [
         ("plain", format!("{alice} {k}\n"), alice, &armored),
-        ("only a negation", format!("!bob@example.com {k}\n"), alice, &armored),
-        ("a negation takes it back", format!("{alice},!{alice} {k}\n"), alice, &armored),
-        ("valid-after at T", format!("{alice} valid-after=\"{}\" {k}\n", at(T)), alice, &armored),
-        ("valid-after at T+1", format!("{alice} valid-after=\"{}\" {k}\n", at(T + 1)), alice, &armored),
-        ("valid-before at T-1", format!("{alice} valid-before=\"{}\" {k}\n", at(T - 1)), alice, &armored),
-        ("a bad line, then a good one", format!("{alice} bogus=\"1\" {k}\n{alice} {k}\n"), alice, &armored),
+        (
+            "only a negation",
+            format!("!bob@example.com {k}\n"),
+            alice,
+            &armored,
+        ),
+        (
+            "a negation takes it back",
+            format!("{alice},!{alice} {k}\n"),
+            alice,
+            &armored,
+        ),
+        (
+            "valid-after at T",
+            format!("{alice} valid-after=\"{}\" {k}\n", at(T)),
+            alice,
+            &armored,
+        ),
+        (
+            "valid-after at T+1",
+            format!("{alice} valid-after=\"{}\" {k}\n", at(T + 1)),
+            alice,
+            &armored,
+        ),
+        (
+            "valid-before at T-1",
+            format!("{alice} valid-before=\"{}\" {k}\n", at(T - 1)),
+            alice,
+            &armored,
+        ),
+        (
+            "a bad line, then a good one",
+            format!("{alice} bogus=\"1\" {k}\n{alice} {k}\n"),
+            alice,
+            &armored,
+        ),
         ("CRLF armor", format!("{alice} {k}\n"), alice, &crlf),
     ] {
         let allowed_path = tmp.path().join("allowed_signers");

@@ -95,13 +95,21 @@ impl fmt::Display for AllowedSignersError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NotAllowed {
     /// The principal asked for (`--principal`) is not one the line names.
-    Principal { principal: String },
+    Principal {
+        principal: String,
+    },
     /// No principal was asked for, and the line's principals field names
     /// nobody (only negations, or `alice,!alice`).
     NamesNobody,
-    Namespace { namespaces: String },
-    NotYetValid { valid_after: i64 },
-    Expired { valid_before: i64 },
+    Namespace {
+        namespaces: String,
+    },
+    NotYetValid {
+        valid_after: i64,
+    },
+    Expired {
+        valid_before: i64,
+    },
 }
 
 impl fmt::Display for NotAllowed {
@@ -433,9 +441,8 @@ fn parse_line(line: &str) -> Result<Line, String> {
     if cp.is_empty() || cp.starts_with('#') {
         return Ok(Line::Blank);
     }
-    let (principals, rest) = strdelimw(cp).map_err(|()| {
-        "invalid line: a quote in the principals is not closed".to_string()
-    })?;
+    let (principals, rest) = strdelimw(cp)
+        .map_err(|()| "invalid line: a quote in the principals is not closed".to_string())?;
     // An empty principals field (a line of whitespace) matches no
     // principal: `match_pattern_list(principal, "")` is 0.
     if principals.is_empty() {
@@ -506,12 +513,14 @@ fn parse_options(s: &str) -> Result<Options, String> {
             if name == "namespaces" {
                 o.namespaces = Some(value);
             } else {
-                let t = parse_absolute_time(&value).filter(|&t| t != 0).ok_or_else(|| {
-                    format!(
-                        "invalid \"{name}\" time {value:?} (YYYYMMDD, YYYYMMDDHHMM or \
+                let t = parse_absolute_time(&value)
+                    .filter(|&t| t != 0)
+                    .ok_or_else(|| {
+                        format!(
+                            "invalid \"{name}\" time {value:?} (YYYYMMDD, YYYYMMDDHHMM or \
                          YYYYMMDDHHMMSS, with Z or UTC for UTC, after 1970-01-01T00:00:00)"
-                    )
-                })?;
+                        )
+                    })?;
                 if name == "valid-after" {
                     o.valid_after = Some(t);
                 } else {
@@ -588,7 +597,18 @@ pub fn parse_absolute_time(s: &str) -> Option<i64> {
     let (buf, fmt): (Vec<u8>, &[u8]) = match l {
         8 => ([p(0, 4), b"-", p(4, 2), b"-", p(6, 2)].concat(), b"Y-m-d"),
         12 => (
-            [p(0, 4), b"-", p(4, 2), b"-", p(6, 2), b"T", p(8, 2), b":", p(10, 2)].concat(),
+            [
+                p(0, 4),
+                b"-",
+                p(4, 2),
+                b"-",
+                p(6, 2),
+                b"T",
+                p(8, 2),
+                b":",
+                p(10, 2),
+            ]
+            .concat(),
             b"Y-m-dTH:M",
         ),
         14 => (
@@ -611,11 +631,7 @@ pub fn parse_absolute_time(s: &str) -> Option<i64> {
         _ => return None,
     };
     let f = strptime(&buf, fmt)?;
-    let t = if utc {
-        timegm(&f)
-    } else {
-        local_mktime(&f)?
-    };
+    let t = if utc { timegm(&f) } else { local_mktime(&f)? };
     (t >= 0).then_some(t)
 }
 
@@ -639,8 +655,7 @@ fn strptime(input: &[u8], fmt: &[u8]) -> Option<Tm> {
     let mut tm = Tm::default();
     let mut i = 0;
     let get_number = |i: &mut usize, from: i64, to: i64, width: usize| -> Option<i64> {
-        while *i < input.len() && matches!(input[*i], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
-        {
+        while *i < input.len() && matches!(input[*i], b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) {
             *i += 1;
         }
         if *i >= input.len() || !input[*i].is_ascii_digit() {
@@ -930,9 +945,15 @@ mod tests {
     fn bad_lines_are_skipped_with_their_line_and_reason() {
         for (text, what) in [
             (format!("a@x bogus=\"1\" {ED}"), "unknown key option"),
-            (format!("a@x namespaces=fsmatrix {ED}"), "missing start quote"),
+            (
+                format!("a@x namespaces=fsmatrix {ED}"),
+                "missing start quote",
+            ),
             (format!("a@x namespaces=\"fsmatrix {ED}"), "quote"),
-            (format!("a@x valid-after=\"2026\" {ED}"), "invalid \"valid-after\""),
+            (
+                format!("a@x valid-after=\"2026\" {ED}"),
+                "invalid \"valid-after\"",
+            ),
             (format!("a@x valid-after=\"20261301\" {ED}"), "invalid"),
             (format!("a@x valid-after=\"19700101Z\" {ED}"), "invalid"),
             (
@@ -1007,18 +1028,21 @@ mod tests {
     fn times_as_openssh_parses_them() {
         assert_eq!(parse_absolute_time("20260101Z"), Some(1_767_225_600));
         assert_eq!(parse_absolute_time("202601010000z"), Some(1_767_225_600));
-        assert_eq!(parse_absolute_time("20260101000001UTC"), Some(1_767_225_601));
-        assert_eq!(parse_absolute_time("20260101000001utc"), Some(1_767_225_601));
+        assert_eq!(
+            parse_absolute_time("20260101000001UTC"),
+            Some(1_767_225_601)
+        );
+        assert_eq!(
+            parse_absolute_time("20260101000001utc"),
+            Some(1_767_225_601)
+        );
         assert!(parse_absolute_time("20260101").is_some());
         // glibc strptime takes 30 February and second 60; timegm carries.
         assert_eq!(
             parse_absolute_time("20260230Z"),
             parse_absolute_time("20260302Z")
         );
-        assert_eq!(
-            parse_absolute_time("20260101000060Z"),
-            Some(1_767_225_660)
-        );
+        assert_eq!(parse_absolute_time("20260101000060Z"), Some(1_767_225_660));
         assert_eq!(parse_absolute_time("19700101Z"), Some(0));
         for bad in [
             "2026010",

@@ -10,7 +10,8 @@
 //! tagmanifest-sha256.txt.sig < tagmanifest-sha256.txt`.
 //!
 //! The signature file is the one file the manifests cannot list (it signs
-//! the last of them); `verify` only checks data/ for unlisted files, and
+//! the last of them): `verify` lets it stand unlisted beside the
+//! tagmanifest (any other unlisted file outside data/ is reported), and
 //! closing a bundle again (resume) removes a signature it would make stale.
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -566,14 +567,18 @@ pub fn dearmor(armored: &[u8]) -> Result<Vec<u8>, String> {
     const BEGIN: &[u8] = b"-----BEGIN SSH SIGNATURE-----\n";
     const END: &[u8] = b"\n-----END SSH SIGNATURE-----";
     let Some(body) = armored.strip_prefix(BEGIN) else {
-        return Err("missing header (the file must begin with -----BEGIN SSH SIGNATURE----- \
+        return Err(
+            "missing header (the file must begin with -----BEGIN SSH SIGNATURE----- \
                     and a newline)"
-            .into());
+                .into(),
+        );
     };
     let end = body
         .windows(END.len())
         .position(|w| w == END)
-        .ok_or_else(|| "missing footer (-----END SSH SIGNATURE----- on its own line)".to_string())?;
+        .ok_or_else(|| {
+            "missing footer (-----END SSH SIGNATURE----- on its own line)".to_string()
+        })?;
     let mut b64 = &body[..end];
     // sshbuf_dup_string: a NUL is allowed only as the last byte.
     if let Some(nul) = b64.iter().position(|&c| c == 0) {

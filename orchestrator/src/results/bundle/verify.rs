@@ -275,11 +275,7 @@ fn read_tag(root: &Path, name: &str, problems: &mut Vec<Problem>) -> Option<Stri
 /// be listed in the tagmanifest (`tags`), but for the tagmanifest itself,
 /// its signature and the tag files a bag must have (whose absence or
 /// content is reported on its own).
-fn unlisted_tag_files(
-    dir: &Path,
-    tags: &BTreeMap<String, String>,
-    problems: &mut Vec<Problem>,
-) {
+fn unlisted_tag_files(dir: &Path, tags: &BTreeMap<String, String>, problems: &mut Vec<Problem>) {
     let exempt = [
         BAGIT_FILE,
         BAG_INFO_FILE,
