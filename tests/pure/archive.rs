@@ -184,7 +184,7 @@ fn unlisted_files_outside_data_fail_verify_and_are_not_archived() {
     for (rel, shown) in [
         ("notes.txt", "notes.txt"),
         ("extra/deep/x.bin", "extra/deep/x.bin"),
-        ("evil\u{1b}[2Jname\n.txt", "evil\\u{1b}[2Jname\\u{a}.txt"),
+        ("evil\u{1b}[2Jname\n.txt", "evil\\u{1b}[2Jname\\n.txt"),
     ] {
         let tmp = tempfile::tempdir().expect("tempdir");
         let bag = tmp.path().join("quick-20260101T000000Z");
