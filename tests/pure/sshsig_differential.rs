@@ -717,4 +717,38 @@ fn the_cli_answers_as_ssh_keygen_does() {
             assert_eq!(ours.status.code(), Some(1), "{show}");
         }
     }
+
+    // Without --principal (the case): a principals field that
+    // names nobody never vouches, for no principal could pass ssh-keygen
+    // with it; one that names somebody does.
+    std::fs::write(bag.join(SIGNATURE_FILE), &armored).expect("write sig");
+    for (field, good) in [
+        ("!alice@example.com", false),
+        ("!*", false),
+        ("alice@example.com,!alice@example.com", false),
+        ("!bob@example.com,!carol@example.com", false),
+        ("*,!bob@example.com", true),
+        ("alice@example.com", true),
+    ] {
+        let allowed_path = tmp.path().join("allowed_signers");
+        std::fs::write(&allowed_path, format!("{field} {k}\n")).expect("write allowed");
+        let ours = Command::new(env!("CARGO_BIN_EXE_fsmatrix"))
+            .arg("verify")
+            .arg(&bag)
+            .arg("--allowed-signers")
+            .arg(&allowed_path)
+            .env_remove("SSH_AUTH_SOCK")
+            .stdin(Stdio::null())
+            .output()
+            .expect("fsmatrix verify");
+        let out = String::from_utf8_lossy(&ours.stdout);
+        assert_eq!(
+            ours.status.code(),
+            Some(if good { 0 } else { 1 }),
+            "{field}: {out}"
+        );
+        if !good {
+            assert!(out.contains("name nobody"), "{field}: {out}");
+        }
+    }
 }
