@@ -220,3 +220,29 @@ fn unlisted_files_outside_data_fail_verify_and_are_not_archived() {
     let v = fsmatrix().arg("verify").arg(&bag).output().expect("verify");
     assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
 }
+
+/// The folder name inside an archive is the archive maker's text: `verify`
+/// of the `.tar.zst` prints it made safe for the terminal (issue 24, low).
+#[test]
+fn the_folder_name_inside_an_archive_reaches_the_terminal_escaped() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bag = tmp.path().join("evil\u{1b}]0;owned\u{7}name");
+    copy_dir(fixture(), &bag);
+    let a = fsmatrix()
+        .arg("archive")
+        .arg(&bag)
+        .output()
+        .expect("archive");
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    // Handed on under a plain name: the folder name inside stays.
+    let out = tmp.path().join("plain.tar.zst");
+    std::fs::rename(tmp.path().join("evil\u{1b}]0;owned\u{7}name.tar.zst"), &out).expect("rename");
+    let v = fsmatrix().arg("verify").arg(&out).output().expect("verify");
+    let text = String::from_utf8_lossy(&v.stdout);
+    assert!(v.status.success(), "{text}");
+    assert!(text.contains("evil\\u{1b}]0;owned\\u{7}name"), "{text:?}");
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "{text:?}"
+    );
+}

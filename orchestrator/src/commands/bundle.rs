@@ -60,7 +60,7 @@ pub fn verify(args: &VerifyArgs) -> CmdResult {
         println!(
             "{} {}: {} payload files, {} bytes, {} tag files{status}",
             if sig.is_ok() { "OK" } else { "checksums OK" },
-            r.root.display(),
+            crate::text::terminal_safe(&r.root.display().to_string()),
             r.payload_files,
             r.payload_bytes,
             r.tag_files
@@ -100,7 +100,7 @@ pub fn verify(args: &VerifyArgs) -> CmdResult {
     }
     Err(CliError::problems(format!(
         "{} does not verify: {}",
-        r.root.display(),
+        crate::text::terminal_safe(&r.root.display().to_string()),
         why.join(", ")
     )))
 }
