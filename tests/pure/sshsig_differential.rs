@@ -376,6 +376,18 @@ fn ssh_keygen_and_fsmatrix_judge_every_corpus_case_alike() {
         ("only comments", "# alice\n\n   \n#x\n".to_string(), &sig_ed),
         ("a commented-out key", format!("#{alice} {k}\n"), &sig_ed),
         (
+            "an indented comment",
+            format!("  \t# {alice} {k}\n{alice} {k}\n"),
+            &sig_ed,
+        ),
+        ("only principals, no newline", alice.to_string(), &sig_ed),
+        ("a bare CR line", format!("\r\n{alice} {k}\n"), &sig_ed),
+        (
+            "a space inside a quoted namespaces",
+            format!("{alice} namespaces=\"fs matrix,fsmatrix\" {k}\n"),
+            &sig_ed,
+        ),
+        (
             "namespace git signature",
             format!("{alice} {k}\n"),
             &sig_git,
