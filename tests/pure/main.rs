@@ -22,6 +22,7 @@ mod plan_run_same;
 mod report_drift;
 mod report_html;
 mod report_metric;
+mod sshsig_differential;
 #[path = "../support/mod.rs"]
 mod support;
 mod tables;

@@ -374,6 +374,16 @@ pub struct VerifyArgs {
     /// name its signer.
     #[arg(long, value_name = "FILE")]
     pub allowed_signers: Option<PathBuf>,
+    /// With --allowed-signers: the signer must be allowed as this
+    /// principal (`ssh-keygen -Y verify -I NAME`).  Without it, any
+    /// principal a line names will do.
+    #[arg(long, value_name = "NAME", requires = "allowed_signers")]
+    pub principal: Option<String>,
+    /// With --allowed-signers: judge valid-after / valid-before at this
+    /// time instead of now (`ssh-keygen -Overify-time=`): YYYYMMDD,
+    /// YYYYMMDDHHMM or YYYYMMDDHHMMSS, with Z or UTC for UTC, else local.
+    #[arg(long, value_name = "TIME", requires = "allowed_signers")]
+    pub verify_time: Option<String>,
 }
 
 #[derive(Debug, Args)]
