@@ -62,11 +62,11 @@ pub fn load(
     path: &Path,
     ssh_config: Option<&Path>,
 ) -> Result<Inventory, crate::config::ConfigErrors> {
-    // The seam for that rule: the loader takes `ssh_config` once it knows
-    // the command line's; until then every inventory's is honoured.
-    let _ = ssh_config;
-    let inv = Inventory::load(path)?;
-    Ok(inv)
+    let given = crate::config::inventory::GivenPaths {
+        ssh_config: ssh_config.map(Path::to_path_buf),
+        recorded: None,
+    };
+    Inventory::load_given(path, &given)
 }
 
 /// One host a submission names, with what it narrows (`None`: not said).
