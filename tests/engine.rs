@@ -207,12 +207,25 @@ impl Background<'_> {
     }
 }
 
+/// The lab's key and known_hosts, named as `resume` and `run --from` need
+/// them: a bundle's recorded paths are used only when the user names them.
+fn lab_paths() -> Vec<std::ffi::OsString> {
+    let dir = support::lab_dir();
+    vec![
+        "--identity-file".into(),
+        dir.join("id_ed25519").into(),
+        "--known-hosts".into(),
+        dir.join("known_hosts").into(),
+    ]
+}
+
 /// `fsmatrix resume` ends with every cell run (exit 0) and a bundle that
 /// verifies.
 fn resume_completes(bundle: &Path) {
     let o = fsmatrix()
         .arg("resume")
         .arg(bundle)
+        .args(lab_paths())
         .output()
         .expect("resume");
     assert_eq!(
@@ -772,6 +785,7 @@ fn sigkill_mid_cell_then_resume_finishes_the_bundle() {
     let o = fsmatrix()
         .arg("resume")
         .arg(&bundle)
+        .args(lab_paths())
         .output()
         .expect("resume");
     eprintln!(
@@ -897,6 +911,13 @@ fn run_from_a_bundle_repeats_the_same_sweep_and_the_reports_compare() {
     )
     .expect("tamper plan.json");
     let journal = std::fs::read(drifted.join("journal.jsonl")).expect("journal");
+    // The paths the bundle records, named as a re-run needs them.
+    let named = [
+        "--identity-file".into(),
+        keys.join("id").into_os_string(),
+        "--known-hosts".into(),
+        keys.join("known_hosts").into_os_string(),
+    ];
     for args in [
         vec!["resume"],
         vec!["run", "--out", "/nonexistent/never", "--from"],
@@ -904,6 +925,7 @@ fn run_from_a_bundle_repeats_the_same_sweep_and_the_reports_compare() {
         let o = fsmatrix()
             .args(&args)
             .arg(&drifted)
+            .args(&named)
             .output()
             .expect("fsmatrix");
         let err = String::from_utf8_lossy(&o.stderr);
@@ -930,6 +952,7 @@ fn run_from_a_bundle_repeats_the_same_sweep_and_the_reports_compare() {
         .arg(&b1)
         .arg("--out")
         .arg(&second)
+        .args(&named)
         .output()
         .expect("run --from");
     assert_eq!(
@@ -1568,6 +1591,7 @@ fn a_cut_link_is_noticed_the_other_host_finishes_and_resume_completes() {
     let o = fsmatrix()
         .arg("resume")
         .arg(&bundle)
+        .args(lab_paths())
         .output()
         .expect("resume");
     let err = String::from_utf8_lossy(&o.stderr);
@@ -2034,6 +2058,8 @@ fn an_alias_only_inventory_reaches_the_lab_through_an_ssh_config() {
     let o = fsmatrix()
         .args(["check", "-i"])
         .arg(&inv)
+        .arg("--ssh-config")
+        .arg(&config)
         .output()
         .expect("check");
     let err = String::from_utf8_lossy(&o.stderr);

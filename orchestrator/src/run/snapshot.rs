@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::RunError;
 use super::sink::Sink;
-use crate::config::{Inventory, Matrix};
+use crate::config::{GivenPaths, Inventory, Matrix};
 use crate::plan::Plan;
 use crate::results::bundle::writer::check_payload_path;
 
@@ -84,7 +84,8 @@ pub fn write(sink: &Sink, inputs: &Inputs, m: &Matrix, p: &Plan) -> Result<(), R
     )?;
     // Where the inputs were: a relative identity_file or known_hosts in the
     // inventory resolves against the original inventory's folder on
-    // resume and `run --from`, not against the bundle's data/.
+    // resume and `run --from`, not against the bundle's data/ (and is used
+    // there only when the user names it: see `read`).
     let origin = serde_json::json!({
         "inventory": inputs.inventory_path.display().to_string(),
         "matrix": inputs.matrix_path.display().to_string(),
@@ -146,9 +147,12 @@ fn refuse_unsafe(dir: &Path) -> Result<(), RunError> {
 }
 
 /// The inventory and matrix a bundle was run with, from its own snapshots
-/// (never the files on disk, which may have changed since).  Read bounded,
-/// never through a link or a FIFO.
-pub fn read(dir: &Path) -> Result<(Inventory, Matrix, Inputs), RunError> {
+/// (never the files on disk, which may have changed since), read bounded
+/// and never through a link or a FIFO.  The inventory is someone's
+/// recorded text: its `ssh_config`, `identity_file` and `known_hosts` are
+/// used only when `given` names them (the command line's `--ssh-config`,
+/// `--identity-file`, `--known-hosts`).
+pub fn read(dir: &Path, given: &GivenPaths) -> Result<(Inventory, Matrix, Inputs), RunError> {
     refuse_unsafe(dir)?;
     let data = dir.join("data");
     let read = |name: &str| read_snapshot_text(&data.join(name), MAX_SNAPSHOT_BYTES);
@@ -170,13 +174,15 @@ pub fn read(dir: &Path) -> Result<(Inventory, Matrix, Inputs), RunError> {
         inventory_path: origin_of("inventory", "inventory.toml"),
         matrix_path: origin_of("matrix", "matrix.toml"),
     };
-    let inv =
-        Inventory::parse(&inputs.inventory_path, inputs.inventory_text.clone()).map_err(|e| {
-            RunError::SnapshotInvalid {
-                which: "inventory",
-                errors: e.to_string(),
-            }
-        })?;
+    let inv = Inventory::parse_given(
+        &inputs.inventory_path,
+        inputs.inventory_text.clone(),
+        &given.recorded(),
+    )
+    .map_err(|e| RunError::SnapshotInvalid {
+        which: "inventory",
+        errors: e.to_string(),
+    })?;
     // Checked against the inventory as `plan` checks them: a bundle is
     // other people's input, and what plan refuses, resume refuses.
     let mut m = Matrix::parse(&data.join("matrix.toml"), inputs.matrix_text.clone())
@@ -342,7 +348,7 @@ mod tests {
         ];
         for (what, plant) in cases {
             let tmp = bundle(&*plant);
-            let err = match within(tmp.path(), read) {
+            let err = match within(tmp.path(), |d| read(d, &GivenPaths::default())) {
                 Ok(_) => panic!("{what}: read"),
                 Err(e) => e.to_string(),
             };

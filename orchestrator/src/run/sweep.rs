@@ -19,7 +19,7 @@ use super::sink::{HostTally, Sink};
 use super::snapshot::{self, Inputs};
 use super::worker::Worker;
 use crate::config::values::HostName;
-use crate::config::{Host, Inventory, Matrix};
+use crate::config::{GivenPaths, Host, Inventory, Matrix};
 use crate::plan::{plan, Cell, Plan};
 use crate::remote::{Held, Remote, RemoteError, SshRemote};
 use crate::results::analysis::stats::Metric;
@@ -95,8 +95,13 @@ pub async fn sweep_hooked(
 
 /// `run --from BUNDLE`: the very same sweep again, from the bundle's
 /// snapshots, into a new bundle whose bag-info names the old one.
-pub async fn rerun(from: &Path, out: &Path, hooks: Hooks) -> Result<SweepSummary, RunError> {
-    let (inv, m, inputs) = snapshot::read(from)?;
+pub async fn rerun(
+    from: &Path,
+    out: &Path,
+    given: &GivenPaths,
+    hooks: Hooks,
+) -> Result<SweepSummary, RunError> {
+    let (inv, m, inputs) = snapshot::read(from, given)?;
     let p = plan(&inv, &m);
     snapshot::same_cells(from, &p)?;
     snapshot::check(&m)?;
@@ -135,9 +140,14 @@ pub async fn rerun(from: &Path, out: &Path, hooks: Hooks) -> Result<SweepSummary
 /// Finish a sweep whose orchestrator died: re-plan from the bundle's own
 /// snapshots, tear down what the dead run left on every host, keep every
 /// cell whose files verify, run the rest, close the bundle.
-pub async fn resume(dir: &Path, display: Display) -> Result<SweepSummary, RunError> {
+/// The bundle's recorded paths are used only as `given` names them.
+pub async fn resume(
+    dir: &Path,
+    given: &GivenPaths,
+    display: Display,
+) -> Result<SweepSummary, RunError> {
     let data = dir.join("data");
-    let (inv, m, _) = snapshot::read(dir)?;
+    let (inv, m, _) = snapshot::read(dir, given)?;
     let p = plan(&inv, &m);
     snapshot::same_cells(dir, &p)?;
     let mut bundle = Bundle::open(dir)?;

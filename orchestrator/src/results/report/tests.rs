@@ -55,7 +55,50 @@ fn stand_in_hosts_come_from_their_facts_and_are_labelled_everywhere() {
         r.notes
     );
     let md = render_markdown_report(&r);
-    assert!(md.contains("lab4 [freebsd stand-in]"), "{md}");
+    // Brackets are escaped in Markdown (a host's text is never a link).
+    assert!(md.contains("lab4 \\[freebsd stand-in\\]"), "{md}");
+}
+
+/// Issue 24: text from a bundle (a host's error, a variant's name) cannot
+/// add a link, an image, raw HTML, emphasis, a column or a line to the
+/// Markdown report.
+#[test]
+fn markdown_escapes_text_from_the_bundle() {
+    let hostile = "x](javascript:alert(1)) <img src=x onerror=alert(1)> **b** `c` | d \u{1b}[31m";
+    let cells = vec![cell(
+        "lab1",
+        "ext4",
+        "ext4",
+        "tpcb",
+        1,
+        1,
+        CellStatus::Failed {
+            step: "run".into(),
+            exit_status: Some(1),
+            stderr_tail: hostile.into(),
+        },
+    )];
+    let md = render_markdown(&cells);
+    let line = md.lines().find(|l| l.contains("javascript")).expect(&md);
+    // The detail cell, with every backslash-escaped character taken out:
+    // what a Markdown reader interprets.
+    let detail = &line[line.find("exit 1: ").expect(line)..line.len() - 2];
+    let mut live = String::new();
+    let mut chars = detail.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            chars.next();
+        } else {
+            live.push(c);
+        }
+    }
+    for raw in ["](", "[", "<", "**", "|", "\u{1b}"] {
+        assert!(!live.contains(raw), "{raw:?} unescaped in {line}");
+    }
+    assert!(line.contains("\\u{1b}"), "{line}");
+    // A line break cannot start a heading or a new row.
+    assert_eq!(super::markdown::md_text("a\n# e|f"), "a # e\\|f");
+    assert_eq!(super::markdown::md_text("# e"), "\\# e");
 }
 
 fn cell(
