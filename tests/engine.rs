@@ -2453,3 +2453,53 @@ fn a_dead_orchestrators_holder_is_ended_by_the_next_sweep() {
     assert!(lock_is_free(&lab, h), "released at the end of the sweep");
     assert_clean(&lab.inv, h);
 }
+
+/// If a sweep's holder is ever ended by another (here by hand, as
+/// `lock_host`'s ender does: its words to `ended.<token>`, then a kill),
+/// the sweep says who ended it and why, not that its connection dropped;
+/// it stops starting steps on the host and resume finishes the bundle.
+#[test]
+fn a_sweep_whose_holder_is_ended_is_told_by_whom_not_that_its_connection_dropped() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = &lab.inv.hosts[0];
+    let (tmp, inv, matrix) = one_host_inputs(&lab, h, &three_small_cells("told"));
+    let out = tmp.path().join("results");
+    let log = tmp.path().join("run.log");
+    let mut a = spawn_run(&inv, &matrix, &out, &log);
+    wait_for(Duration::from_secs(120), "the sweep starts a run", || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains(": run ext4")
+    });
+    ssh_ok(
+        &lab.inv,
+        h,
+        "n=/run/lock/fsmatrix/host.lock.holder; t=$(sed -n 's/^holder.token=//p' $n); \
+         r=$(sed -n 's/^holder.rpid=//p' $n); [ -n \"$t\" ] && [ -n \"$r\" ] && \
+         printf 'ended_by.sweep=%s\\nended_by.machine=%s\\nended_by.user=%s\\nended_by.pid=%s\\nended_by.why=%s\\n' \
+         intruder elsewhere mallory 77 'a test ended it' > /run/lock/fsmatrix/ended.$t && kill $r",
+        &[],
+    );
+    let t0 = Instant::now();
+    while a.try_wait().expect("try_wait").is_none() {
+        if t0.elapsed() > Duration::from_secs(180) {
+            let _ = a.kill();
+            panic!("the sweep did not end within 180 s of losing its lock");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    eprintln!("{text}");
+    assert!(
+        text.contains(&format!(
+            "your host lock on {} was ended by sweep \"intruder\" on elsewhere (process 77, user mallory): a test ended it",
+            h.name
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("connection dropped"), "{text}");
+    resume_completes(&bundle_in(&out));
+    assert!(lock_is_free(&lab, h), "released at the end of resume");
+    assert_clean(&lab.inv, h);
+}

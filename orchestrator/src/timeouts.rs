@@ -62,3 +62,6 @@ pub const HOLD_STALE_MINUTES: u32 = 2;
 pub const LOCK: Duration = Duration::from_secs(30);
 /// How long a release waits for the host to close the holder.
 pub const HOLD_RELEASE: Duration = Duration::from_secs(10);
+/// How long a sweep that lost a host lock asks the host whether another
+/// sweep ended it (run/lock.rs): short, the connection may be the cause.
+pub const LOST_LOCK_WHY: Duration = Duration::from_secs(5);

@@ -533,17 +533,18 @@ impl HostLock {
     }
 
     /// Why the lock on `host` was lost, for the sweep that lost it: the
-    /// words of another sweep that ended its holder (asked of the host,
-    /// bounded), else the connection.
+    /// words of another sweep that ended its holder (asked of the host
+    /// within [`crate::timeouts::LOST_LOCK_WHY`]: a dead connection is not
+    /// waited for), else the connection.
     pub async fn why_lost<R: Remote>(&self, remote: &R, host: &str) -> String {
+        let bound = crate::timeouts::LOST_LOCK_WHY;
+        let cmd = ended_command(self.dir, &self.token);
+        let ask = remote.exec(&cmd, ExecOptions::with_timeout(bound));
         let told = match is_token(&self.token) {
-            true => remote
-                .exec(
-                    &ended_command(self.dir, &self.token),
-                    ExecOptions::with_timeout(crate::timeouts::PROBE),
-                )
+            true => tokio::time::timeout(bound, ask)
                 .await
                 .ok()
+                .and_then(Result::ok)
                 .and_then(|o| ended_message(host, &String::from_utf8_lossy(&o.stdout))),
             false => None,
         };

@@ -602,6 +602,7 @@ async fn run_claimed(
         None => {
             let (host_tx, host_rx) = watch::channel(false);
             let lost = held.as_ref().map(|h| h.lost());
+            let was_lost = std::sync::atomic::AtomicBool::new(false);
             let mut global = cancel;
             let watcher = async {
                 tokio::select! {
@@ -615,25 +616,29 @@ async fn run_claimed(
                             Some(l) => l.await,
                             None => futures::future::pending::<()>().await,
                         }
-                    } => {
-                        let why = match held.as_ref() {
-                            Some(h) => h.why_lost(&logged, &name).await,
-                            None => "the host lock was lost".into(),
-                        };
-                        sink.emit(RunEvent::Note {
-                            host: name.clone(),
-                            message: format!("{why}: no new step starts on this host; `fsmatrix resume` finishes its cells"),
-                        });
-                    }
+                    } => was_lost.store(true, std::sync::atomic::Ordering::SeqCst),
                 }
+                // No new step starts, at once; why the lock was lost is
+                // asked of the host once the steps have stopped.
                 let _ = host_tx.send(true);
                 futures::future::pending::<()>().await
             };
             let work = host_sweep(&logged, job, sink, host_rx);
-            tokio::select! {
+            let tally = tokio::select! {
                 (_, tally) = work => tally,
                 _ = watcher => unreachable!("the watcher never ends"),
+            };
+            if was_lost.load(std::sync::atomic::Ordering::SeqCst) {
+                let why = match held.as_ref() {
+                    Some(h) => h.why_lost(&logged, &name).await,
+                    None => "the host lock was lost".into(),
+                };
+                sink.emit(RunEvent::Note {
+                    host: name.clone(),
+                    message: format!("{why}: no new step starts on this host; `fsmatrix resume` finishes its cells"),
+                });
             }
+            tally
         }
     };
     if let Some(h) = held {
