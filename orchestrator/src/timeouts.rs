@@ -79,3 +79,7 @@ pub const MAX_FETCH: u64 = 256 << 20;
 /// output and transaction logs); past it the cell fails and the rest is
 /// not fetched.
 pub const MAX_CELL_OUTPUT: u64 = 512 << 20;
+
+/// How long a sweep that lost a host lock asks the host whether another
+/// sweep ended it (run/lock.rs): short, the connection may be the cause.
+pub const LOST_LOCK_WHY: Duration = Duration::from_secs(5);

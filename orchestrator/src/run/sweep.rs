@@ -12,7 +12,7 @@ use super::calls::HostPaths;
 use super::check::{needs_of, prepare, same_machines, ssh_target, HostReport, Needs};
 use super::error::RunError;
 use super::events::RunEvent;
-use super::lock::{lock_host, Holder, LockError};
+use super::lock::{lock_host, Holder, HostLock, LockError};
 use super::logged::Logged;
 use super::progress::{self, Display};
 use super::sink::{HostTally, Sink};
@@ -21,7 +21,7 @@ use super::worker::Worker;
 use crate::config::values::HostName;
 use crate::config::{GivenPaths, Host, Inventory, Matrix};
 use crate::plan::{plan, Cell, Plan};
-use crate::remote::{Held, Remote, RemoteError, SshRemote};
+use crate::remote::{Remote, RemoteError, SshRemote};
 use crate::results::analysis::stats::Metric;
 use crate::results::bundle::journal::SweepStatus;
 use crate::results::bundle::{Bundle, CreateOptions};
@@ -277,7 +277,7 @@ fn not_ready(sink: &Sink, report: &HostReport, cells: &[&Cell], tally: &mut Host
 /// One host, connected and locked for the sweep (see [`super::lock`]).
 pub struct Claim {
     ssh: SshRemote,
-    held: Option<Held>,
+    held: Option<HostLock>,
     /// What was sent so far (the lock), for the host's commands log.
     lines: Vec<String>,
     /// Why the host cannot be used although it answered (its lock could
@@ -359,7 +359,9 @@ async fn claim(
         }
         return Err(e);
     }
-    let holder = Holder::here(sweep_name);
+    // Leased: its holders can be ended by the next sweep from this machine
+    // once this process is gone, and by nothing else (see super::lock).
+    let holder = Holder::leased(sweep_name);
     let holder = &holder;
     let locked = futures::future::join_all(connected.into_iter().map(|(host, r)| async move {
         let name = host.name.as_str().to_string();
@@ -614,6 +616,7 @@ async fn run_claimed(
         None => {
             let (host_tx, host_rx) = watch::channel(false);
             let lost = held.as_ref().map(|h| h.lost());
+            let was_lost = std::sync::atomic::AtomicBool::new(false);
             let mut global = cancel;
             let watcher = async {
                 tokio::select! {
@@ -627,21 +630,29 @@ async fn run_claimed(
                             Some(l) => l.await,
                             None => futures::future::pending::<()>().await,
                         }
-                    } => {
-                        sink.emit(RunEvent::Note {
-                            host: name.clone(),
-                            message: "the host lock was lost (its connection dropped): no new step starts on this host; `fsmatrix resume` finishes its cells".into(),
-                        });
-                    }
+                    } => was_lost.store(true, std::sync::atomic::Ordering::SeqCst),
                 }
+                // No new step starts, at once; why the lock was lost is
+                // asked of the host once the steps have stopped.
                 let _ = host_tx.send(true);
                 futures::future::pending::<()>().await
             };
             let work = host_sweep(&logged, job, sink, host_rx);
-            tokio::select! {
+            let tally = tokio::select! {
                 (_, tally) = work => tally,
                 _ = watcher => unreachable!("the watcher never ends"),
+            };
+            if was_lost.load(std::sync::atomic::Ordering::SeqCst) {
+                let why = match held.as_ref() {
+                    Some(h) => h.why_lost(&logged, &name).await,
+                    None => "the host lock was lost".into(),
+                };
+                sink.emit(RunEvent::Note {
+                    host: name.clone(),
+                    message: format!("{why}: no new step starts on this host; `fsmatrix resume` finishes its cells"),
+                });
             }
+            tally
         }
     };
     if let Some(h) = held {
