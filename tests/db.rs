@@ -81,14 +81,14 @@ fn db_init_creates_the_schema_and_a_second_init_changes_nothing() {
     let o = run(&["db", "init"], &url);
     assert_eq!(o.status.code(), Some(0), "{}", out(&o));
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("schema version 0 -> 2"),
+        String::from_utf8_lossy(&o.stdout).contains("schema version 0 -> 3"),
         "{}",
         out(&o)
     );
     let o = run(&["db", "init"], &url);
     assert_eq!(o.status.code(), Some(0), "{}", out(&o));
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("schema version 2: up to date"),
+        String::from_utf8_lossy(&o.stdout).contains("schema version 3: up to date"),
         "{}",
         out(&o)
     );
@@ -98,15 +98,19 @@ fn db_init_creates_the_schema_and_a_second_init_changes_nothing() {
     rt.block_on(async {
         let c = client(&url).await;
         c.batch_execute(
-            "ALTER TABLE fsmatrix_sweeps DROP COLUMN split_hosts;
-             DELETE FROM fsmatrix_schema WHERE version = 2;",
+            "DROP TRIGGER fsmatrix_sweeps_submitter ON fsmatrix_sweeps;
+             DROP FUNCTION fsmatrix_sweeps_submitter();
+             ALTER TABLE fsmatrix_sweeps DROP COLUMN scripts;
+             ALTER TABLE fsmatrix_sweeps ALTER COLUMN submitted_by DROP DEFAULT;
+             ALTER TABLE fsmatrix_sweeps DROP COLUMN split_hosts;
+             DELETE FROM fsmatrix_schema WHERE version >= 2;",
         )
         .await
         .unwrap();
     });
     let o = run(&["db", "init"], &url);
     assert!(
-        o.status.success() && String::from_utf8_lossy(&o.stdout).contains("schema version 1 -> 2"),
+        o.status.success() && String::from_utf8_lossy(&o.stdout).contains("schema version 1 -> 3"),
         "{}",
         out(&o)
     );
@@ -206,6 +210,8 @@ fn an_agent_whose_database_is_down_at_start_exits_2_and_leases_nothing() {
     let o = run(
         &[
             "agent",
+            "--registry",
+            "inventory/example-lab.toml",
             "--idle-exit",
             "5",
             "--out",
@@ -512,6 +518,172 @@ fn submit_queue_and_cancel() {
     });
 }
 
+/// `db init --roles`: who submitted is the database's own identity (not
+/// `$USER`), a submitter cancels only its own sweeps and can write neither
+/// leases nor results, an agent leases.
+#[test]
+fn a_submitter_role_queues_and_cancels_its_own_but_cannot_write_leases_or_results() {
+    let pg = Postgres::start();
+    let url = pg.url("postgres");
+    for _ in 0..2 {
+        let o = run(&["db", "init", "--roles"], &url);
+        assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stdout)
+                .contains("roles fsmatrix_submitter and fsmatrix_agent ready"),
+            "{}",
+            out(&o)
+        );
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        client(&url)
+            .await
+            .batch_execute(
+                "CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN; CREATE ROLE runner LOGIN;
+                 GRANT fsmatrix_submitter TO alice, bob; GRANT fsmatrix_agent TO runner;",
+            )
+            .await
+            .unwrap();
+    });
+    let o = fsmatrix()
+        .current_dir(repo())
+        .args([
+            "submit",
+            "-i",
+            "inventory/example-lab.toml",
+            "-m",
+            "matrix/quick.toml",
+        ])
+        .env("FSMATRIX_DB", pg.url("alice"))
+        .env("USER", "mallory\x1b[2J")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let id: i64 = String::from_utf8_lossy(&o.stdout).trim().parse().unwrap();
+    let o = run(&["queue", "--json"], &url);
+    let row: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON line");
+    assert_eq!(
+        row["submitted_by"], "alice",
+        "the database's session_user, not $USER"
+    );
+    // Bob cannot cancel Alice's sweep.
+    let o = run(&["cancel", &id.to_string()], &pg.url("bob"));
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(&format!(
+            "sweep {id} was submitted by alice: only its submitter"
+        )),
+        "{}",
+        out(&o)
+    );
+    rt.block_on(async {
+        let alice = client(&pg.url("alice")).await;
+        let own = format!(
+            "SELECT cell_id, address, port FROM fsmatrix_cells WHERE sweep_id = {id} LIMIT 1"
+        );
+        let r = alice.query_one(&own, &[]).await.unwrap();
+        let (cell, address, port): (String, String, i32) = (r.get(0), r.get(1), r.get(2));
+        let sha = "a".repeat(64);
+        for sql in [
+            format!(
+                "INSERT INTO fsmatrix_host_leases (address, port, sweep_id, holder, expires)
+                 VALUES ('{address}', {port}, {id}, 'alice', now() + interval '1 h')"
+            ),
+            "UPDATE fsmatrix_host_leases SET holder = 'alice'".to_string(),
+            "DELETE FROM fsmatrix_host_leases".to_string(),
+            format!(
+                "INSERT INTO fsmatrix_bundles (sha256, path, matrix_name, sweep_id, bag_info)
+                 VALUES ('{sha}', '/x', 'quick', {id}, '{{}}')"
+            ),
+            format!(
+                "INSERT INTO fsmatrix_runs (bundle_sha256, cell_id, host, filesystem, fs_type, workload,
+                     clients, repeat, warmup, state, result)
+                 VALUES ('{sha}', '{cell}', 'h', 'f', 'ext4', 'w', 1, 1, false, 'done', '{{}}')"
+            ),
+            "UPDATE fsmatrix_runs SET tps = 1e9".to_string(),
+            format!("UPDATE fsmatrix_cells SET state = 'done' WHERE sweep_id = {id}"),
+            format!("UPDATE fsmatrix_cells SET holder = 'alice' WHERE sweep_id = {id}"),
+            format!("UPDATE fsmatrix_sweeps SET state = 'running' WHERE id = {id}"),
+            format!("UPDATE fsmatrix_sweeps SET submitted_by = 'bob' WHERE id = {id}"),
+            "INSERT INTO fsmatrix_sweeps (matrix_name, inventory, matrix, inventory_path, matrix_path,
+                 plan, submitted_by, priority, eta_seconds, state)
+             VALUES ('m', '', '', '', '', '{}', 'bob', 0, 0, 'running')"
+                .to_string(),
+        ] {
+            let e = alice.batch_execute(&sql).await.expect_err(&sql);
+            assert_eq!(
+                e.code(),
+                Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE),
+                "{sql}: {e:?}"
+            );
+        }
+        // An agent's role leases the sweep (and the submitter's lease
+        // attempts left nothing behind).
+        let mut runner = client(&pg.url("runner")).await;
+        assert_eq!(
+            queue::lease_next_sweep(&mut runner, "runner@test:1", 30)
+                .await
+                .unwrap()
+                .map(|(s, _)| s),
+            Some(id)
+        );
+        let holders: Vec<String> = runner
+            .query("SELECT DISTINCT holder FROM fsmatrix_host_leases", &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert_eq!(holders, ["runner@test:1"]);
+        assert!(queue::claim_cell(&runner, id, "runner@test:1").await.unwrap().is_some());
+    });
+    let o = run(&["cancel", &id.to_string()], &pg.url("alice"));
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let o = run(&["queue", "--json"], &url);
+    let row: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON line");
+    assert_eq!(row["state"], "cancelled");
+    assert_eq!(row["submitted_by"], "alice");
+}
+
+/// A matrix that names a script by an absolute path is refused at `submit`,
+/// before the database is reached: an agent plans only from the scripts a
+/// submission carries, beside the matrix (docs/trust.md).
+#[test]
+fn submit_refuses_a_script_named_by_an_absolute_path_before_reaching_the_database() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("load.sql");
+    std::fs::write(&script, "SELECT 1;\n").unwrap();
+    let m = tmp.path().join("m.toml");
+    std::fs::write(
+        &m,
+        format!(
+            "name = \"abs\"\nrepeats = 1\nwarmup = false\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n\
+             [[workload]]\nname = \"w\"\nsql_script = {:?}\n",
+            script.display().to_string()
+        ),
+    )
+    .unwrap();
+    let o = run(
+        &[
+            "submit",
+            "-i",
+            "inventory/example-lab.toml",
+            "-m",
+            m.to_str().unwrap(),
+        ],
+        "postgres://nobody@127.0.0.1:1/none",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("by an absolute path"), "{}", out(&o));
+    assert!(
+        e.contains("nothing queued") && !e.contains("cannot reach"),
+        "{}",
+        out(&o)
+    );
+}
+
 #[test]
 fn publish_imports_a_bundle_once_and_refuses_one_that_does_not_verify() {
     let pg = Postgres::start();
@@ -695,7 +867,7 @@ async fn submit_fake(
             matrix_path: &mp,
             inventory: &inv,
             plan: &p,
-            by: "test@here",
+            scripts: &[],
             priority: 0,
             split_hosts: split,
         },
@@ -895,6 +1067,61 @@ async fn a_split_sweep_is_leased_host_by_host_and_a_whole_one_never_is() {
 /// sweep and host, claim and finish 10 000 cells; prints claims per second
 /// and the time a claim waits (its round trip, locks included).  The figure
 /// goes in docs/results-database.md; the test asserts only that every cell ran once.
+async fn xid(c: &tokio_postgres::Client) -> i64 {
+    c.query_one("SELECT txid_current()", &[])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// Issue 24: an agent's pass over the queue is one query, not one
+/// transaction per open sweep (5,000 queued sweeps cost ~10 s a pass).
+/// Counted by transaction ids: a lease attempt locks rows and takes one,
+/// the poll (read only) takes none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_s_poll_is_one_query_however_long_the_queue() {
+    let pg = Postgres::start();
+    let url = pg.url("postgres");
+    let mut c = client(&url).await;
+    db::schema::init(&mut c).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let blocker = submit_fake(&mut c, tmp.path(), 1, 1, 25, false).await;
+    assert!(leased(&mut c, blocker, "agent-1", 600).await > 0);
+    // 5,000 more sweeps on the leased host.
+    c.batch_execute(&format!(
+        "INSERT INTO fsmatrix_sweeps (matrix_name, inventory, matrix, inventory_path, matrix_path,
+                                      plan, priority, eta_seconds)
+         SELECT matrix_name, inventory, matrix, inventory_path, matrix_path, plan, priority, eta_seconds
+         FROM fsmatrix_sweeps, generate_series(1, 5000) WHERE id = {blocker};
+         INSERT INTO fsmatrix_cells (sweep_id, cell_id, ord, host, address, port, params)
+         SELECT s.id, c.cell_id, c.ord, c.host, c.address, c.port, c.params
+         FROM fsmatrix_sweeps s JOIN fsmatrix_cells c ON c.sweep_id = {blocker}
+         WHERE s.id <> {blocker};"
+    ))
+    .await
+    .unwrap();
+    let before = xid(&c).await;
+    let t0 = Instant::now();
+    let (open, got) = queue::lease_next(&mut c, "agent-2", 30).await.unwrap();
+    let took = t0.elapsed();
+    let after = xid(&c).await;
+    assert_eq!((open, got), (5001, None));
+    assert_eq!(
+        after - before,
+        1,
+        "a pass that finds nothing to lease took {} transactions ({took:?})",
+        after - before - 1
+    );
+    // A free sweep behind them all is found in the same one query, and
+    // leased in one transaction.
+    let free = submit_fake(&mut c, tmp.path(), 1, 3, 25, false).await;
+    let before = xid(&c).await;
+    let (open, got) = queue::lease_next(&mut c, "agent-2", 30).await.unwrap();
+    let after = xid(&c).await;
+    assert_eq!((open, got.map(|(id, _)| id)), (5002, Some(free)));
+    assert_eq!(after - before, 2, "one lease, one transaction");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn queue_throughput_benchmark() {
     let pg = Postgres::start();
@@ -956,4 +1183,82 @@ async fn queue_throughput_benchmark() {
         .await,
         10_000
     );
+}
+
+/// A bundle whose results name a host `../../../outside` (its checksums
+/// made to verify): `publish` used to join the name into
+/// `data/hosts/<host>/facts.json` and store a file from outside the bundle
+/// with the runs.  It is refused, naming the field and the rule, and
+/// nothing is written to the database.
+#[test]
+fn publish_refuses_a_host_name_that_would_leave_the_bundle() {
+    use fsmatrix::text::sha256_hex;
+    let pg = Postgres::start();
+    let url = pg.url("postgres");
+    assert_eq!(run(&["db", "init"], &url).status.code(), Some(0));
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = bundle_common::make_bundle(tmp.path(), fsmatrix::results::SweepStatus::Complete);
+    // <bundle>/data/hosts/../../../outside is tmp/outside.
+    std::fs::create_dir_all(tmp.path().join("outside")).unwrap();
+    std::fs::write(
+        tmp.path().join("outside/facts.json"),
+        "{\"secret\": \"stolen\"}",
+    )
+    .unwrap();
+    let jsonl = bundle.join("data/results.jsonl");
+    let before = std::fs::read_to_string(&jsonl).unwrap();
+    let text = before.replace("\"host\":\"lab1\"", "\"host\":\"../../../outside\"");
+    assert!(text.contains("../../../outside"));
+    std::fs::write(&jsonl, &text).unwrap();
+    // bag-info.txt's Payload-Oxum counts the payload's bytes.
+    let grown = (text.len() - before.len()) as u64;
+    let info_path = bundle.join("bag-info.txt");
+    let info: String = std::fs::read_to_string(&info_path)
+        .unwrap()
+        .lines()
+        .map(|l| match l.strip_prefix("Payload-Oxum: ") {
+            Some(v) => {
+                let (bytes, files) = v.split_once('.').unwrap();
+                format!(
+                    "Payload-Oxum: {}.{files}\n",
+                    bytes.parse::<u64>().unwrap() + grown
+                )
+            }
+            None => format!("{l}\n"),
+        })
+        .collect();
+    std::fs::write(&info_path, &info).unwrap();
+    // Make the checksums agree again, as a hostile sender would.
+    let fix = |manifest: &str, rel: &str, bytes: &[u8]| {
+        let path = bundle.join(manifest);
+        let fixed: String = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(|l| match l.split_once("  ") {
+                Some((_, p)) if p == rel => format!("{}  {p}\n", sha256_hex(bytes)),
+                _ => format!("{l}\n"),
+            })
+            .collect();
+        std::fs::write(&path, fixed).unwrap();
+    };
+    fix("manifest-sha256.txt", "data/results.jsonl", text.as_bytes());
+    let manifest = std::fs::read(bundle.join("manifest-sha256.txt")).unwrap();
+    fix("tagmanifest-sha256.txt", "manifest-sha256.txt", &manifest);
+    fix("tagmanifest-sha256.txt", "bag-info.txt", info.as_bytes());
+    let o = run(&["verify", bundle.to_str().unwrap()], &url);
+    assert_eq!(o.status.code(), Some(0), "the bundle verifies: {}", out(&o));
+
+    let o = run(&["publish", bundle.to_str().unwrap()], &url);
+    assert_ne!(o.status.code(), Some(0), "{}", out(&o));
+    let said = out(&o);
+    assert!(
+        said.contains("field host") && said.contains("host name"),
+        "{said}"
+    );
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = client(&url).await;
+        assert_eq!(count(&c, "SELECT count(*) FROM fsmatrix_runs").await, 0);
+        assert_eq!(count(&c, "SELECT count(*) FROM fsmatrix_bundles").await, 0);
+    });
 }

@@ -4,7 +4,9 @@
 //! is the one in its bundle; an agent killed mid-sweep whose sweep the
 //! other finishes after the lease expires; an agent interrupted (SIGINT)
 //! that tears down and lets go; the database stopped under a running agent
-//! and started again; a sweep split between agents host by host.
+//! and started again; a sweep split between agents host by host; a
+//! submitter's sweeps that ask for more than the agent's registry gives,
+//! refused without touching a host (docs/trust.md).
 mod support;
 
 // Without root and a lab the suite says so and is skipped (tests/run.sh runs it).
@@ -68,9 +70,8 @@ fn submit_matrix(
     hosts: &[&LabHost],
     matrix: &str,
 ) -> i64 {
-    let pairs: Vec<(&LabHost, &str)> = hosts.iter().map(|h| (*h, "")).collect();
     let inv = dir.join(format!("{name}.inventory.toml"));
-    std::fs::write(&inv, inventory_for(&lab.inv, &pairs, "")).unwrap();
+    std::fs::write(&inv, submission_for(&lab.inv, hosts, "")).unwrap();
     let m = dir.join(format!("{name}.matrix.toml"));
     std::fs::write(&m, matrix).unwrap();
     let o = fsmatrix()
@@ -90,9 +91,44 @@ fn submit_matrix(
     String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
 }
 
+/// A submitter's inventory: it names the hosts (and what it narrows) and
+/// describes them enough to plan at `submit`; no key, no known_hosts, no
+/// path of any kind (the agent's registry gives those).
+fn submission_for(lab: &support::LabInventory, hosts: &[&LabHost], extra: &str) -> String {
+    let mut s = format!(
+        "[defaults]\nuser = \"root\"\nagent = true\nos = \"linux\"\nplatform = \"lab\"\npg_user = {:?}\npg_port = {}\n",
+        lab.pg_user, lab.pg_port
+    );
+    for h in hosts {
+        s.push_str(&format!(
+            "[[host]]\nname = {:?}\naddress = {:?}\ndevices = [{:?}]\n{extra}\n",
+            h.name, h.address, h.device
+        ));
+    }
+    s
+}
+
+/// The agent operator's registry: every Linux host of the standing lab with
+/// the lab's key and known_hosts, beside `out` (written once).
+fn registry_beside(out: &Path) -> PathBuf {
+    let path = out
+        .parent()
+        .expect("an agent's out folder has a parent")
+        .join("registry.toml");
+    if !path.exists() {
+        let lab = support::read_inventory(&support::lab_dir()).expect("a standing lab");
+        let pairs: Vec<(&LabHost, &str)> = lab.hosts.iter().map(|h| (h, "")).collect();
+        std::fs::write(&path, inventory_for(&lab, &pairs, "")).unwrap();
+    }
+    path
+}
+
 fn agent(url: &str, out: &Path, idle: u64, ttl: u64) -> Child {
     fsmatrix()
-        .args(["agent", "--out"])
+        .arg("agent")
+        .arg("--registry")
+        .arg(registry_beside(out))
+        .arg("--out")
         .arg(out)
         .args([
             "--idle-exit",
@@ -601,4 +637,272 @@ fn a_split_sweep_runs_its_free_hosts_while_another_sweep_holds_one() {
         Some(3),
         "every host of the split sweep in one report: {x}"
     );
+}
+
+/// The first MiB of each host's device (sha256), mounts and pools: what a
+/// refused sweep must leave as it was.
+fn device_states(lab: &Lab, hosts: &[&LabHost]) -> Vec<String> {
+    hosts
+        .iter()
+        .map(|h| {
+            support::ssh_ok(
+                &lab.inv,
+                h,
+                r#"dev=$1
+echo "head=$(head -c 1048576 "$dev" | sha256sum | cut -d' ' -f1)"
+echo "mounts=$(grep -c -e "^$dev " -e ' /var/tmp/fsmatrix/mnt ' /proc/mounts)"
+echo "pools=$(zpool list -H -o name 2>/dev/null | grep -c fsmx || true)"
+"#,
+                &[&h.device],
+            )
+        })
+        .collect()
+}
+
+/// Issue 24: a submitter (a non-superuser database role, not the agent's)
+/// that names the agent's key, a host or a device outside the agent's
+/// registry, a consent the registry does not give, or an ssh config: each
+/// sweep is refused by the agent, the reason recorded in the queue, nothing
+/// run and nothing touched on any host.  The same role's well-formed
+/// submission runs with the registry's credentials.
+#[test]
+fn a_submission_that_borrows_the_agent_s_authority_is_refused_and_touches_nothing() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let (_pg, url) = fresh_db();
+    let o = fsmatrix()
+        .args(["db", "init", "--roles", "--db", &url])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+    query(&url, |c| {
+        futures::executor::block_on(c.0.batch_execute(
+            "CREATE ROLE alice LOGIN; GRANT fsmatrix_submitter TO alice;
+             CREATE ROLE runner LOGIN; GRANT fsmatrix_agent TO runner;",
+        ))
+        .unwrap()
+    });
+    let alice = url.replace("postgres://postgres@", "postgres://alice@");
+    let runner = url.replace("postgres://postgres@", "postgres://runner@");
+    assert_ne!(alice, url);
+    let tmp = tempfile::tempdir().unwrap();
+    let h = &lab.inv.hosts;
+    // The operator's registry: lab1 and lab2, no consent of any kind.
+    let pairs: Vec<(&LabHost, &str)> = vec![(&h[0], ""), (&h[1], "")];
+    std::fs::write(
+        tmp.path().join("registry.toml"),
+        inventory_for(&lab.inv, &pairs, ""),
+    )
+    .unwrap();
+
+    // What a hostile submitter sends (through the library, as any client
+    // of the database could): a plan made from a harmless inventory, and
+    // the inventory text the agent will read.
+    let marker = tmp.path().join("match-exec-ran");
+    let evil_config = tmp.path().join("evil_config");
+    std::fs::write(
+        &evil_config,
+        format!("Match exec \"touch {}\"\n  User root\n", marker.display()),
+    )
+    .unwrap();
+    let plain = |hosts: &[&LabHost]| submission_for(&lab.inv, hosts, "");
+    let with_device = |host: &LabHost, device: &str| {
+        plain(&[])
+            + &format!(
+                "[[host]]\nname = {:?}\naddress = {:?}\ndevices = [{device:?}]\n",
+                host.name, host.address
+            )
+    };
+    let cases: Vec<(&str, String, Vec<&LabHost>, &str)> = vec![
+        (
+            "the agent's identity_file",
+            plain(&[&h[0]]).replacen(
+                "[defaults]\n",
+                &format!("[defaults]\nidentity_file = {:?}\n", lab.inv.identity_file),
+                1,
+            ),
+            vec![&h[0]],
+            "sets `identity_file` in [defaults]",
+        ),
+        (
+            "a host outside the registry",
+            plain(&[&h[2]]),
+            vec![&h[2]],
+            "is not in the agent's registry; valid: ",
+        ),
+        (
+            "a device outside it",
+            with_device(&h[0], &h[2].device),
+            vec![&h[0]],
+            "is not one the registry lists for it",
+        ),
+        (
+            "a consent the registry does not give",
+            plain(&[&h[1]]).replacen(
+                "[defaults]\n",
+                "[defaults]\nallow_postgres_settings = [\"archive_command\"]\n",
+                1,
+            ),
+            vec![&h[1]],
+            "allow_postgres_settings `archive_command` is a consent the registry does not give",
+        ),
+        (
+            "an ssh_config",
+            format!("ssh_config = {:?}\n", evil_config.display().to_string())
+                + &plain(&[&h[0]]).replace(
+                    &format!("address = {:?}", h[0].address),
+                    "address = \"lab1-alias\"",
+                ),
+            vec![&h[0]],
+            "sets `ssh_config` in the inventory",
+        ),
+    ];
+    let before = device_states(&lab, &[&h[0], &h[1], &h[2]]);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mut refused: Vec<(i64, &str, &str)> = Vec::new();
+    for (what, text, hosts, want) in &cases {
+        // A harmless inventory and matrix of the same hosts, for the plan.
+        let name = format!("hostile{}", refused.len());
+        let inv = tmp.path().join(format!("{name}.inventory.toml"));
+        std::fs::write(&inv, plain(hosts)).unwrap();
+        let m = tmp.path().join(format!("{name}.matrix.toml"));
+        std::fs::write(&m, MATRIX.replace("NAME", &name)).unwrap();
+        let (inventory, matrix) =
+            fsmatrix::config::load(&inv, &m, fsmatrix::generator::script_uses)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let p = fsmatrix::plan::plan(&inventory, &matrix);
+        let id = rt.block_on(async {
+            let t = fsmatrix::db::resolve(Some(&alice), &fsmatrix::db::ProcessEnv).unwrap();
+            let mut c = fsmatrix::db::connect(&t).await.unwrap();
+            fsmatrix::db::queue::submit(
+                &mut c,
+                &fsmatrix::db::queue::Submission {
+                    inventory_text: text,
+                    matrix_text: &MATRIX.replace("NAME", &name),
+                    inventory_path: &inv,
+                    matrix_path: &m,
+                    inventory: &inventory,
+                    plan: &p,
+                    scripts: &[],
+                    priority: 0,
+                    split_hosts: false,
+                },
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{what}: {e}"))
+        });
+        refused.push((id, what, want));
+    }
+    // The agent, as its own database role, with the operator's registry.
+    let agent_run = |out: &str| {
+        fsmatrix()
+            .args(["agent", "--registry"])
+            .arg(tmp.path().join("registry.toml"))
+            .arg("--out")
+            .arg(tmp.path().join(out))
+            .args(["--idle-exit", "5", "--lease-ttl", "30"])
+            .env("FSMATRIX_DB", &runner)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start an agent")
+    };
+    let o = wait(agent_run("refusing"), Duration::from_secs(300));
+    assert_eq!(o.status.code(), Some(1), "{}", output_text(&o));
+    for (id, what, want) in &refused {
+        let (state, note, touched, runs): (String, Option<String>, i64, i64) = query(&url, |c| {
+            let r = &c.rows(&format!(
+                "SELECT state, note,
+                        (SELECT count(*) FROM fsmatrix_cells WHERE sweep_id = {id} AND state <> 'pending'),
+                        (SELECT count(*) FROM fsmatrix_bundles WHERE sweep_id = {id})
+                 FROM fsmatrix_sweeps WHERE id = {id}"
+            ))[0];
+            (r.get(0), r.get(1), r.get(2), r.get(3))
+        });
+        assert_eq!(state, "failed", "{what}");
+        let note = note.unwrap_or_default();
+        assert!(note.contains("refused by the agent"), "{what}: {note}");
+        assert!(note.contains(want), "{what}: {note}");
+        assert_eq!((touched, runs), (0, 0), "{what}: nothing of it ran");
+    }
+    assert!(
+        !marker.exists(),
+        "the submitted ssh config's Match exec ran"
+    );
+    assert_eq!(
+        device_states(&lab, &[&h[0], &h[1], &h[2]]),
+        before,
+        "a host was touched"
+    );
+    assert_eq!(
+        std::fs::read_dir(tmp.path().join("refusing"))
+            .map(|d| d.count())
+            .unwrap_or(0),
+        0,
+        "a bundle was started"
+    );
+    // `queue` shows the reasons, made safe for a terminal.
+    let q = fsmatrix()
+        .args(["queue"])
+        .env("FSMATRIX_DB", &alice)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&q.stdout)
+            .contains("refused by the agent: the submitted inventory sets `ssh_config`"),
+        "{}",
+        output_text(&q)
+    );
+
+    // The same submitter's well-formed sweep (no key, no path: `agent =
+    // true` in its own inventory, which the agent does not read) runs with
+    // the registry's key.
+    let id = {
+        let inv = tmp.path().join("good.inventory.toml");
+        std::fs::write(&inv, plain(&[&h[0]])).unwrap();
+        let m = tmp.path().join("good.matrix.toml");
+        std::fs::write(
+            &m,
+            MATRIX
+                .replace("NAME", "good")
+                .replace("repeats = 2", "repeats = 1"),
+        )
+        .unwrap();
+        let o = fsmatrix()
+            .args(["submit", "-i"])
+            .arg(&inv)
+            .arg("-m")
+            .arg(&m)
+            .env("FSMATRIX_DB", &alice)
+            .env("SSH_AUTH_SOCK", "/nonexistent")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
+        String::from_utf8_lossy(&o.stdout)
+            .trim()
+            .parse::<i64>()
+            .unwrap()
+    };
+    let out = wait(agent_run("running"), Duration::from_secs(600));
+    assert_eq!(out.status.code(), Some(0), "{}", output_text(&out));
+    let (state, by, done, bundle): (String, String, i64, String) = query(&url, |c| {
+        let r = &c.rows(&format!(
+            "SELECT state, submitted_by,
+                    (SELECT count(*) FROM fsmatrix_cells WHERE sweep_id = {id} AND state = 'done'),
+                    (SELECT path FROM fsmatrix_bundles WHERE sweep_id = {id})
+             FROM fsmatrix_sweeps WHERE id = {id}"
+        ))[0];
+        (r.get(0), r.get(1), r.get(2), r.get(3))
+    });
+    assert_eq!((state.as_str(), by.as_str(), done), ("done", "alice", 1));
+    let kept = std::fs::read_to_string(Path::new(&bundle).join("data/inventory.toml")).unwrap();
+    assert!(
+        kept.contains(&format!(
+            "identity_file = {:?}",
+            lab.inv.identity_file.display().to_string()
+        )),
+        "the registry's credentials: {kept}"
+    );
+    assert_clean(&lab.inv, &h[0]);
 }

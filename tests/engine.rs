@@ -207,12 +207,25 @@ impl Background<'_> {
     }
 }
 
+/// The lab's key and known_hosts, named as `resume` and `run --from` need
+/// them: a bundle's recorded paths are used only when the user names them.
+fn lab_paths() -> Vec<std::ffi::OsString> {
+    let dir = support::lab_dir();
+    vec![
+        "--identity-file".into(),
+        dir.join("id_ed25519").into(),
+        "--known-hosts".into(),
+        dir.join("known_hosts").into(),
+    ]
+}
+
 /// `fsmatrix resume` ends with every cell run (exit 0) and a bundle that
 /// verifies.
 fn resume_completes(bundle: &Path) {
     let o = fsmatrix()
         .arg("resume")
         .arg(bundle)
+        .args(lab_paths())
         .output()
         .expect("resume");
     assert_eq!(
@@ -772,6 +785,7 @@ fn sigkill_mid_cell_then_resume_finishes_the_bundle() {
     let o = fsmatrix()
         .arg("resume")
         .arg(&bundle)
+        .args(lab_paths())
         .output()
         .expect("resume");
     eprintln!(
@@ -897,6 +911,13 @@ fn run_from_a_bundle_repeats_the_same_sweep_and_the_reports_compare() {
     )
     .expect("tamper plan.json");
     let journal = std::fs::read(drifted.join("journal.jsonl")).expect("journal");
+    // The paths the bundle records, named as a re-run needs them.
+    let named = [
+        "--identity-file".into(),
+        keys.join("id").into_os_string(),
+        "--known-hosts".into(),
+        keys.join("known_hosts").into_os_string(),
+    ];
     for args in [
         vec!["resume"],
         vec!["run", "--out", "/nonexistent/never", "--from"],
@@ -904,6 +925,7 @@ fn run_from_a_bundle_repeats_the_same_sweep_and_the_reports_compare() {
         let o = fsmatrix()
             .args(&args)
             .arg(&drifted)
+            .args(&named)
             .output()
             .expect("fsmatrix");
         let err = String::from_utf8_lossy(&o.stderr);
@@ -930,6 +952,7 @@ fn run_from_a_bundle_repeats_the_same_sweep_and_the_reports_compare() {
         .arg(&b1)
         .arg("--out")
         .arg(&second)
+        .args(&named)
         .output()
         .expect("run --from");
     assert_eq!(
@@ -1568,6 +1591,7 @@ fn a_cut_link_is_noticed_the_other_host_finishes_and_resume_completes() {
     let o = fsmatrix()
         .arg("resume")
         .arg(&bundle)
+        .args(lab_paths())
         .output()
         .expect("resume");
     let err = String::from_utf8_lossy(&o.stderr);
@@ -2144,6 +2168,8 @@ fn an_alias_only_inventory_reaches_the_lab_through_an_ssh_config() {
     let o = fsmatrix()
         .args(["check", "-i"])
         .arg(&inv)
+        .arg("--ssh-config")
+        .arg(&config)
         .output()
         .expect("check");
     let err = String::from_utf8_lossy(&o.stderr);
@@ -2294,4 +2320,322 @@ fn a_rate_limited_workload_holds_its_rate_and_records_the_schedule_lag() {
         html.contains("data-plot=\"latency-percentiles\""),
         "no latency plot"
     );
+}
+
+// ---- Host lock liveness (issue 24): a holder is ended only when its
+// orchestrator is proven gone, never by a process name.
+
+/// `cmd` run to its end within `limit` (killed and failed past it), its
+/// stdout and stderr as text.
+fn output_within(
+    mut cmd: Command,
+    limit: Duration,
+    dir: &Path,
+    tag: &str,
+) -> (Option<i32>, String) {
+    let (out, err) = (
+        dir.join(format!("{tag}.out")),
+        dir.join(format!("{tag}.err")),
+    );
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).expect("stdout file"))
+        .stderr(std::fs::File::create(&err).expect("stderr file"))
+        .spawn()
+        .expect("spawn");
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            break s;
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "{tag} did not end within {limit:?}:\n{}",
+                std::fs::read_to_string(&err).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let text = format!(
+        "{}{}",
+        std::fs::read_to_string(&out).unwrap_or_default(),
+        std::fs::read_to_string(&err).unwrap_or_default()
+    );
+    eprintln!(
+        "{tag} -> {:?} in {:.1} s\n{text}",
+        status.code(),
+        t0.elapsed().as_secs_f64()
+    );
+    (status.code(), text)
+}
+
+/// Three 2-second cells on one host.
+fn three_small_cells(name: &str) -> String {
+    format!(
+        "name = \"{name}\"\nrepeats = 3\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n\
+         [[workload]]\nname = \"sel\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"2s\"\n"
+    )
+}
+
+/// `first` (an fsmatrix binary, maybe wrapped) sweeps three cells on a lab
+/// host; while it holds the host's lock, `second` is aimed at the same host.
+/// The second is refused, naming the first and saying it appears alive,
+/// and the first finishes every cell without ever losing its lock.
+fn a_live_sweep_keeps_its_lock_against(first: Command, second: Command, label: &str) {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = &lab.inv.hosts[0];
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let inv = write(tmp.path(), "inv.toml", &inventory(&lab.inv, &[(h, "")], ""));
+    let m_a = write(
+        tmp.path(),
+        "ma.toml",
+        &three_small_cells(&format!("{label}-first")),
+    );
+    let m_b = write(
+        tmp.path(),
+        "mb.toml",
+        &three_small_cells(&format!("{label}-second")),
+    );
+    let (out_a, out_b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let log = tmp.path().join("a.log");
+    let mut first = first;
+    let mut a = first
+        .args(["run", "--inventory"])
+        .arg(&inv)
+        .arg("--matrix")
+        .arg(&m_a)
+        .arg("--out")
+        .arg(&out_a)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log file"))
+        .spawn()
+        .expect("spawn the first sweep");
+    wait_for(
+        Duration::from_secs(60),
+        "the first sweep takes the lock",
+        || !lock_is_free(&lab, h),
+    );
+    let mut second = second;
+    second
+        .args(["run", "--inventory"])
+        .arg(&inv)
+        .arg("--matrix")
+        .arg(&m_b)
+        .arg("--out")
+        .arg(&out_b);
+    let (code, err) = output_within(second, Duration::from_secs(120), tmp.path(), "second");
+    let first_end = (|| {
+        let t0 = Instant::now();
+        loop {
+            if let Some(s) = a.try_wait().expect("try_wait") {
+                return s;
+            }
+            if t0.elapsed() > Duration::from_secs(300) {
+                let _ = a.kill();
+                panic!("the first sweep did not end within 300 s");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    })();
+    let text_a = std::fs::read_to_string(&log).unwrap_or_default();
+    eprintln!("first -> {:?}\n{text_a}", first_end.code());
+    assert_eq!(
+        code,
+        Some(2),
+        "the second orchestrator was not refused: {err}"
+    );
+    assert!(err.contains(&format!("sweep \"{label}-first\"")), "{err}");
+    assert!(err.contains("appears alive"), "{err}");
+    assert!(err.contains("nothing was touched"), "{err}");
+    assert!(
+        std::fs::read_dir(&out_b).map_or(true, |mut d| d.next().is_none()),
+        "a refused sweep made no bundle"
+    );
+    assert_eq!(first_end.code(), Some(0), "{text_a}");
+    assert!(!text_a.contains("host lock"), "{text_a}");
+    let bundle = bundle_in(&out_a);
+    let rs = results(&bundle);
+    assert_eq!(count(&rs, &h.name, "done"), 3, "{rs:?}");
+    assert!(lock_is_free(&lab, h), "released at the end of the sweep");
+    assert_clean(&lab.inv, h);
+}
+
+/// The defect of issue 24: a holder was judged orphaned when its process
+/// was not named `fsmatrix`.  The first sweep is the binary under another
+/// name; the second (the binary as built) must not take its lock.
+#[test]
+fn a_renamed_orchestrator_keeps_its_host_lock() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let renamed = tmp.path().join("fsmx-renamed");
+    std::fs::copy(env!("CARGO_BIN_EXE_fsmatrix"), &renamed).expect("copy the binary");
+    a_live_sweep_keeps_its_lock_against(Command::new(&renamed), fsmatrix(), "renamed");
+}
+
+/// Two orchestrators on one machine (one machine-id) but not one PID
+/// namespace (containers, `unshare`): the second sees no process of the
+/// first's number and must still not take its lock.
+#[test]
+fn an_orchestrator_in_another_pid_namespace_does_not_take_a_live_lock() {
+    let mut second = Command::new("unshare");
+    second
+        .args(["--pid", "--fork", "--mount-proc"])
+        .arg(env!("CARGO_BIN_EXE_fsmatrix"));
+    a_live_sweep_keeps_its_lock_against(fsmatrix(), second, "pidns");
+}
+
+/// A TCP relay from 127.0.0.1:<port> to `to` that never passes a close on:
+/// when its client goes away, the host's side stays open and silent, as
+/// over a link cut before the client's FIN (the test process holds it).
+fn relay_hiding_closes(to: std::net::SocketAddr) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for inbound in listener.incoming().flatten() {
+            let Ok(outbound) = std::net::TcpStream::connect_timeout(&to, Duration::from_secs(5))
+            else {
+                continue;
+            };
+            let (mut a, mut b) = (inbound, outbound);
+            let (mut a2, mut b2) = (a.try_clone().expect("clone"), b.try_clone().expect("clone"));
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut a, &mut b);
+                std::mem::forget(b);
+            });
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut b2, &mut a2);
+                std::mem::forget(b2);
+            });
+        }
+    });
+    port
+}
+
+/// The orphan case must still work: an orchestrator killed (SIGKILL) while
+/// the host has not heard its connection close leaves a holder there; the
+/// next sweep from this machine proves the orchestrator gone (its sweep
+/// lease is free) and ends that holder instead of waiting for its
+/// heartbeat limit.
+#[test]
+fn a_dead_orchestrators_holder_is_ended_by_the_next_sweep() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = &lab.inv.hosts[0];
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let port = relay_hiding_closes(format!("{}:22", h.address).parse().expect("address"));
+    let real = std::fs::read_to_string(&lab.inv.known_hosts).expect("known_hosts");
+    let line = real
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(h.address.as_str()))
+        .expect("the host's known_hosts line");
+    let key: Vec<&str> = line.split_whitespace().skip(1).take(2).collect();
+    let kh = write(
+        tmp.path(),
+        "known_hosts",
+        &format!("{real}[127.0.0.1]:{port} {} {}\n", key[0], key[1]),
+    );
+    let via = LabHost {
+        address: "127.0.0.1".into(),
+        ..h.clone()
+    };
+    let inv_a = write(
+        tmp.path(),
+        "a.toml",
+        &inventory(&lab.inv, &[(&via, &format!("port = {port}\n"))], "").replace(
+            &format!("known_hosts = {:?}", lab.inv.known_hosts),
+            &format!("known_hosts = {kh:?}"),
+        ),
+    );
+    let inv_b = write(tmp.path(), "b.toml", &inventory(&lab.inv, &[(h, "")], ""));
+    let m_a = write(tmp.path(), "ma.toml", &three_small_cells("dead-first"));
+    let m_b = write(tmp.path(), "mb.toml", &three_small_cells("after-the-dead"));
+    let (out_a, out_b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let log = tmp.path().join("a.log");
+    let mut a = spawn_run(&inv_a, &m_a, &out_a, &log);
+    wait_for(
+        Duration::from_secs(120),
+        "the first sweep starts a run",
+        || {
+            std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .contains(": run ext4")
+        },
+    );
+    a.kill().expect("SIGKILL");
+    let _ = a.wait();
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        !lock_is_free(&lab, h),
+        "the dead sweep's holder is still there (the case under test)"
+    );
+    let mut second = fsmatrix();
+    second
+        .args(["run", "--inventory"])
+        .arg(&inv_b)
+        .arg("--matrix")
+        .arg(&m_b)
+        .arg("--out")
+        .arg(&out_b);
+    // Refused (2) would mean the holder was judged alive; a success means
+    // it was ended at once, not left to its heartbeat limit.
+    let (code, err) = output_within(second, Duration::from_secs(300), tmp.path(), "second");
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("has ended"), "the orphan's end is said: {err}");
+    let rs = results(&bundle_in(&out_b));
+    assert_eq!(count(&rs, &h.name, "done"), 3, "{rs:?}");
+    assert!(lock_is_free(&lab, h), "released at the end of the sweep");
+    assert_clean(&lab.inv, h);
+}
+
+/// If a sweep's holder is ever ended by another (here by hand, as
+/// `lock_host`'s ender does: its words to `ended.<token>`, then a kill),
+/// the sweep says who ended it and why, not that its connection dropped;
+/// it stops starting steps on the host and resume finishes the bundle.
+#[test]
+fn a_sweep_whose_holder_is_ended_is_told_by_whom_not_that_its_connection_dropped() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = &lab.inv.hosts[0];
+    let (tmp, inv, matrix) = one_host_inputs(&lab, h, &three_small_cells("told"));
+    let out = tmp.path().join("results");
+    let log = tmp.path().join("run.log");
+    let mut a = spawn_run(&inv, &matrix, &out, &log);
+    wait_for(Duration::from_secs(120), "the sweep starts a run", || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains(": run ext4")
+    });
+    ssh_ok(
+        &lab.inv,
+        h,
+        "n=/run/lock/fsmatrix/host.lock.holder; t=$(sed -n 's/^holder.token=//p' $n); \
+         r=$(sed -n 's/^holder.rpid=//p' $n); [ -n \"$t\" ] && [ -n \"$r\" ] && \
+         printf 'ended_by.sweep=%s\\nended_by.machine=%s\\nended_by.user=%s\\nended_by.pid=%s\\nended_by.why=%s\\n' \
+         intruder elsewhere mallory 77 'a test ended it' > /run/lock/fsmatrix/ended.$t && kill $r",
+        &[],
+    );
+    let t0 = Instant::now();
+    while a.try_wait().expect("try_wait").is_none() {
+        if t0.elapsed() > Duration::from_secs(180) {
+            let _ = a.kill();
+            panic!("the sweep did not end within 180 s of losing its lock");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    eprintln!("{text}");
+    assert!(
+        text.contains(&format!(
+            "your host lock on {} was ended by sweep \"intruder\" on elsewhere (process 77, user mallory): a test ended it",
+            h.name
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("connection dropped"), "{text}");
+    resume_completes(&bundle_in(&out));
+    assert!(lock_is_free(&lab, h), "released at the end of resume");
+    assert_clean(&lab.inv, h);
 }

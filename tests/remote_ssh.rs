@@ -94,6 +94,7 @@ async fn stdin_is_delivered_byte_for_byte_and_lines_are_streamed() {
                 timeout: Some(Duration::from_secs(60)),
                 on_line: None,
                 own_session: false,
+                max_stdout: None,
             },
         )
         .await
@@ -112,6 +113,7 @@ async fn stdin_is_delivered_byte_for_byte_and_lines_are_streamed() {
                 timeout: Some(Duration::from_secs(30)),
                 on_line: None,
                 own_session: false,
+                max_stdout: None,
             },
         )
         .await
@@ -254,6 +256,122 @@ async fn timeout_kills_the_remote_process_group() {
     }
     // The connection still works afterwards.
     assert!(sh(&r, RemoteCommand::raw("true")).await.status.success());
+}
+
+/// A host that sends more than a command's bound (here 1 MiB on stdout,
+/// of 64 MiB sent, beside a sleep) has the command killed at once, in the
+/// persistent shell and in a session of its own alike: the first MiB is
+/// kept, the status says which stream passed which limit, the sleep is
+/// gone, and the connection works afterwards.
+#[tokio::test]
+async fn a_command_past_its_output_limit_is_killed_and_said() {
+    let sshd = Sshd::start();
+    let r = connect(&sshd).await;
+    for own_session in [false, true] {
+        let tag = format!(
+            "{}.{}{}",
+            5000 + std::process::id() % 1000,
+            sshd.port,
+            u8::from(own_session)
+        );
+        // The sleep runs beside the flood, in the command's group.
+        let script = RemoteCommand::raw("sleep")
+            .arg(&tag)
+            .raw_arg("& head -c 67108864 /dev/zero; wait; echo never");
+        let started = Instant::now();
+        let out = r
+            .exec(
+                &script,
+                ExecOptions {
+                    max_stdout: Some(1 << 20),
+                    own_session,
+                    ..ExecOptions::with_timeout(Duration::from_secs(120))
+                },
+            )
+            .await
+            .expect("exec returns");
+        assert_eq!(
+            out.status,
+            ExitStatus::OutputLimit {
+                stream: "stdout".into(),
+                limit_bytes: 1 << 20
+            },
+            "own session {own_session}"
+        );
+        assert_eq!(out.stdout.len(), 1 << 20);
+        assert!(
+            out.status.to_string().contains("more than 1 MiB on stdout"),
+            "{}",
+            out.status
+        );
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(30), "took {took:?}");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let left = processes_with(&format!("sleep {tag}"));
+            if left.is_empty() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "still running: {left:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(sh(&r, RemoteCommand::raw("true")).await.status.success());
+    }
+}
+
+/// The host lock's holder waits for a first line: a host that sends
+/// bytes without a newline is cut at the stdout bound, not held in memory
+/// until the lock's time limit.
+#[tokio::test]
+async fn a_held_command_that_floods_before_its_first_line_ends_at_the_bound() {
+    let sshd = Sshd::start();
+    let r = connect(&sshd).await;
+    let started = Instant::now();
+    let out = r
+        .hold(
+            &RemoteCommand::raw("head -c 80000000 /dev/zero; sleep 60"),
+            b"",
+            Duration::from_secs(60),
+        )
+        .await
+        .expect("hold returns");
+    match out {
+        fsmatrix::remote::HoldOutcome::Ended(out) => {
+            assert!(
+                matches!(&out.status, ExitStatus::OutputLimit { stream, .. } if stream == "stdout"),
+                "{:?}",
+                out.status
+            );
+            assert_eq!(out.stdout.len() as u64, fsmatrix::timeouts::MAX_STDOUT);
+        }
+        other => panic!("held: {other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_secs(40));
+}
+
+/// A host whose session prints a flood on stderr before the persistent
+/// shell's first line (here a ForceCommand; a noisy login file alike) is
+/// refused at that shell's start with what it sent, within the bound,
+/// instead of being read until the connect timeout.
+#[tokio::test]
+async fn a_shell_that_floods_stderr_before_its_first_line_is_refused() {
+    let sshd = Sshd::start_with_config(
+        "ForceCommand head -c 1000000 /dev/zero | tr '\\0' x >&2; exec /bin/sh -c \"$SSH_ORIGINAL_COMMAND\"\n",
+    );
+    let r = connect(&sshd).await;
+    let err = r
+        .exec(
+            &RemoteCommand::raw("echo hi"),
+            ExecOptions::with_timeout(Duration::from_secs(30)),
+        )
+        .await
+        .expect_err("refused");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("more than 65536 bytes on stderr before its first line ended")
+            && msg.contains("xxxx"),
+        "{msg}"
+    );
 }
 
 #[tokio::test]

@@ -47,14 +47,34 @@ pub struct Timing {
     pub prior_secs: f64,
 }
 
+/// The longest a piece of work can have taken, or have been expected to
+/// take, for its timing to be learned from: the longest duration a matrix
+/// may give (30 days).  A timings file is other people's input (`--history`
+/// reads earlier bundles): a line beyond it is dropped, not believed.
+pub const MAX_TIMING_SECS: f64 = 30.0 * 86_400.0;
+/// The shortest prior a timing may carry (the defaults are seconds or
+/// more): a ratio over a prior near zero would be near infinite.
+pub const MIN_PRIOR_SECS: f64 = 1e-3;
+
 impl Timing {
-    /// Whether the numbers can be learned from.
+    /// Whether the numbers can be learned from: finite, `secs` in
+    /// 0..=[`MAX_TIMING_SECS`], `prior_secs` in
+    /// [`MIN_PRIOR_SECS`]..=[`MAX_TIMING_SECS`].  Every ratio and estimate
+    /// built from usable timings is then finite.
     pub fn usable(&self) -> bool {
-        self.secs.is_finite()
-            && self.secs >= 0.0
-            && self.prior_secs.is_finite()
-            && self.prior_secs > 0.0
+        (0.0..=MAX_TIMING_SECS).contains(&self.secs)
+            && (MIN_PRIOR_SECS..=MAX_TIMING_SECS).contains(&self.prior_secs)
     }
+}
+
+/// `secs` as a [`Duration`], whatever the number: NaN and negatives are
+/// zero, and what a `Duration` cannot hold is its largest value
+/// (`Duration::from_secs_f64` panics on both).
+pub fn duration_of(secs: f64) -> Duration {
+    if secs.is_nan() || secs <= 0.0 {
+        return Duration::ZERO;
+    }
+    Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX)
 }
 
 /// Where an estimate's ratios come from, the best of its kinds.
@@ -178,11 +198,11 @@ pub struct Estimate {
 
 impl Estimate {
     pub fn remaining(&self) -> Duration {
-        Duration::from_secs_f64(self.remaining.max(0.0))
+        duration_of(self.remaining)
     }
 
     pub fn plus_minus(&self) -> Duration {
-        Duration::from_secs_f64(self.plus_minus.max(0.0))
+        duration_of(self.plus_minus)
     }
 }
 
@@ -453,6 +473,64 @@ mod tests {
 
     fn at(t0: Instant, s: f64) -> Instant {
         t0 + Duration::from_secs_f64(s)
+    }
+
+    /// A timings file is other people's input (`--history`): any number
+    /// in it, alone or with others, gives a finite estimate and never a
+    /// panic (`Duration::from_secs_f64` of an infinite ratio used to).
+    #[test]
+    fn no_number_in_a_timings_line_panics_or_gives_an_infinite_estimate() {
+        let odd = [
+            "0",
+            "-0",
+            "1",
+            "-1",
+            "1e-300",
+            "5e-324",
+            "1e300",
+            "1e308",
+            "1.7976931348623157e308",
+            "-1e308",
+            "18446744073709551615",
+            "1e20",
+            "2592000",
+            "2592001",
+            "0.001",
+            "0.0009",
+        ];
+        let t0 = Instant::now();
+        for secs in odd {
+            for prior in odd {
+                let line = format!(
+                    r#"{{"host":"h","kind":"setup","fs_type":"ext4","on":"a","secs":{secs},"prior_secs":{prior}}}"#
+                );
+                let Ok(t) = serde_json::from_str::<Timing>(&line) else {
+                    continue;
+                };
+                let history: Vec<Timing> = std::iter::repeat_n(t.clone(), 3)
+                    .filter(Timing::usable)
+                    .collect();
+                let e = HostEta::new("h", two_variants(), history).estimate(t0);
+                assert!(
+                    e.remaining.is_finite() && e.plus_minus.is_finite(),
+                    "secs {secs} prior {prior}: {e:?}"
+                );
+                let _ = (e.remaining(), e.plus_minus());
+            }
+        }
+        // Whatever got through, the conversion itself cannot panic.
+        for x in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -1.0, 1e300] {
+            let e = Estimate {
+                remaining: x,
+                plus_minus: x,
+                basis: Basis::History,
+                observed: 0,
+            };
+            let _ = crate::text::hms(e.remaining());
+            let _ = crate::text::plus_minus(e.plus_minus());
+        }
+        assert_eq!(duration_of(f64::INFINITY), Duration::MAX);
+        assert_eq!(duration_of(f64::NAN), Duration::ZERO);
     }
 
     #[test]

@@ -12,6 +12,17 @@ use std::path::Path;
 /// on the opened file (it may have been swapped in between); the open itself
 /// is non-blocking.
 pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+    read_bounded(path, limit, true)
+}
+
+/// [`read_regular`] that does not follow a symbolic link at `path` either
+/// (it is refused, as a FIFO is): for files inside a folder someone else
+/// made, such as a bundle's snapshots.
+pub fn read_regular_no_link(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+    read_bounded(path, limit, false)
+}
+
+fn read_bounded(path: &Path, limit: u64, follow: bool) -> Result<Vec<u8>, String> {
     let kind = |m: &std::fs::Metadata| -> Result<(), String> {
         let t = m.file_type();
         if t.is_file() {
@@ -22,10 +33,16 @@ pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
             file_kind(&t)
         ))
     };
-    kind(&std::fs::metadata(path).map_err(|e| e.to_string())?)?;
+    let meta = if follow {
+        std::fs::metadata(path)
+    } else {
+        std::fs::symlink_metadata(path)
+    };
+    kind(&meta.map_err(|e| e.to_string())?)?;
+    let no_link = if follow { 0 } else { libc::O_NOFOLLOW };
     let f = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | no_link)
         .open(path)
         .map_err(|e| e.to_string())?;
     let meta = f.metadata().map_err(|e| e.to_string())?;

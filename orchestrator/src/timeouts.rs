@@ -1,6 +1,7 @@
-//! Every timeout fsmatrix puts on a remote operation, in one place.  They are
-//! generous: a stuck step is the only thing they catch, and a slow disk must
-//! not fail a sweep.  The verbs' own limits are [`crate::run::Verb::timeout`],
+//! Every timeout fsmatrix puts on a remote operation, in one place, and the
+//! bounds on what a host may send.  They are generous: a stuck step or a
+//! host that floods is the only thing they catch, and a slow disk must not
+//! fail a sweep.  The verbs' own limits are [`crate::run::Verb::timeout`],
 //! built from the constants here.
 use std::time::Duration;
 
@@ -62,3 +63,23 @@ pub const HOLD_STALE_MINUTES: u32 = 2;
 pub const LOCK: Duration = Duration::from_secs(30);
 /// How long a release waits for the host to close the holder.
 pub const HOLD_RELEASE: Duration = Duration::from_secs(10);
+
+/// The most bytes kept of one command's stdout unless its caller says
+/// otherwise (`ExecOptions::max_stdout`): a verb prints a few `key=value`
+/// lines.  A host that sends more has the command killed and the step
+/// failed, saying so; without a bound a host's output was held in memory
+/// whole (400 MB of output: 1.2 GB of memory).
+pub const MAX_STDOUT: u64 = 64 << 20;
+/// The most bytes kept of one command's stderr (always).
+pub const MAX_STDERR: u64 = 16 << 20;
+/// The most bytes one fetch of a file a run wrote (`cat`: `run.out`,
+/// `run.err`, one gzipped transaction log) may send.
+pub const MAX_FETCH: u64 = 256 << 20;
+/// The most bytes a host may send for one cell's files together (its
+/// output and transaction logs); past it the cell fails and the rest is
+/// not fetched.
+pub const MAX_CELL_OUTPUT: u64 = 512 << 20;
+
+/// How long a sweep that lost a host lock asks the host whether another
+/// sweep ended it (run/lock.rs): short, the connection may be the cause.
+pub const LOST_LOCK_WHY: Duration = Duration::from_secs(5);

@@ -173,3 +173,76 @@ fn hostile_archives_are_refused_and_nothing_lands_outside() {
     );
     assert_eq!(std::fs::read_to_string(&victim).expect("read"), "keep me\n");
 }
+
+/// Issue 24 (low): files outside data/ that the tagmanifest does not list
+/// (at the top level, or in another folder) made `verify` say OK and were
+/// packed by `archive`.  Now `verify` names each one (made safe for the
+/// terminal) and fails, and `archive` refuses the bag: nothing vouches for
+/// such a file, and an archive is what gets published.
+#[test]
+fn unlisted_files_outside_data_fail_verify_and_are_not_archived() {
+    for (rel, shown) in [
+        ("notes.txt", "notes.txt"),
+        ("extra/deep/x.bin", "extra/deep/x.bin"),
+        ("evil\u{1b}[2Jname\n.txt", "evil\\u{1b}[2Jname\\n.txt"),
+    ] {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let bag = tmp.path().join("quick-20260101T000000Z");
+        copy_dir(fixture(), &bag);
+        let path = bag.join(rel);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, b"not vouched for").expect("write");
+        let v = fsmatrix().arg("verify").arg(&bag).output().expect("verify");
+        let out = String::from_utf8_lossy(&v.stdout);
+        assert_eq!(v.status.code(), Some(1), "{rel:?}: {out}");
+        assert!(
+            out.contains(&format!(
+                "extra (outside data/ and not in tagmanifest-sha256.txt): {shown}"
+            )),
+            "{rel:?}: {out}"
+        );
+        assert!(!out.contains('\u{1b}'), "{out:?}");
+        let a = fsmatrix()
+            .arg("archive")
+            .arg(&bag)
+            .output()
+            .expect("archive");
+        assert!(!a.status.success(), "{rel:?}: archived");
+        assert!(
+            !tmp.path().join("quick-20260101T000000Z.tar.zst").exists(),
+            "{rel:?}"
+        );
+    }
+    // The signature file and the listed tag files are not extra.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bag = tmp.path().join("quick-20260101T000000Z");
+    copy_dir(fixture(), &bag);
+    let v = fsmatrix().arg("verify").arg(&bag).output().expect("verify");
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
+}
+
+/// The folder name inside an archive is the archive maker's text: `verify`
+/// of the `.tar.zst` prints it made safe for the terminal (issue 24, low).
+#[test]
+fn the_folder_name_inside_an_archive_reaches_the_terminal_escaped() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let bag = tmp.path().join("evil\u{1b}]0;owned\u{7}name");
+    copy_dir(fixture(), &bag);
+    let a = fsmatrix()
+        .arg("archive")
+        .arg(&bag)
+        .output()
+        .expect("archive");
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    // Handed on under a plain name: the folder name inside stays.
+    let out = tmp.path().join("plain.tar.zst");
+    std::fs::rename(tmp.path().join("evil\u{1b}]0;owned\u{7}name.tar.zst"), &out).expect("rename");
+    let v = fsmatrix().arg("verify").arg(&out).output().expect("verify");
+    let text = String::from_utf8_lossy(&v.stdout);
+    assert!(v.status.success(), "{text}");
+    assert!(text.contains("evil\\u{1b}]0;owned\\u{7}name"), "{text:?}");
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "{text:?}"
+    );
+}

@@ -160,6 +160,8 @@ fn run_says_where_its_ssh_config_values_came_from() {
     let o = fsmatrix()
         .args(["run", "-i"])
         .arg(&inv)
+        .arg("--ssh-config")
+        .arg(&config)
         .args(["-m", "matrix/quick.toml", "--out"])
         .arg(tmp.path().join("out"))
         .timeout(std::time::Duration::from_secs(60))

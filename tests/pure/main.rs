@@ -11,6 +11,7 @@ mod bundle_ls;
 mod bundle_sign;
 mod bundle_write;
 mod cli_conventions;
+mod foreign_paths;
 mod fuzz;
 mod pgbench_parse;
 mod plan_cli;
@@ -21,6 +22,7 @@ mod plan_run_same;
 mod report_drift;
 mod report_html;
 mod report_metric;
+mod sshsig_differential;
 #[path = "../support/mod.rs"]
 mod support;
 mod tables;

@@ -298,6 +298,128 @@ fn golden_command_logs_per_os() {
     }
 }
 
+/// A matrix on the lab's three hosts: `variants` × 10 client counts ×
+/// `repeats` cells on each host.
+fn big_matrix(dir: &std::path::Path, variants: u64, repeats: u64, max_cells: u64) -> PathBuf {
+    let js: Vec<String> = (1..=variants).map(|j| j.to_string()).collect();
+    let m = dir.join("big.toml");
+    std::fs::write(
+        &m,
+        format!(
+            "name = \"big\"\nrepeats = {repeats}\nwarmup = false\nmax_cells = {max_cells}\n\n\
+             [[filesystem]]\nname = \"ext4-{{j}}\"\ntype = \"ext4\"\n\
+             mkfs_options = [\"-E\", \"stride={{j}}\"]\nvary = {{ j = [{}] }}\n\n\
+             [[workload]]\nname = \"t\"\nbuiltin = \"tpcb-like\"\nscale = 1\n\
+             clients = [1,2,3,4,5,6,7,8,9,10]\nduration = \"1s\"\n",
+            js.join(",")
+        ),
+    )
+    .unwrap();
+    m
+}
+
+/// `fsmatrix plan ARGS` under a cap on its address space (`ulimit -v`, KiB).
+fn plan_capped(kib: u64, args: &str) -> std::process::Output {
+    let bin = assert_cmd::cargo::cargo_bin("fsmatrix");
+    std::process::Command::new("sh")
+        .current_dir(root())
+        .arg("-c")
+        .arg(format!("ulimit -v {kib} && exec \"$0\" plan {args}"))
+        .arg(bin)
+        .output()
+        .unwrap()
+}
+
+/// Issue 24: `max_cells` at its documented maximum plans within memory, and
+/// `plan --json` streams (it built a JSON tree of ~7.6 KiB a cell: 900 000
+/// cells took 6.9 GB).
+#[test]
+fn max_cells_at_its_maximum_plans_within_memory() {
+    use fsmatrix::config::matrix::MAX_CELLS_LIMIT;
+    let dir = tempfile::tempdir().unwrap();
+    let inv = root().join("inventory/lab.toml");
+    // One past the maximum: refused as a value, with the valid range.
+    let m = big_matrix(dir.path(), 1, 1, MAX_CELLS_LIMIT + 1);
+    let out = plan_capped(4 << 20, &format!("-i {} -m {}", inv.display(), m.display()));
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&MAX_CELLS_LIMIT.to_string()),
+        "{out:?}"
+    );
+    // Just under the maximum (3 hosts × 100 variants × 10 × 333 repeats:
+    // 999 000 cells) in 2 GiB.
+    let m = big_matrix(dir.path(), 100, 333, MAX_CELLS_LIMIT);
+    let out = plan_capped(2 << 20, &format!("-i {} -m {}", inv.display(), m.display()));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("999000 cells"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // 60 000 cells as JSON in 256 MiB of address space (the tree took a peak
+    // RSS of 453 MB for them; streamed: 43 MB).
+    let m = big_matrix(dir.path(), 10, 200, MAX_CELLS_LIMIT);
+    let out = plan_capped(
+        256 << 10,
+        &format!("--json -i {} -m {}", inv.display(), m.display()),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["cells"].as_array().map(Vec::len), Some(60_000));
+}
+
+/// `--history` reads other people's bundles: a timings file with odd
+/// numbers (huge, negative, near zero, past what a Duration holds) never
+/// panics the ETA (`plan --history` and `run --history` used to, `run`
+/// after making its bundle folder); the odd lines are not learned from.
+#[test]
+fn odd_numbers_in_a_history_timings_file_never_panic_the_eta() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let b = tmp.path().join("old-20260101T000000Z");
+    std::fs::create_dir_all(b.join("data")).expect("mkdir");
+    std::fs::write(b.join("bagit.txt"), "").expect("bagit");
+    let mut text = String::new();
+    for (secs, prior) in [
+        ("1e308", "1"),
+        ("1e300", "1e-300"),
+        ("5", "5e-324"),
+        ("-1", "45"),
+        ("18446744073709551615", "45"),
+        ("1.7976931348623157e308", "1.7976931348623157e308"),
+    ] {
+        for kind in ["setup", "load", "run_overhead", "teardown"] {
+            text.push_str(&format!(
+                "{{\"host\":\"lab1\",\"kind\":\"{kind}\",\"fs_type\":\"ext4\",\"on\":\"x\",\"secs\":{secs},\"prior_secs\":{prior}}}\n"
+            ));
+        }
+    }
+    std::fs::write(b.join("data/timings.jsonl"), text).expect("timings");
+    fsmatrix()
+        .args([
+            "plan",
+            "-i",
+            "inventory/lab.toml",
+            "-m",
+            "matrix/quick.toml",
+            "--history",
+        ])
+        .arg(tmp.path())
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("panicked").not())
+        .stdout(predicate::str::contains(
+            "no timings of this host: the defaults",
+        ));
+}
+
 /// A script that runs commands or reaches files is refused by `plan` on a
 /// host whose owner has not allowed it, at the script's file:line with the
 /// feature and the key that would allow it; with the key, planned.

@@ -1,7 +1,7 @@
 //! What works on bundles: `verify` (and the signature), `report`, `archive`.
 use super::{BundleArgs, CliError, CmdResult, Exit, ReportArgs, VerifyArgs};
 use crate::results::analysis::stats::StatsOptions;
-use crate::results::bundle::allowed_signers::AllowedSigners;
+use crate::results::bundle::allowed_signers::{self, AllowedSigners};
 use crate::results::bundle::archive::{self, ArchiveError};
 use crate::results::bundle::read;
 use crate::results::bundle::signature::{self, SignatureCheck};
@@ -15,6 +15,19 @@ pub fn verify(args: &VerifyArgs) -> CmdResult {
         Some(p) => Some(AllowedSigners::load(p).map_err(CliError::failed_to)?),
         None => None,
     };
+    // ssh-keygen.c `sig_process_opts`: a verify-time of 0 is invalid.
+    let now = match &args.verify_time {
+        Some(t) => allowed_signers::parse_absolute_time(t)
+            .filter(|&t| t != 0)
+            .ok_or_else(|| {
+                CliError::nothing_ran(format!(
+                    "failed to use --verify-time {:?}: give YYYYMMDD, YYYYMMDDHHMM or \
+                     YYYYMMDDHHMMSS, with Z or UTC for UTC (else local time), after 1970",
+                    crate::text::terminal_safe(t)
+                ))
+            })?,
+        None => signature::unix_now(),
+    };
     // An archive is verified as the bag it unpacks to (the folder lives
     // until the end of this function).
     let unpacked;
@@ -27,13 +40,16 @@ pub fn verify(args: &VerifyArgs) -> CmdResult {
         args.bundle.clone()
     };
     let r = crate::results::verify(&bag).map_err(CliError::failed_to)?;
-    let sig = signature::check_signature(&bag, allowed.as_ref(), signature::unix_now());
+    let sig = signature::check_signature(&bag, allowed.as_ref(), args.principal.as_deref(), now);
     if let Some(a) = &allowed {
         for line in &a.cert_authority_lines {
             eprintln!(
                 "fsmatrix: note: {}:{line}: cert-authority lines are not supported; skipped",
                 a.path.display()
             );
+        }
+        for note in a.skipped_notes() {
+            eprintln!("fsmatrix: note: {note}");
         }
     }
     if r.is_ok() {
@@ -44,7 +60,7 @@ pub fn verify(args: &VerifyArgs) -> CmdResult {
         println!(
             "{} {}: {} payload files, {} bytes, {} tag files{status}",
             if sig.is_ok() { "OK" } else { "checksums OK" },
-            r.root.display(),
+            crate::text::terminal_safe(&r.root.display().to_string()),
             r.payload_files,
             r.payload_bytes,
             r.tag_files
@@ -62,7 +78,10 @@ pub fn verify(args: &VerifyArgs) -> CmdResult {
         ),
         Ok(SignatureCheck::Trusted {
             key, principals, ..
-        }) => println!("signature: good, by {} ({key})", principals.join(", ")),
+        }) => println!(
+            "signature: good, by {} ({key})",
+            crate::text::terminal_safe(&principals.join(", "))
+        ),
         Err(p) => println!("signature refused: {p}"),
     }
     if r.is_ok() && sig.is_ok() {
@@ -81,7 +100,7 @@ pub fn verify(args: &VerifyArgs) -> CmdResult {
     }
     Err(CliError::problems(format!(
         "{} does not verify: {}",
-        r.root.display(),
+        crate::text::terminal_safe(&r.root.display().to_string()),
         why.join(", ")
     )))
 }

@@ -9,13 +9,22 @@ use crate::run::check::{needs_of, prepare, same_machines, ssh_target, HostReport
 use crate::text::iec_bytes;
 
 pub fn check(args: &CheckArgs) -> CmdResult {
+    let given = crate::config::GivenPaths {
+        ssh_config: args.ssh_config.clone(),
+        recorded: None,
+    };
     let (inv, p) = match &args.matrix {
         Some(m) => {
-            let (inv, m) = crate::config::load(&args.inventory, m, crate::generator::script_uses)?;
+            let (inv, m) = crate::config::load_given(
+                &args.inventory,
+                m,
+                &given,
+                crate::generator::script_uses,
+            )?;
             let p = plan(&inv, &m);
             (inv, Some(p))
         }
-        None => (Inventory::load(&args.inventory)?, None),
+        None => (Inventory::load_given(&args.inventory, &given)?, None),
     };
     eprint!("{}", crate::config::ssh_config::report(&inv));
     let t0 = Instant::now();

@@ -3,8 +3,8 @@
 //! where it was looked for (never its password); nothing is queued or
 //! leased then.
 use super::{
-    AgentArgs, CancelArgs, CliError, CmdResult, DbArgs, Exit, PublishArgs, QueueArgs, ReportArgs,
-    SubmitArgs,
+    AgentArgs, CancelArgs, CliError, CmdResult, DbArgs, DbInitArgs, Exit, PublishArgs, QueueArgs,
+    ReportArgs, SubmitArgs,
 };
 use crate::db::{self, queue, DbError};
 
@@ -30,26 +30,23 @@ async fn ready(args: &DbArgs) -> Result<tokio_postgres::Client, CliError> {
     Ok(c)
 }
 
-pub fn init(args: &DbArgs) -> CmdResult {
+pub fn init(args: &DbInitArgs) -> CmdResult {
     super::runtime()?.block_on(async {
-        let mut c = client(args).await?;
+        let mut c = client(&args.db).await?;
         let (before, after) = db::schema::init(&mut c).await.map_err(db_error)?;
         if before == after {
             println!("schema version {after}: up to date");
         } else {
             println!("schema version {before} -> {after}");
         }
+        if args.roles {
+            db::schema::init_roles(&mut c).await.map_err(db_error)?;
+            println!(
+                "roles fsmatrix_submitter and fsmatrix_agent ready: GRANT them to login roles"
+            );
+        }
         Ok(Exit::Success)
     })
-}
-
-/// Who submits: `$USER@hostname`.
-fn who() -> String {
-    let user = std::env::var("USER").unwrap_or_else(|_| "unknown".into());
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into());
-    format!("{user}@{host}")
 }
 
 pub fn submit(args: &SubmitArgs) -> CmdResult {
@@ -59,7 +56,19 @@ pub fn submit(args: &SubmitArgs) -> CmdResult {
         crate::config::load(&args.inventory, &args.matrix, crate::generator::script_uses)?;
     let p = crate::plan::plan(&inv, &m);
     let inputs = crate::run::snapshot::Inputs::read(&inv, &m).map_err(CliError::failed_to)?;
-    let by = who();
+    // The scripts travel as content: the agent never reads a path of ours.
+    let scripts = queue::SubmittedScript::of(&m);
+    if let Some(s) = scripts
+        .iter()
+        .find(|s| std::path::Path::new(&s.path).is_absolute())
+    {
+        return Err(CliError::nothing_ran(format!(
+            "the matrix names script {} by an absolute path: an agent plans from the scripts a \
+             submission carries, beside the matrix; valid: a path relative to the matrix \
+             (e.g. sql/x.sql); nothing queued",
+            crate::text::terminal_safe(&s.path)
+        )));
+    }
     super::runtime()?.block_on(async {
         let mut c = ready(&args.db).await?;
         let id = queue::submit(
@@ -71,7 +80,7 @@ pub fn submit(args: &SubmitArgs) -> CmdResult {
                 matrix_path: &inputs.matrix_path,
                 inventory: &inv,
                 plan: &p,
-                by: &by,
+                scripts: &scripts,
                 priority: args.priority,
                 split_hosts: m.split_hosts,
             },
@@ -108,10 +117,12 @@ pub fn list(args: &QueueArgs) -> CmdResult {
             "ID", "MATRIX", "STATE", "PRIO", "DONE/CELLS", "ETA", "BY"
         );
         for r in &rows {
+            // Other people's text (names, who, why): made safe for a terminal.
+            let safe = crate::text::terminal_safe;
             println!(
                 "{:>6}  {:<20} {:<9} {:>4}  {:>11}  {:>8}  {:<24} {}",
                 r.id,
-                r.matrix,
+                safe(&r.matrix),
                 r.state,
                 r.priority,
                 format!(
@@ -129,13 +140,16 @@ pub fn list(args: &QueueArgs) -> CmdResult {
                     if r.eta_observed { "" } else { "~" },
                     crate::text::hms(std::time::Duration::from_secs(r.eta_seconds.max(0) as u64))
                 ),
-                r.submitted_by,
+                safe(&r.submitted_by),
                 if r.leases.is_empty() {
                     "-".to_string()
                 } else {
-                    r.leases.join(", ")
+                    safe(&r.leases.join(", ")).into_owned()
                 }
             );
+            if let Some(note) = &r.note {
+                println!("        {}", safe(note));
+            }
         }
         if rows.iter().any(|r| !r.eta_observed && r.eta_seconds > 0) {
             println!("(~ETA: the plan's estimate; the others from the sweep's own pace)");
@@ -195,7 +209,10 @@ pub fn report_sources(args: &ReportArgs) -> Result<Vec<db::report::DbSource>, Cl
 }
 
 pub fn agent(args: &AgentArgs) -> CmdResult {
+    // The operator's own inventory, validated as any inventory is.
+    let registry = db::registry::load(&args.registry, args.ssh_config.as_deref())?;
     let opts = db::agent::AgentOptions {
+        registry,
         out: args.out.clone(),
         idle_exit: args.idle_exit.map(std::time::Duration::from_secs),
         lease_ttl: std::time::Duration::from_secs(args.lease_ttl.max(3)),
@@ -215,7 +232,7 @@ pub fn agent(args: &AgentArgs) -> CmdResult {
                     .map(|b| format!(", bundle {}", b.display()))
                     .unwrap_or_default(),
                 match (&t.stopped, t.finished) {
-                    (Some(why), _) => format!(", stopped: {why}"),
+                    (Some(why), _) => format!(", stopped: {}", crate::text::terminal_safe(why)),
                     (None, true) => ", sweep finished".to_string(),
                     (None, false) => String::new(),
                 }

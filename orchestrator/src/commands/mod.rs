@@ -109,6 +109,16 @@ pub struct ImportArgs {
 pub struct AgentArgs {
     #[command(flatten)]
     pub db: DbArgs,
+    /// The operator's host registry: an inventory of the hosts this agent
+    /// may run sweeps on, with their addresses, credentials, known hosts,
+    /// devices and every consent.  A submission only names its hosts and
+    /// narrows what this allows (docs/trust.md).
+    #[arg(long)]
+    pub registry: PathBuf,
+    /// The ssh config the registry resolves its aliases through, when the
+    /// registry names one (`ssh_config = PATH`): the same path, given here.
+    #[arg(long)]
+    pub ssh_config: Option<PathBuf>,
     /// Folder under which each sweep's bundle is created.
     #[arg(long, default_value = "results")]
     pub out: PathBuf,
@@ -123,7 +133,18 @@ pub struct AgentArgs {
 #[derive(Debug, Subcommand)]
 pub enum DbCommand {
     /// Create the schema, or migrate it to this fsmatrix's version.
-    Init(DbArgs),
+    Init(DbInitArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DbInitArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Also create the roles fsmatrix_submitter (queue sweeps, cancel its
+    /// own) and fsmatrix_agent (lease, run, publish), without LOGIN: grant
+    /// them to people's and agents' login roles.
+    #[arg(long)]
+    pub roles: bool,
 }
 
 /// Where the results database is.
@@ -237,6 +258,11 @@ pub struct PlanArgs {
     /// hosts, instead of from the defaults alone.
     #[arg(long, value_name = "DIR", conflicts_with = "commands")]
     pub history: Option<PathBuf>,
+    /// The ssh config the inventory's `ssh_config` names: it is read (and
+    /// `ssh -G` runs its `Match exec` commands, as you) only when you name
+    /// the same file here; your own ~/.ssh/config needs no flag.
+    #[arg(long, value_name = "FILE")]
+    pub ssh_config: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -250,6 +276,11 @@ pub struct CheckArgs {
     /// (`host_checked`), then `check_finished`.
     #[arg(long)]
     pub json: bool,
+    /// The ssh config the inventory's `ssh_config` names: it is read (and
+    /// `ssh -G` runs its `Match exec` commands, as you) only when you name
+    /// the same file here; your own ~/.ssh/config needs no flag.
+    #[arg(long, value_name = "FILE")]
+    pub ssh_config: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -277,6 +308,20 @@ pub struct RunArgs {
     /// (as `plan --history`); it learns from this sweep as it goes either way.
     #[arg(long, value_name = "DIR")]
     pub history: Option<PathBuf>,
+    /// The ssh config the inventory's `ssh_config` names: it is read (and
+    /// `ssh -G` runs its `Match exec` commands, as you) only when you name
+    /// the same file here; your own ~/.ssh/config needs no flag.
+    #[arg(long, value_name = "FILE")]
+    pub ssh_config: Option<PathBuf>,
+    /// A key file the bundle's inventory names (`identity_file`) that may
+    /// be used; once per file.  A bundle may come from someone else: the
+    /// paths it records are used only when you name them.
+    #[arg(long, value_name = "FILE")]
+    pub identity_file: Vec<PathBuf>,
+    /// A known_hosts file the bundle's inventory names that may be used
+    /// (the host keys it trusts); once per file.
+    #[arg(long, value_name = "FILE")]
+    pub known_hosts: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -305,6 +350,20 @@ pub struct ResumeArgs {
     /// removes an earlier signature).
     #[arg(long, value_name = "KEY")]
     pub sign: Option<PathBuf>,
+    /// The ssh config the inventory's `ssh_config` names: it is read (and
+    /// `ssh -G` runs its `Match exec` commands, as you) only when you name
+    /// the same file here; your own ~/.ssh/config needs no flag.
+    #[arg(long, value_name = "FILE")]
+    pub ssh_config: Option<PathBuf>,
+    /// A key file the bundle's inventory names (`identity_file`) that may
+    /// be used; once per file.  A bundle may come from someone else: the
+    /// paths it records are used only when you name them.
+    #[arg(long, value_name = "FILE")]
+    pub identity_file: Vec<PathBuf>,
+    /// A known_hosts file the bundle's inventory names that may be used
+    /// (the host keys it trusts); once per file.
+    #[arg(long, value_name = "FILE")]
+    pub known_hosts: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -315,6 +374,16 @@ pub struct VerifyArgs {
     /// name its signer.
     #[arg(long, value_name = "FILE")]
     pub allowed_signers: Option<PathBuf>,
+    /// With --allowed-signers: the signer must be allowed as this
+    /// principal (`ssh-keygen -Y verify -I NAME`).  Without it, any
+    /// principal a line names will do.
+    #[arg(long, value_name = "NAME", requires = "allowed_signers")]
+    pub principal: Option<String>,
+    /// With --allowed-signers: judge valid-after / valid-before at this
+    /// time instead of now (`ssh-keygen -Overify-time=`): YYYYMMDD,
+    /// YYYYMMDDHHMM or YYYYMMDDHHMMSS, with Z or UTC for UTC, else local.
+    #[arg(long, value_name = "TIME", requires = "allowed_signers")]
+    pub verify_time: Option<String>,
 }
 
 #[derive(Debug, Args)]

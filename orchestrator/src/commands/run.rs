@@ -25,17 +25,30 @@ pub fn run(args: &RunArgs) -> CmdResult {
         history,
         ..Default::default()
     };
+    if args.from.is_none() && !(args.identity_file.is_empty() && args.known_hosts.is_empty()) {
+        // Checked here, not by clap: its `requires` does not hold against
+        // `from`'s conflicts, and a sweep must never start on a misread flag.
+        return Err(CliError::nothing_ran(
+            "--identity-file and --known-hosts name the paths a bundle's inventory records: \
+             give them with --from BUNDLE (an inventory you give with -i uses its own paths)",
+        ));
+    }
     let outcome = match (&args.from, &args.inventory, &args.matrix) {
         (Some(from), _, _) => {
             let sign = signer(&rt, args.sign.as_deref())?;
             let history = super::history(args.history.as_deref(), None)?;
+            let given = recorded(&args.ssh_config, &args.identity_file, &args.known_hosts);
             (
-                rt.block_on(engine::rerun(from, &args.out, hooks(history))),
+                rt.block_on(engine::rerun(from, &args.out, &given, hooks(history))),
                 sign,
             )
         }
         (None, Some(i), Some(m)) => {
-            let (inv, m) = crate::config::load(i, m, crate::generator::script_uses)?;
+            let given = crate::config::GivenPaths {
+                ssh_config: args.ssh_config.clone(),
+                recorded: None,
+            };
+            let (inv, m) = crate::config::load_given(i, m, &given, crate::generator::script_uses)?;
             // Where each ssh-config value came from, as plan and check say.
             eprint!("{}", crate::config::ssh_config::report(&inv));
             let sign = signer(&rt, args.sign.as_deref())?;
@@ -65,8 +78,24 @@ pub fn resume(args: &ResumeArgs) -> CmdResult {
     let shown = super::display(args.json);
     let rt = super::runtime()?;
     let sign = signer(&rt, args.sign.as_deref())?;
-    let outcome = rt.block_on(engine::resume(&args.bundle, shown));
+    let given = recorded(&args.ssh_config, &args.identity_file, &args.known_hosts);
+    let outcome = rt.block_on(engine::resume(&args.bundle, &given, shown));
     finish(outcome, t0, args.json, sign.as_ref().map(|s| (&rt, s)))
+}
+
+/// What `resume` and `run --from` may use of the paths a bundle records.
+fn recorded(
+    ssh_config: &Option<std::path::PathBuf>,
+    identity_files: &[std::path::PathBuf],
+    known_hosts: &[std::path::PathBuf],
+) -> crate::config::GivenPaths {
+    crate::config::GivenPaths {
+        ssh_config: ssh_config.clone(),
+        recorded: Some(crate::config::RecordedPaths {
+            identity_files: identity_files.to_vec(),
+            known_hosts: known_hosts.to_vec(),
+        }),
+    }
 }
 
 /// Say how the sweep went, print its report (or, with `--json`, the

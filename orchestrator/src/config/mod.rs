@@ -17,7 +17,7 @@ mod walk;
 use std::path::Path;
 
 pub use error::{ConfigError, ConfigErrors};
-pub use inventory::{Auth, Become, Host, Inventory, Platform};
+pub use inventory::{Auth, Become, GivenPaths, Host, Inventory, Platform, RecordedPaths};
 pub use matrix::{
     Builtin, CiTarget, FsType, FsVariant, HostFilter, Jobs, Length, Matrix, Order, PgSetting,
     Repeats, Rule, SamplingRate, Scale, ScriptScanner, ScriptUse, Workload, WorkloadKind,
@@ -56,13 +56,25 @@ pub(crate) fn parse_collecting<T>(
 
 /// Read and validate both files, and the matrix against the inventory (its
 /// scripts by `scan`, the generators' `generator::script_uses`); all
-/// errors of both files are returned together.
+/// errors of both files are returned together.  No path is named on the
+/// command line: an `ssh_config` in the inventory is refused.
 pub fn load(
     inventory_path: &Path,
     matrix_path: &Path,
     scan: ScriptScanner,
 ) -> Result<(Inventory, Matrix), ConfigErrors> {
-    let inv = Inventory::load(inventory_path);
+    load_given(inventory_path, matrix_path, &GivenPaths::default(), scan)
+}
+
+/// [`load`] with what the user named on the command line (`--ssh-config`):
+/// `plan`, `check` and `run` all read their inputs here.
+pub fn load_given(
+    inventory_path: &Path,
+    matrix_path: &Path,
+    given: &GivenPaths,
+    scan: ScriptScanner,
+) -> Result<(Inventory, Matrix), ConfigErrors> {
+    let inv = Inventory::load_given(inventory_path, given);
     let m = Matrix::load(matrix_path);
     match (inv, m) {
         (Ok(inv), Ok(mut m)) => {

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_postgres::Client;
 
-use super::{conn, queue, schema, DbError, DbTarget};
+use super::{conn, queue, registry, schema, DbError, DbTarget};
 use crate::config::{Inventory, Matrix};
 use crate::results::bundle::parse_cell_result;
 use crate::results::CellStatus;
@@ -28,6 +28,9 @@ use crate::run::snapshot::Inputs;
 /// How an agent works.
 #[derive(Debug, Clone)]
 pub struct AgentOptions {
+    /// The operator's host registry (`--registry`): the only hosts, keys,
+    /// known hosts, devices and consents a sweep gets ([`registry`]).
+    pub registry: Inventory,
     /// Folder under which each sweep's bundle is made.
     pub out: PathBuf,
     /// Stop after this long with nothing to lease (None: never).
@@ -96,7 +99,7 @@ pub async fn run(target: &DbTarget, opts: &AgentOptions) -> Result<Vec<SweepTurn
         if *int_rx.borrow() {
             break;
         }
-        let leased = match queue::lease_next_sweep(&mut client, &holder, ttl).await {
+        let (open, leased) = match queue::lease_next(&mut client, &holder, ttl).await {
             Ok(l) => l,
             Err(e) => {
                 tracing::warn!("{e}");
@@ -107,16 +110,6 @@ pub async fn run(target: &DbTarget, opts: &AgentOptions) -> Result<Vec<SweepTurn
         let Some((id, leased)) = leased else {
             // Idle means nothing left to do, not only nothing leasable now:
             // an open sweep whose hosts others hold is waited for.
-            let open: i64 = match client
-                .query_one(
-                    "SELECT count(*) FROM fsmatrix_sweeps WHERE state IN ('queued', 'running')",
-                    &[],
-                )
-                .await
-            {
-                Ok(r) => r.get(0),
-                Err(_) => 1,
-            };
             if open > 0 {
                 idle_since = Instant::now();
             }
@@ -143,7 +136,7 @@ pub async fn run(target: &DbTarget, opts: &AgentOptions) -> Result<Vec<SweepTurn
                 }
             }
             Err(e) => {
-                tracing::warn!("sweep {id}: {e}");
+                tracing::warn!("sweep {id}: {}", crate::text::terminal_safe(&e.to_string()));
                 turns.push(SweepTurn {
                     sweep: id,
                     bundle: None,
@@ -184,31 +177,59 @@ async fn one_sweep(
 ) -> Result<SweepTurn, DbError> {
     let row = client
         .query_one(
-            "SELECT inventory, matrix, inventory_path, matrix_path, (plan->>'seed')::bigint FROM fsmatrix_sweeps WHERE id = $1",
+            "SELECT inventory, matrix, scripts::text, (plan->>'seed')::bigint
+             FROM fsmatrix_sweeps WHERE id = $1",
             &[&id],
         )
         .await
         .map_err(DbError::query("read the sweep"))?;
-    let inputs = Inputs {
-        inventory_text: row.get(0),
-        matrix_text: row.get(1),
-        inventory_path: PathBuf::from(row.get::<_, String>(2)),
-        matrix_path: PathBuf::from(row.get::<_, String>(3)),
-    };
-    // Parsed again where it was written, by the same validators as `plan`.
-    let loaded =
-        Inventory::parse(&inputs.inventory_path, inputs.inventory_text.clone()).and_then(|inv| {
-            let mut m = Matrix::parse(&inputs.matrix_path, inputs.matrix_text.clone())?;
-            m.check_against(&inv, crate::generator::script_uses)?;
-            // order = "random" without a seed: the one drawn at submit.
-            let seed: Option<i64> = row.get(4);
-            m.use_recorded_seed(seed.and_then(|s| u64::try_from(s).ok()));
-            Ok((inv, m))
-        });
-    let (inv, m) = match loaded {
+    // A private folder for the submission's matrix and scripts (written
+    // from the database's content, never read from the submitter's paths);
+    // kept until the turn ends.
+    let workdir = tempfile::Builder::new()
+        .prefix("fsmatrix-sweep-")
+        .tempdir()
+        .map_err(|e| DbError::Refused(format!("cannot make a private folder: {e}")))?;
+    let submitted: String = row.get(0);
+    let matrix_text: String = row.get(1);
+    let seed: Option<i64> = row.get(3);
+    // The registry's rows for the hosts the submission names, narrowed as
+    // it asks; its matrix and scripts from their content: the trust model
+    // (docs/trust.md).  A request the registry does not grant refuses the
+    // sweep before anything runs.
+    let loaded = (|| -> Result<(Inventory, Matrix, Inputs), String> {
+        let inv = registry::sweep_inventory(&opts.registry, &submitted)?;
+        let scripts: Vec<queue::SubmittedScript> =
+            serde_json::from_str(&row.get::<_, String>(2))
+                .map_err(|e| format!("the submitted scripts do not read: {e}"))?;
+        registry::check_matrix_scripts(&matrix_text, &scripts)?;
+        let matrix_path = registry::materialize(workdir.path(), &matrix_text, &scripts)?;
+        let inventory_text = crate::config::inventory::render(&inv);
+        // The sweep's inventory as the bundle keeps it, parsed back by the
+        // same validators as `plan` (the registry's ssh config already
+        // applied: the text says `ssh_config = "none"`).
+        let inv = Inventory::parse(&opts.registry.path, inventory_text.clone())
+            .map_err(|e| format!("the registry's rows do not load as an inventory: {e}"))?;
+        let mut m = Matrix::parse(&matrix_path, matrix_text.clone()).map_err(|e| e.to_string())?;
+        m.check_against(&inv, crate::generator::script_uses)
+            .map_err(|e| e.to_string())?;
+        // order = "random" without a seed: the one drawn at submit.
+        m.use_recorded_seed(seed.and_then(|s| u64::try_from(s).ok()));
+        Ok((
+            inv,
+            m,
+            Inputs {
+                inventory_text,
+                matrix_text: matrix_text.clone(),
+                inventory_path: opts.registry.path.clone(),
+                matrix_path,
+            },
+        ))
+    })();
+    let (inv, m, inputs) = match loaded {
         Ok(x) => x,
         Err(e) => {
-            let why = format!("the sweep's inputs no longer load here: {e}");
+            let why = format!("refused by the agent: {e}");
             refuse_sweep(client, id, &why).await?;
             return Err(DbError::Refused(why));
         }
@@ -254,6 +275,15 @@ async fn one_sweep(
         v.dedup();
         v
     };
+    let queued_hosts: Vec<(String, String, i32)> = cells
+        .iter()
+        .map(|r| (r.get(2), r.get(3), r.get(4)))
+        .collect();
+    if let Err(e) = registry::check_cells(&inv, &queued_hosts) {
+        let why = format!("refused by the agent: {e}");
+        refuse_sweep(client, id, &why).await?;
+        return Err(DbError::Refused(why));
+    }
     let planned: Vec<&str> = p.cells.iter().map(|c| c.id.as_str()).collect();
     if planned.len() != stored.len() || planned.iter().any(|c| !stored.contains_key(*c)) {
         let why = "the sweep's inputs plan other cells here than were queued (a script or fsmatrix changed)".to_string();
@@ -540,10 +570,8 @@ async fn publish_one(
     if matches!(r.status, CellStatus::NotRun { .. }) {
         return Ok(false);
     }
-    let facts =
-        std::fs::read_to_string(bundle.join(format!("data/hosts/{}/facts.json", r.params.host)))
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+    let facts = crate::results::bundle::read::host_facts(bundle, &r.params.host)
+        .map_err(DbError::Refused)?;
     let tx = client
         .transaction()
         .await

@@ -8,6 +8,7 @@ pub mod agent;
 pub mod conn;
 pub mod publish;
 pub mod queue;
+pub mod registry;
 pub mod report;
 pub mod schema;
 

@@ -68,11 +68,17 @@ pub async fn publish(client: &mut Client, dir: &Path) -> Result<Published, DbErr
         if facts.contains_key(host) {
             continue;
         }
-        let p = dir.join(format!("data/hosts/{host}/facts.json"));
-        if let Ok(text) = std::fs::read_to_string(&p) {
-            if let Ok(v) = serde_json::from_str(&text) {
-                facts.insert(host.clone(), v);
-            }
+        // The results' host names were checked as they were read; this
+        // checks again, where the name becomes a path.
+        let found = crate::results::bundle::read::host_facts(dir, host).map_err(|e| {
+            DbError::Refused(format!(
+                "{}: cell {}: {e}: not published",
+                dir.display(),
+                r.cell_id
+            ))
+        })?;
+        if let Some(v) = found {
+            facts.insert(host.clone(), v);
         }
     }
     let path = dir

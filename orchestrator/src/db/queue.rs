@@ -21,11 +21,42 @@ pub struct Submission<'a> {
     pub matrix_path: &'a std::path::Path,
     pub inventory: &'a Inventory,
     pub plan: &'a Plan,
-    /// Who submits: `user@machine`.
-    pub by: &'a str,
+    /// The workload scripts the matrix names, as content: the agent plans
+    /// from these, never from a path on its own machine.  Who submits is
+    /// not given: the database records its own `session_user`.
+    pub scripts: &'a [SubmittedScript],
     pub priority: i32,
     /// The matrix lets agents split the sweep host by host.
     pub split_hosts: bool,
+}
+
+/// A workload script as a submission carries it: the path the matrix
+/// names it by (relative to the matrix), its sha256 and its text.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SubmittedScript {
+    pub path: String,
+    pub sha256: String,
+    pub content: String,
+}
+
+impl SubmittedScript {
+    /// The scripts a loaded matrix names, as a submission carries them.
+    pub fn of(m: &crate::config::Matrix) -> Vec<SubmittedScript> {
+        let mut v: Vec<SubmittedScript> = Vec::new();
+        for w in &m.workloads {
+            if let Some((path, sha256, content)) = w.kind.script() {
+                let path = path.to_string_lossy().into_owned();
+                if !v.iter().any(|s| s.path == path) {
+                    v.push(SubmittedScript {
+                        path,
+                        sha256: sha256.to_string(),
+                        content: content.to_string(),
+                    });
+                }
+            }
+        }
+        v
+    }
 }
 
 /// Store a sweep and its cells (one transaction); its id.
@@ -38,6 +69,8 @@ pub async fn submit(client: &mut Client, s: &Submission<'_>) -> Result<i64, DbEr
     }
     let plan = serde_json::to_value(s.plan)
         .map_err(|e| DbError::Refused(format!("cannot serialize the plan: {e}")))?;
+    let scripts = serde_json::to_value(s.scripts)
+        .map_err(|e| DbError::Refused(format!("cannot serialize the scripts: {e}")))?;
     let tx = client
         .transaction()
         .await
@@ -46,7 +79,7 @@ pub async fn submit(client: &mut Client, s: &Submission<'_>) -> Result<i64, DbEr
         .query_one(
             "INSERT INTO fsmatrix_sweeps
                  (matrix_name, inventory, matrix, inventory_path, matrix_path, plan,
-                  submitted_by, priority, eta_seconds, split_hosts)
+                  scripts, priority, eta_seconds, split_hosts)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
             &[
                 &s.plan.matrix.as_str(),
@@ -55,7 +88,7 @@ pub async fn submit(client: &mut Client, s: &Submission<'_>) -> Result<i64, DbEr
                 &s.inventory_path.display().to_string(),
                 &s.matrix_path.display().to_string(),
                 &plan,
-                &s.by,
+                &scripts,
                 &s.priority,
                 &(s.plan.eta.as_secs() as i64),
                 &s.split_hosts,
@@ -142,6 +175,8 @@ pub struct QueueRow {
     pub eta_seconds: i64,
     /// Whether `eta_seconds` comes from the observed pace.
     pub eta_observed: bool,
+    /// Why the sweep failed as a whole (an agent's refusal), if it did.
+    pub note: Option<String>,
 }
 
 /// Sweeps not yet finished, then the `recent` last finished ones.
@@ -154,7 +189,8 @@ pub async fn list(client: &Client, recent: i64) -> Result<Vec<QueueRow>, DbError
                     count(c.*), count(c.*) FILTER (WHERE c.state = 'done'),
                     count(c.*) FILTER (WHERE c.state IN ('failed', 'not_run')),
                     count(c.*) FILTER (WHERE c.state = 'running'),
-                    coalesce(extract(epoch FROM now() - s.started_at), 0)::bigint
+                    coalesce(extract(epoch FROM now() - s.started_at), 0)::bigint,
+                    s.note
              FROM fsmatrix_sweeps s LEFT JOIN fsmatrix_cells c ON c.sweep_id = s.id
              WHERE s.state IN ('queued', 'running')
                 OR s.id IN (SELECT id FROM fsmatrix_sweeps WHERE state NOT IN ('queued', 'running')
@@ -220,6 +256,7 @@ pub async fn list(client: &Client, recent: i64) -> Result<Vec<QueueRow>, DbError
                     .collect(),
                 eta_seconds: eta,
                 eta_observed: observed,
+                note: r.get(12),
             }
         })
         .collect())
@@ -239,8 +276,26 @@ pub async fn cancel(client: &mut Client, id: i64) -> Result<String, DbError> {
             &[&id],
         )
         .await
-        .map_err(DbError::query("read the sweep"))?
-        .ok_or_else(|| DbError::Refused(format!("there is no sweep {id}")))?;
+        .map_err(DbError::query("read the sweep"))?;
+    let Some(row) = row else {
+        // Row security hides other people's sweeps from a submitter's
+        // FOR UPDATE, not from reading: say whose it is.
+        let owner = tx
+            .query_opt(
+                "SELECT submitted_by FROM fsmatrix_sweeps WHERE id = $1",
+                &[&id],
+            )
+            .await
+            .map_err(DbError::query("read the sweep"))?;
+        return Err(DbError::Refused(match owner {
+            Some(o) => format!(
+                "sweep {id} was submitted by {}: only its submitter (or the database's owner) \
+                 can cancel it",
+                crate::text::terminal_safe(&o.get::<_, String>(0))
+            ),
+            None => format!("there is no sweep {id}"),
+        }));
+    };
     let state: String = row.get(0);
     if state != "queued" && state != "running" {
         return Err(DbError::Refused(format!(
@@ -349,32 +404,65 @@ pub async fn lease_sweep(
     Ok(free)
 }
 
+/// One look at the queue: how many sweeps are open, and the first open
+/// sweeps (priority, then age) whose hosts `holder` could lease now, in
+/// one query however long the queue (an agent polls with it).
+pub async fn poll(client: &Client, holder: &str) -> Result<(i64, Vec<i64>), DbError> {
+    let row = client
+        .query_one(
+            "SELECT (SELECT count(*) FROM fsmatrix_sweeps WHERE state IN ('queued', 'running')),
+                    ARRAY(SELECT s.id FROM fsmatrix_sweeps s
+                          WHERE s.state IN ('queued', 'running')
+                            AND CASE WHEN s.split_hosts THEN EXISTS (
+                                    SELECT 1 FROM fsmatrix_cells c
+                                    WHERE c.sweep_id = s.id AND c.state = 'pending'
+                                      AND NOT EXISTS (
+                                          SELECT 1 FROM fsmatrix_host_leases l
+                                          WHERE l.address = c.address AND l.port = c.port
+                                            AND l.expires > now()
+                                            AND NOT (l.holder = $1 AND l.sweep_id = s.id)))
+                                ELSE EXISTS (SELECT 1 FROM fsmatrix_cells c WHERE c.sweep_id = s.id)
+                                 AND NOT EXISTS (
+                                    SELECT 1 FROM fsmatrix_cells c
+                                    JOIN fsmatrix_host_leases l
+                                      ON l.address = c.address AND l.port = c.port
+                                    WHERE c.sweep_id = s.id AND l.expires > now()
+                                      AND NOT (l.holder = $1 AND l.sweep_id = s.id))
+                                END
+                          ORDER BY s.priority DESC, s.id LIMIT 16)",
+            &[&holder],
+        )
+        .await
+        .map_err(DbError::query("read the queue"))?;
+    Ok((row.get(0), row.get(1)))
+}
+
 /// The first sweep (priority, then age) whose hosts `holder` can lease,
 /// leased, with the hosts leased; None when every open sweep's hosts are
-/// held by others.
+/// held by others.  One query finds the candidates ([`poll`]); a lease is
+/// tried only on those (another agent may take one first).
 pub async fn lease_next_sweep(
     client: &mut Client,
     holder: &str,
     ttl_s: i64,
 ) -> Result<Option<(i64, Vec<(String, i32)>)>, DbError> {
-    let ids: Vec<i64> = client
-        .query(
-            "SELECT id FROM fsmatrix_sweeps WHERE state IN ('queued', 'running')
-             ORDER BY priority DESC, id",
-            &[],
-        )
-        .await
-        .map_err(DbError::query("read the queue"))?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
+    Ok(lease_next(client, holder, ttl_s).await?.1)
+}
+
+/// [`lease_next_sweep`] with the number of open sweeps seen by the poll.
+pub async fn lease_next(
+    client: &mut Client,
+    holder: &str,
+    ttl_s: i64,
+) -> Result<(i64, Option<(i64, Vec<(String, i32)>)>), DbError> {
+    let (open, ids) = poll(client, holder).await?;
     for id in ids {
         let hosts = lease_sweep(client, id, holder, ttl_s).await?;
         if !hosts.is_empty() {
-            return Ok(Some((id, hosts)));
+            return Ok((open, Some((id, hosts))));
         }
     }
-    Ok(None)
+    Ok((open, None))
 }
 
 /// Renew every lease `holder` has; how many.

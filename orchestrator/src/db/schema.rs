@@ -109,7 +109,115 @@ CREATE INDEX fsmatrix_runs_by_cell ON fsmatrix_runs (cell_id);
     r#"
 ALTER TABLE fsmatrix_sweeps ADD COLUMN split_hosts boolean NOT NULL DEFAULT false;
 "#,
+    // 3: who submitted is the database's own identity, set by the INSERT
+    // itself and never changed (docs/trust.md); the workload scripts travel
+    // as content with their checksums, never as paths.
+    r#"
+ALTER TABLE fsmatrix_sweeps ADD COLUMN scripts jsonb NOT NULL DEFAULT '[]'
+    CHECK (jsonb_typeof(scripts) = 'array');
+ALTER TABLE fsmatrix_sweeps ALTER COLUMN submitted_by SET DEFAULT session_user;
+CREATE FUNCTION fsmatrix_sweeps_submitter() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        NEW.submitted_by := session_user;
+    ELSE
+        NEW.submitted_by := OLD.submitted_by;
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER fsmatrix_sweeps_submitter BEFORE INSERT OR UPDATE ON fsmatrix_sweeps
+    FOR EACH ROW EXECUTE FUNCTION fsmatrix_sweeps_submitter();
+"#,
 ];
+
+/// The roles `db init --roles` creates (without LOGIN: grant them to the
+/// people and the agents' login roles) and what each may do.  A submitter
+/// queues sweeps and cancels its own (row security), reads the queue and
+/// the results, and can write neither leases nor results; an agent leases,
+/// runs and publishes.  The schema's owner (who ran `db init`) keeps
+/// everything.  Run again, it changes nothing.
+pub const ROLES: &str = r#"
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'fsmatrix_submitter') THEN
+        CREATE ROLE fsmatrix_submitter NOLOGIN;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'fsmatrix_agent') THEN
+        CREATE ROLE fsmatrix_agent NOLOGIN;
+    END IF;
+END
+$$;
+REVOKE ALL ON fsmatrix_schema, fsmatrix_sweeps, fsmatrix_hosts, fsmatrix_host_leases,
+              fsmatrix_cells, fsmatrix_bundles, fsmatrix_runs
+    FROM PUBLIC, fsmatrix_submitter, fsmatrix_agent;
+GRANT SELECT ON fsmatrix_schema, fsmatrix_sweeps, fsmatrix_hosts, fsmatrix_host_leases,
+                fsmatrix_cells, fsmatrix_bundles, fsmatrix_runs
+    TO fsmatrix_submitter, fsmatrix_agent;
+
+GRANT INSERT (matrix_name, inventory, matrix, inventory_path, matrix_path, plan, priority,
+              eta_seconds, split_hosts, scripts),
+      UPDATE (state, ended_at) ON fsmatrix_sweeps TO fsmatrix_submitter;
+GRANT USAGE ON SEQUENCE fsmatrix_sweeps_id_seq TO fsmatrix_submitter;
+GRANT INSERT (sweep_id, cell_id, ord, host, address, port, params),
+      UPDATE (state) ON fsmatrix_cells TO fsmatrix_submitter;
+GRANT INSERT (address, port, os), UPDATE (os) ON fsmatrix_hosts TO fsmatrix_submitter;
+
+GRANT UPDATE (state, started_at, ended_at, note) ON fsmatrix_sweeps TO fsmatrix_agent;
+GRANT UPDATE (state, holder, started_at, ended_at) ON fsmatrix_cells TO fsmatrix_agent;
+GRANT UPDATE ON fsmatrix_hosts TO fsmatrix_agent;
+GRANT INSERT, UPDATE, DELETE ON fsmatrix_host_leases, fsmatrix_bundles, fsmatrix_runs
+    TO fsmatrix_agent;
+
+ALTER TABLE fsmatrix_sweeps ENABLE ROW LEVEL SECURITY;
+ALTER TABLE fsmatrix_cells ENABLE ROW LEVEL SECURITY;
+DROP POLICY IF EXISTS fsmatrix_read ON fsmatrix_sweeps;
+DROP POLICY IF EXISTS fsmatrix_submit ON fsmatrix_sweeps;
+DROP POLICY IF EXISTS fsmatrix_cancel_own ON fsmatrix_sweeps;
+DROP POLICY IF EXISTS fsmatrix_agent_runs ON fsmatrix_sweeps;
+DROP POLICY IF EXISTS fsmatrix_read ON fsmatrix_cells;
+DROP POLICY IF EXISTS fsmatrix_submit ON fsmatrix_cells;
+DROP POLICY IF EXISTS fsmatrix_cancel_own ON fsmatrix_cells;
+DROP POLICY IF EXISTS fsmatrix_agent_runs ON fsmatrix_cells;
+CREATE POLICY fsmatrix_read ON fsmatrix_sweeps FOR SELECT
+    TO fsmatrix_submitter, fsmatrix_agent USING (true);
+CREATE POLICY fsmatrix_submit ON fsmatrix_sweeps FOR INSERT
+    TO fsmatrix_submitter WITH CHECK (submitted_by = session_user AND state = 'queued');
+CREATE POLICY fsmatrix_cancel_own ON fsmatrix_sweeps FOR UPDATE TO fsmatrix_submitter
+    USING (submitted_by = session_user) WITH CHECK (state = 'cancelled');
+CREATE POLICY fsmatrix_agent_runs ON fsmatrix_sweeps FOR UPDATE
+    TO fsmatrix_agent USING (true);
+CREATE POLICY fsmatrix_read ON fsmatrix_cells FOR SELECT
+    TO fsmatrix_submitter, fsmatrix_agent USING (true);
+CREATE POLICY fsmatrix_submit ON fsmatrix_cells FOR INSERT TO fsmatrix_submitter
+    WITH CHECK (EXISTS (SELECT 1 FROM fsmatrix_sweeps s WHERE s.id = sweep_id
+                        AND s.submitted_by = session_user AND s.state = 'queued'));
+CREATE POLICY fsmatrix_cancel_own ON fsmatrix_cells FOR UPDATE TO fsmatrix_submitter
+    USING (EXISTS (SELECT 1 FROM fsmatrix_sweeps s WHERE s.id = sweep_id
+                   AND s.submitted_by = session_user))
+    WITH CHECK (state = 'cancelled');
+CREATE POLICY fsmatrix_agent_runs ON fsmatrix_cells FOR UPDATE
+    TO fsmatrix_agent USING (true);
+"#;
+
+/// Create the submitter's and the agent's roles and their rights
+/// ([`ROLES`]), in one transaction; the schema must be current.
+pub async fn init_roles(client: &mut tokio_postgres::Client) -> Result<(), DbError> {
+    require_current(client).await?;
+    let tx = client
+        .transaction()
+        .await
+        .map_err(DbError::query("begin setting up the roles"))?;
+    tx.execute("SELECT pg_advisory_xact_lock(7380468452413747832)", &[])
+        .await
+        .map_err(DbError::query("take the migration lock"))?;
+    tx.batch_execute(ROLES).await.map_err(DbError::query(
+        "create the roles fsmatrix_submitter and fsmatrix_agent",
+    ))?;
+    tx.commit()
+        .await
+        .map_err(DbError::query("commit the roles"))
+}
 
 /// The schema version this fsmatrix writes.
 pub fn current() -> i32 {

@@ -50,6 +50,11 @@ pub struct ExecOptions {
     /// shell: for cleanup that must work even when that shell is gone.
     /// (Commands with `stdin` always get their own session.)
     pub own_session: bool,
+    /// The most bytes of stdout kept (`None`:
+    /// [`crate::timeouts::MAX_STDOUT`]); stderr keeps at most
+    /// [`crate::timeouts::MAX_STDERR`].  A command that sends more is
+    /// killed as a timed-out one is, and ends [`ExitStatus::OutputLimit`].
+    pub max_stdout: Option<u64>,
 }
 
 impl ExecOptions {
@@ -59,6 +64,46 @@ impl ExecOptions {
             ..Default::default()
         }
     }
+
+    /// The most bytes kept of `stream`.
+    pub fn limit(&self, stream: OutputStream) -> u64 {
+        match stream {
+            OutputStream::Stdout => self.max_stdout.unwrap_or(crate::timeouts::MAX_STDOUT),
+            OutputStream::Stderr => crate::timeouts::MAX_STDERR,
+        }
+    }
+}
+
+impl OutputStream {
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputStream::Stdout => "stdout",
+            OutputStream::Stderr => "stderr",
+        }
+    }
+}
+
+/// `out` as a host that honours `options`' bounds gives it: a stream past
+/// its limit is cut there and the status says so (the recording remote
+/// answers through this, as the SSH one bounds as it reads).
+pub fn bounded(mut out: ExecOutput, options: &ExecOptions) -> ExecOutput {
+    for stream in [OutputStream::Stdout, OutputStream::Stderr] {
+        let limit = options.limit(stream);
+        let bytes = match stream {
+            OutputStream::Stdout => &mut out.stdout,
+            OutputStream::Stderr => &mut out.stderr,
+        };
+        if bytes.len() as u64 > limit {
+            bytes.truncate(limit as usize);
+            if !matches!(out.status, ExitStatus::OutputLimit { .. }) {
+                out.status = ExitStatus::OutputLimit {
+                    stream: stream.name().to_string(),
+                    limit_bytes: limit,
+                };
+            }
+        }
+    }
+    out
 }
 
 impl std::fmt::Debug for ExecOptions {
@@ -68,6 +113,7 @@ impl std::fmt::Debug for ExecOptions {
             .field("timeout", &self.timeout)
             .field("on_line", &self.on_line.is_some())
             .field("own_session", &self.own_session)
+            .field("max_stdout", &self.max_stdout)
             .finish()
     }
 }
@@ -84,6 +130,9 @@ pub enum ExitStatus {
     TimedOut { after_ms: u64 },
     /// The channel closed without an exit status (e.g. the connection dropped).
     Unknown,
+    /// It sent more than `limit_bytes` on `stream` (`stdout`, `stderr`):
+    /// what came before is kept, and its process group was killed.
+    OutputLimit { stream: String, limit_bytes: u64 },
 }
 
 impl ExitStatus {
@@ -101,6 +150,14 @@ impl std::fmt::Display for ExitStatus {
                 write!(f, "timed out after {:.1} s", *after_ms as f64 / 1000.0)
             }
             ExitStatus::Unknown => f.write_str("no exit status (channel closed)"),
+            ExitStatus::OutputLimit {
+                stream,
+                limit_bytes,
+            } => write!(
+                f,
+                "the host sent more than {} on {stream}, fsmatrix's limit for one command; the command was killed and what came before is kept",
+                crate::text::iec_bytes_short(*limit_bytes as f64)
+            ),
         }
     }
 }

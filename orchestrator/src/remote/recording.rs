@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::{
-    sha256_command, upload_with, ExecOptions, ExecOutput, ExitStatus, Held, HoldOutcome,
+    bounded, sha256_command, upload_with, ExecOptions, ExecOutput, ExitStatus, Held, HoldOutcome,
     OutputStream, Remote, RemoteCommand, RemoteError,
 };
 
@@ -215,6 +215,9 @@ impl Remote for RecordingRemote {
             .map(|r| r.output.clone())
             .or_else(|| self.checksum_of_upload(&text))
             .unwrap_or_else(|| lock(&self.fallback).clone());
+        // Bounded as an SSH host's output is: a scripted flood fails the
+        // command the same way.
+        let output = bounded(output, &options);
         if let Some(cb) = &options.on_line {
             for (stream, bytes) in [
                 (OutputStream::Stdout, &output.stdout),

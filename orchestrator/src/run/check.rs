@@ -246,6 +246,7 @@ pub async fn prepare<R: Remote>(
         counted: Counted::default(),
         ident: None,
         idents: Vec::new(),
+        limits: Default::default(),
     };
     // One round trip when the scripts are already there (the usual case).
     let (facts, guard) = match w.facts_and_guard().await {

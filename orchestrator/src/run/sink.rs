@@ -2,6 +2,7 @@
 //! (behind a mutex; writes are small and fsync'd, the lock is never held
 //! across an await) and events to the display.  `check` and
 //! `plan --commands` use a sink without a bundle.
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -14,6 +15,7 @@ use crate::model::{CellResult, CellStatus, RESULT_SCHEMA};
 use crate::plan::{cell_secs, Cell};
 use crate::results::bundle::journal::SweepStatus;
 use crate::results::bundle::timings::TIMINGS_JSONL;
+use crate::results::bundle::writer::check_payload_path;
 use crate::results::bundle::Bundle;
 use crate::results::BundleError;
 
@@ -221,6 +223,10 @@ impl Sink {
         tally: &mut HostTally,
     ) -> Outcome {
         let host = cell.host.as_str().to_string();
+        // A file name the bundle cannot hold (a host named it) fails this
+        // cell, saying so; it must not stop the sweep as a full disk does.
+        let (result, files) = storable(result, files);
+        let (result, files) = (result.as_ref(), files.as_ref());
         // Once a record failed, nothing more is appended: a small write that
         // fits after a torn one would bury it mid-file (resume drops only a
         // torn last line).
@@ -281,6 +287,41 @@ impl Sink {
         };
         self.record(c, &unrun(c, status), &[], tally);
     }
+}
+
+/// A file of a cell: its name under the cell's folder and its bytes.
+type CellFile = (String, Vec<u8>);
+
+/// `result` and `files` without the files whose names the bundle cannot
+/// hold; when there are any, the cell failed, naming them and why.  (The
+/// usual case borrows both: a cell's files can be large.)
+fn storable<'r>(
+    result: &'r CellResult,
+    files: &'r [(String, Vec<u8>)],
+) -> (Cow<'r, CellResult>, Cow<'r, [CellFile]>) {
+    let check = |name: &str| check_payload_path(&format!("cells/{}/{name}", result.cell_id));
+    let bad: Vec<String> = files
+        .iter()
+        .filter_map(|(name, _)| check(name).err().map(|e| e.to_string()))
+        .collect();
+    if bad.is_empty() {
+        return (Cow::Borrowed(result), Cow::Borrowed(files));
+    }
+    let mut failed = result.clone();
+    failed.status = CellStatus::Failed {
+        step: "collect".into(),
+        exit_status: None,
+        stderr_tail: format!(
+            "the host gave a file name the bundle cannot store, so the cell is not kept as done: {}",
+            bad.join("; ")
+        ),
+    };
+    let good = files
+        .iter()
+        .filter(|(name, _)| check(name).is_ok())
+        .cloned()
+        .collect();
+    (Cow::Owned(failed), Cow::Owned(good))
 }
 
 /// A cell that did not run: its result has no measures.

@@ -12,16 +12,16 @@ use super::calls::HostPaths;
 use super::check::{needs_of, prepare, same_machines, ssh_target, HostReport, Needs};
 use super::error::RunError;
 use super::events::RunEvent;
-use super::lock::{lock_host, Holder, LockError};
+use super::lock::{lock_host, Holder, HostLock, LockError};
 use super::logged::Logged;
 use super::progress::{self, Display};
 use super::sink::{HostTally, Sink};
 use super::snapshot::{self, Inputs};
 use super::worker::Worker;
 use crate::config::values::HostName;
-use crate::config::{Host, Inventory, Matrix};
+use crate::config::{GivenPaths, Host, Inventory, Matrix};
 use crate::plan::{plan, Cell, Plan};
-use crate::remote::{Held, Remote, RemoteError, SshRemote};
+use crate::remote::{Remote, RemoteError, SshRemote};
 use crate::results::analysis::stats::Metric;
 use crate::results::bundle::journal::SweepStatus;
 use crate::results::bundle::{Bundle, CreateOptions};
@@ -78,6 +78,8 @@ pub async fn sweep_hooked(
     keep: &Kept,
     hooks: Hooks,
 ) -> Result<SweepSummary, RunError> {
+    // An input the bundle cannot hold is refused before anything exists.
+    snapshot::check(m)?;
     // Only the hosts with cells to run here: a split sweep's other hosts
     // belong to other agents.
     let claims = claim(inv, p, m.name.as_str(), keep, false).await?;
@@ -93,10 +95,16 @@ pub async fn sweep_hooked(
 
 /// `run --from BUNDLE`: the very same sweep again, from the bundle's
 /// snapshots, into a new bundle whose bag-info names the old one.
-pub async fn rerun(from: &Path, out: &Path, hooks: Hooks) -> Result<SweepSummary, RunError> {
-    let (inv, m, inputs) = snapshot::read(from)?;
+pub async fn rerun(
+    from: &Path,
+    out: &Path,
+    given: &GivenPaths,
+    hooks: Hooks,
+) -> Result<SweepSummary, RunError> {
+    let (inv, m, inputs) = snapshot::read(from, given)?;
     let p = plan(&inv, &m);
     snapshot::same_cells(from, &p)?;
+    snapshot::check(&m)?;
     let old = from
         .canonicalize()
         .ok()
@@ -132,9 +140,14 @@ pub async fn rerun(from: &Path, out: &Path, hooks: Hooks) -> Result<SweepSummary
 /// Finish a sweep whose orchestrator died: re-plan from the bundle's own
 /// snapshots, tear down what the dead run left on every host, keep every
 /// cell whose files verify, run the rest, close the bundle.
-pub async fn resume(dir: &Path, display: Display) -> Result<SweepSummary, RunError> {
+/// The bundle's recorded paths are used only as `given` names them.
+pub async fn resume(
+    dir: &Path,
+    given: &GivenPaths,
+    display: Display,
+) -> Result<SweepSummary, RunError> {
     let data = dir.join("data");
-    let (inv, m, _) = snapshot::read(dir)?;
+    let (inv, m, _) = snapshot::read(dir, given)?;
     let p = plan(&inv, &m);
     snapshot::same_cells(dir, &p)?;
     let mut bundle = Bundle::open(dir)?;
@@ -233,6 +246,7 @@ pub async fn host_sweep<R: Remote>(
                     .iter()
                     .map(|d| report.parsed.ident_of(d.as_str()).map(str::to_string))
                     .collect(),
+                limits: Default::default(),
             };
             tally = if job.batches.is_empty() {
                 w.run_cells(&job.cells).await
@@ -263,7 +277,7 @@ fn not_ready(sink: &Sink, report: &HostReport, cells: &[&Cell], tally: &mut Host
 /// One host, connected and locked for the sweep (see [`super::lock`]).
 pub struct Claim {
     ssh: SshRemote,
-    held: Option<Held>,
+    held: Option<HostLock>,
     /// What was sent so far (the lock), for the host's commands log.
     lines: Vec<String>,
     /// Why the host cannot be used although it answered (its lock could
@@ -345,7 +359,9 @@ async fn claim(
         }
         return Err(e);
     }
-    let holder = Holder::here(sweep_name);
+    // Leased: its holders can be ended by the next sweep from this machine
+    // once this process is gone, and by nothing else (see super::lock).
+    let holder = Holder::leased(sweep_name);
     let holder = &holder;
     let locked = futures::future::join_all(connected.into_iter().map(|(host, r)| async move {
         let name = host.name.as_str().to_string();
@@ -600,6 +616,7 @@ async fn run_claimed(
         None => {
             let (host_tx, host_rx) = watch::channel(false);
             let lost = held.as_ref().map(|h| h.lost());
+            let was_lost = std::sync::atomic::AtomicBool::new(false);
             let mut global = cancel;
             let watcher = async {
                 tokio::select! {
@@ -613,21 +630,29 @@ async fn run_claimed(
                             Some(l) => l.await,
                             None => futures::future::pending::<()>().await,
                         }
-                    } => {
-                        sink.emit(RunEvent::Note {
-                            host: name.clone(),
-                            message: "the host lock was lost (its connection dropped): no new step starts on this host; `fsmatrix resume` finishes its cells".into(),
-                        });
-                    }
+                    } => was_lost.store(true, std::sync::atomic::Ordering::SeqCst),
                 }
+                // No new step starts, at once; why the lock was lost is
+                // asked of the host once the steps have stopped.
                 let _ = host_tx.send(true);
                 futures::future::pending::<()>().await
             };
             let work = host_sweep(&logged, job, sink, host_rx);
-            tokio::select! {
+            let tally = tokio::select! {
                 (_, tally) = work => tally,
                 _ = watcher => unreachable!("the watcher never ends"),
+            };
+            if was_lost.load(std::sync::atomic::Ordering::SeqCst) {
+                let why = match held.as_ref() {
+                    Some(h) => h.why_lost(&logged, &name).await,
+                    None => "the host lock was lost".into(),
+                };
+                sink.emit(RunEvent::Note {
+                    host: name.clone(),
+                    message: format!("{why}: no new step starts on this host; `fsmatrix resume` finishes its cells"),
+                });
             }
+            tally
         }
     };
     if let Some(h) = held {

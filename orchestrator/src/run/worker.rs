@@ -28,7 +28,7 @@ use crate::generator::measures::with_latency_log;
 use crate::generator::{for_workload, LoadGenerator, RunShape};
 use crate::model::{CellResult, CellStatus, FsSettings, InitTimings, Sizes, RESULT_SCHEMA};
 use crate::plan::{Batch, Cell};
-use crate::remote::{ExecOptions, ExecOutput, Remote, RemoteCommand, RemoteError};
+use crate::remote::{ExecOptions, ExecOutput, ExitStatus, Remote, RemoteCommand, RemoteError};
 use crate::results::analysis::stats::Metric;
 use crate::text::{json_pretty_bytes, now_rfc3339, sha256_hex, tail_lines};
 
@@ -112,6 +112,28 @@ if [ -e \"$1\" ] && [ ! -d \"$1\" ]; then fsmx_bad \"$1\" 'it is not a folder'; 
 fsmx_p=$1; while [ -n \"$fsmx_p\" ]; do fsmx_p=${fsmx_p%/*}; fsmx_chk \"${fsmx_p:-/}\" ancestor L; done; \
 fsmx_own \"$1\"; fsmx_own \"$2\"";
 
+/// What a host may send the worker: per command, per fetched file, per
+/// cell (the constants of [`crate::timeouts`]; tests make them small).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutputLimits {
+    /// One verb's stdout.
+    pub command: u64,
+    /// One fetched file (`run.out`, a transaction log).
+    pub fetch: u64,
+    /// Every file fetched for one cell (or one load) together.
+    pub cell: u64,
+}
+
+impl Default for OutputLimits {
+    fn default() -> Self {
+        OutputLimits {
+            command: crate::timeouts::MAX_STDOUT,
+            fetch: crate::timeouts::MAX_FETCH,
+            cell: crate::timeouts::MAX_CELL_OUTPUT,
+        }
+    }
+}
+
 pub struct Worker<'a, R: Remote> {
     pub remote: &'a R,
     pub host: &'a Host,
@@ -126,6 +148,8 @@ pub struct Worker<'a, R: Remote> {
     /// The identity of every device of the host, as `host.devices` lists
     /// them (for the batches of `order = "interleaved"`/`"random"`).
     pub idents: Vec<Option<String>>,
+    /// What the host may send (see [`OutputLimits`]).
+    pub limits: OutputLimits,
 }
 
 /// One filesystem variant's set-up, as far as it got.
@@ -255,6 +279,7 @@ impl<'a, R: Remote> Worker<'a, R> {
         let options = ExecOptions {
             own_session: call.verb.cleanup(),
             on_line,
+            max_stdout: Some(self.limits.command),
             ..ExecOptions::with_timeout(timeout)
         };
         let exec = self.remote.exec(&cmd, options);
@@ -288,29 +313,67 @@ impl<'a, R: Remote> Worker<'a, R> {
         Ok((Kv::parse(&out.stdout_lossy()), out))
     }
 
-    /// Fetch a file the scripts wrote under work_dir.
-    async fn fetch(&self, path: &str) -> Result<Vec<u8>, StepError> {
-        self.fetch_with(self.calls().cat(path)).await
-    }
-
-    /// Run a `cat` call and return what it printed.
-    async fn fetch_with(&self, call: Call) -> Result<Vec<u8>, StepError> {
+    /// Run a `cat` call and return what it printed: at most
+    /// [`OutputLimits::fetch`] bytes, and at most `left` (what is left of
+    /// the cell's [`OutputLimits::cell`], reduced by what came).  Past
+    /// either the fetch is killed and fails, saying which limit and for
+    /// what (`whose`: "cell X", "the load of …").
+    async fn fetch_within(
+        &self,
+        call: Call,
+        left: &mut u64,
+        whose: &str,
+    ) -> Result<Vec<u8>, StepError> {
         let cmd = call.command(self.host, &self.paths.scripts);
+        let limit = self.limits.fetch.min(*left);
+        let options = ExecOptions {
+            max_stdout: Some(limit),
+            ..ExecOptions::with_timeout(Verb::Cat.timeout())
+        };
         let out = self
             .remote
-            .exec(&cmd, ExecOptions::with_timeout(Verb::Cat.timeout()))
+            .exec(&cmd, options)
             .await
             .map_err(|e| StepError::remote(Step::Collect, &e))?;
-        if !out.status.success() {
-            return Err(StepError::status(Step::Collect, &out));
+        if matches!(out.status, ExitStatus::OutputLimit { .. }) && limit < self.limits.fetch {
+            return Err(StepError::new(
+                Step::Collect,
+                format!(
+                    "{} sent more than {} for {whose}, fsmatrix's limit for one cell's files                      (its output and transaction logs together); the fetch was killed and the                      rest not fetched",
+                    self.host.name.as_str(),
+                    crate::text::iec_bytes_short(self.limits.cell as f64)
+                ),
+            ));
         }
+        if !out.status.success() {
+            let mut e = StepError::status(Step::Collect, &out);
+            if matches!(out.status, ExitStatus::OutputLimit { .. }) {
+                e.message = format!(
+                    "{} fetching a file for {whose}: {}",
+                    self.host.name.as_str(),
+                    e.message
+                );
+            }
+            return Err(e);
+        }
+        *left = left.saturating_sub(out.stdout.len() as u64);
         Ok(out.stdout)
     }
 
-    /// A run's (or a load's) stdout and stderr.
-    async fn fetch_output(&self, out: &str) -> Result<(Vec<u8>, Vec<u8>), StepError> {
-        let stdout = self.fetch(&format!("{out}/stdout")).await?;
-        let stderr = self.fetch(&format!("{out}/stderr")).await?;
+    /// A run's (or a load's) stdout and stderr, within `left` (see
+    /// [`Worker::fetch_within`]).
+    async fn fetch_output(
+        &self,
+        out: &str,
+        left: &mut u64,
+        whose: &str,
+    ) -> Result<(Vec<u8>, Vec<u8>), StepError> {
+        let stdout = self
+            .fetch_within(self.calls().cat(&format!("{out}/stdout")), left, whose)
+            .await?;
+        let stderr = self
+            .fetch_within(self.calls().cat(&format!("{out}/stderr")), left, whose)
+            .await?;
         Ok((stdout, stderr))
     }
 
@@ -466,6 +529,7 @@ impl<'a, R: Remote> Worker<'a, R> {
             cancel: self.cancel.clone(),
             counted: self.counted.clone(),
             idents: Vec::new(),
+            limits: self.limits,
         }
     }
 

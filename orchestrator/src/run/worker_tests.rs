@@ -15,7 +15,7 @@ use super::events::{Outcome, RunEvent};
 use super::sink::{HostTally, Sink};
 use super::sweep::{host_sweep, HostJob};
 use super::verb::{run_timeout, Verb};
-use super::worker::Worker;
+use super::worker::{OutputLimits, Worker};
 use crate::config::{FsType, Inventory, Matrix};
 use crate::eta::WorkKind;
 use crate::plan::{plan, Cell, Plan};
@@ -118,6 +118,17 @@ async fn run_worker(
     remote: &RecordingRemote,
     cancel: watch::Receiver<bool>,
 ) -> Ran {
+    run_worker_limited(inv, p, remote, cancel, OutputLimits::default()).await
+}
+
+/// [`run_worker`] with what the host may send bounded by `limits`.
+async fn run_worker_limited(
+    inv: &Inventory,
+    p: &Plan,
+    remote: &RecordingRemote,
+    cancel: watch::Receiver<bool>,
+    limits: OutputLimits,
+) -> Ran {
     let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let bundle = Bundle::create(tmp.path(), "m").unwrap_or_else(|e| panic!("{e}"));
     let root = bundle.path().to_path_buf();
@@ -137,6 +148,7 @@ async fn run_worker(
         idents: (0..host.devices.len())
             .map(|i| Some(stand_in_ident(i)))
             .collect(),
+        limits,
     };
     let batches = &p.hosts[0].batches;
     let work = async {
@@ -1129,4 +1141,166 @@ async fn each_end_of_work_is_timed_and_re_estimates_and_runs_stream_their_tps() 
         (p.cells[0].id.as_str(), 1.0, 812.5)
     );
     assert_eq!(tps[3].0, p.cells[1].id.as_str());
+}
+
+/// A host that sends more than a command may (here a verb's stdout) has
+/// that step fail, saying how much and which stream; teardown still runs.
+/// Past the cell's bound (its output and transaction logs together) the
+/// cell fails naming the host and the cell, the rest is not fetched, and
+/// the host's next cell runs.
+#[tokio::test]
+async fn a_host_that_sends_too_much_fails_the_command_or_the_cell_and_goes_on() {
+    let limits = OutputLimits {
+        command: 1000,
+        fetch: 3000,
+        cell: 5000,
+    };
+    let (inv, p) = setup("2", false);
+    // A verb that floods its stdout.
+    let remote = stand_in_for(&inv);
+    remote.respond_ok("linux.sh pg-start", &"x".repeat(1001));
+    let ran = run_worker_limited(&inv, &p, &remote, no_cancel(), limits).await;
+    assert_eq!(ran.failed_steps(), ["pg-start", "pg-start"]);
+    let tail = ran.results[0]["status"]["stderr_tail"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        tail.contains("sent more than 1000 B on stdout") && tail.contains("killed"),
+        "{tail}"
+    );
+    assert_eq!(ran.verbs.last().map(String::as_str), Some("teardown"));
+
+    // A fetched file over the fetch bound.
+    let remote = stand_in_for(&inv);
+    for c in &p.cells {
+        remote.respond_ok(&format!("runs/{}/stdout", c.id), &"y".repeat(3001));
+    }
+    let ran = run_worker_limited(&inv, &p, &remote, no_cancel(), limits).await;
+    assert_eq!(ran.failed_steps(), ["collect", "collect"]);
+    let tail = ran.results[0]["status"]["stderr_tail"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(tail.contains("more than 2.9 KiB on stdout"), "{tail}");
+
+    // The cell's bound: run.out 1 KB, run.err 1 KB, then logs of 2 KB
+    // each; the second log passes 5000 bytes.  The first cell fails
+    // there, the second (a smaller run) is done.
+    let remote = stand_in_for(&inv);
+    let (a, b) = (&p.cells[0].id, &p.cells[1].id);
+    let dir = "/var/tmp/fsmatrix/txlog";
+    remote.respond_ok(
+        "linux.sh run ",
+        &format!("status=0\ntxlog={dir}/pgbench_log.1.gz\ntxlog={dir}/pgbench_log.2.gz\n"),
+    );
+    remote.respond_ok(&format!("runs/{a}/stdout"), &pgbench_out(100.0));
+    remote.respond_ok(&format!("runs/{a}/stderr"), &" ".repeat(1000));
+    remote.respond_ok("pgbench_log.", &"z".repeat(2000));
+    remote.respond_ok(&format!("runs/{b}/stdout"), &pgbench_out(100.0));
+    remote.respond_ok(&format!("runs/{b}/stderr"), "");
+    // The second cell's run names no logs.
+    remote.respond_ok(&format!("out=/var/tmp/fsmatrix/runs/{b} "), "status=0\n");
+    let ran = run_worker_limited(&inv, &p, &remote, no_cancel(), limits).await;
+    let first = &ran.results[0];
+    assert_eq!(first["status"]["state"], "failed", "{first}");
+    let tail = first["status"]["stderr_tail"].as_str().unwrap_or_default();
+    assert!(
+        tail.contains(&format!("h sent more than 4.9 KiB for cell {a}")),
+        "{tail}"
+    );
+    let logs: Vec<String> = remote
+        .commands()
+        .into_iter()
+        .filter(|c| c.contains("pgbench_log."))
+        .collect();
+    assert_eq!(
+        logs.len(),
+        2,
+        "the fetch that passed the bound was the last: {logs:?}"
+    );
+    assert_eq!(
+        ran.results[1]["status"]["state"], "done",
+        "{}",
+        ran.results[1]
+    );
+}
+
+/// A host that names a transaction log the bundle cannot store (`..`, a
+/// name longer than a file name may be, a control character) fails that
+/// cell with the real reason; the sweep goes on (it used to break the
+/// bundle for every host and blame a full disk).
+#[tokio::test]
+async fn a_file_name_from_the_host_the_bundle_cannot_store_fails_only_its_cell() {
+    let (inv, p) = setup("2", false);
+    let a = &p.cells[0].id;
+    for bad in ["..", &"l".repeat(300), "a\u{1b}b"] {
+        let remote = stand_in_for(&inv);
+        remote.respond_ok(
+            &format!("out=/var/tmp/fsmatrix/runs/{a} "),
+            &format!("status=0\ntxlog=/var/tmp/fsmatrix/{bad}\n"),
+        );
+        for c in &p.cells {
+            remote.respond_ok(&format!("runs/{}/stdout", c.id), &pgbench_out(100.0));
+        }
+        let ran = run_worker(&inv, &p, &remote, no_cancel()).await;
+        let first = &ran.results[0];
+        assert_eq!(first["status"]["state"], "failed", "{bad:?}: {first}");
+        let tail = first["status"]["stderr_tail"].as_str().unwrap_or_default();
+        assert!(
+            tail.contains("named a transaction log the bundle cannot store")
+                && !tail.contains("free space"),
+            "{bad:?}: {tail}"
+        );
+        assert!(
+            !ran.notes().contains("no new step starts"),
+            "{}",
+            ran.notes()
+        );
+        assert_eq!(ran.results[1]["status"]["state"], "done", "{bad:?}");
+        assert!(
+            !remote.commands().iter().any(|c| c.contains("remove=1")),
+            "a bad name is not fetched"
+        );
+    }
+}
+
+/// The sink's own wall: a cell whose files include a name the bundle
+/// cannot store is recorded as failed (its other files kept), and the
+/// bundle stays usable for every other cell and host.
+#[tokio::test]
+async fn the_sink_records_a_cell_with_an_unstorable_file_name_as_failed() {
+    let (_, p) = setup("2", false);
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let bundle = Bundle::create(tmp.path(), "m").unwrap_or_else(|e| panic!("{e}"));
+    let root = bundle.path().to_path_buf();
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let sink = Sink::new(bundle, tx);
+    let mut tally = HostTally::default();
+    let (a, b) = (&p.cells[0], &p.cells[1]);
+    let done = |c: &crate::plan::Cell| crate::model::CellResult {
+        schema: crate::model::RESULT_SCHEMA,
+        cell_id: c.id.clone(),
+        params: c.params(),
+        status: crate::model::CellStatus::NotNeeded { reason: "x".into() },
+        started: None,
+        ended: None,
+        sizes: None,
+        init: None,
+        fs_settings: None,
+    };
+    let files = vec![
+        ("run.out".to_string(), b"kept".to_vec()),
+        (format!("txlog/{}", "n".repeat(300)), b"x".to_vec()),
+    ];
+    sink.record(a, &done(a), &files, &mut tally);
+    sink.record(b, &done(b), &[], &mut tally);
+    assert!(sink.broken().is_none(), "{:?}", sink.broken());
+    assert_eq!((tally.failed, tally.not_needed), (1, 1));
+    let r: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(root.join(format!("data/cells/{}/result.json", a.id)))
+            .unwrap_or_else(|e| panic!("{e}")),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let tail = r["status"]["stderr_tail"].as_str().unwrap_or_default();
+    assert!(tail.contains("over the 255 a file name may have"), "{tail}");
+    assert!(root.join(format!("data/cells/{}/run.out", a.id)).is_file());
 }

@@ -137,17 +137,24 @@ pub fn detect(path: &Path, text: &str) -> AnsibleFormat {
 }
 
 fn looks_like_yaml_groups(text: &str) -> bool {
-    let Ok(docs) = MarkedYaml::load_from_str(text) else {
-        return false;
-    };
-    match docs.first().map(|d| &d.data) {
-        Some(YamlData::Mapping(m)) => {
-            !m.is_empty()
-                && m.values()
-                    .all(|v| matches!(v.data, YamlData::Mapping(_) | YamlData::Value(Scalar::Null)))
-        }
-        _ => false,
+    // Nested that deep, it is no INI file: the YAML reader refuses it by line.
+    if yaml::too_deep(text) {
+        return true;
     }
+    yaml::on_yaml_stack(|| {
+        let Ok(docs) = MarkedYaml::load_from_str(text) else {
+            return false;
+        };
+        match docs.first().map(|d| &d.data) {
+            Some(YamlData::Mapping(m)) => {
+                !m.is_empty()
+                    && m.values().all(|v| {
+                        matches!(v.data, YamlData::Mapping(_) | YamlData::Value(Scalar::Null))
+                    })
+            }
+            _ => false,
+        }
+    })
 }
 
 /// Read an Ansible inventory (`path` names it in messages and in the
@@ -167,13 +174,16 @@ pub fn import(path: &Path, text: &str) -> Result<Imported, ImportError> {
         AnsibleFormat::Yaml => read_yaml(&mut cx, &mut model, text)?,
         AnsibleFormat::Json => read_json(&mut cx, &mut model, text)?,
     }
+    model.check_size(path)?;
     let resolved = model.resolve(path)?;
     let mut entries: Vec<Entry> = Vec::new();
+    // Each fsmatrix name's index in `entries`: one lookup per host.
+    let mut by_name: HashMap<String, usize> = HashMap::new();
     let mut skipped = 0;
     for h in &resolved {
         match map_host(&mut cx, h)? {
             Some(e) => {
-                if let Some(other) = entries.iter().find(|o| o.name == e.name) {
+                if let Some(other) = by_name.get(&e.name).map(|&i| &entries[i]) {
                     return Err(cx.error(
                         e.line,
                         format!(
@@ -185,6 +195,7 @@ pub fn import(path: &Path, text: &str) -> Result<Imported, ImportError> {
                         ),
                     ));
                 }
+                by_name.insert(e.name.clone(), entries.len());
                 entries.push(e);
             }
             None => skipped += 1,

@@ -5,6 +5,16 @@ use std::path::Path;
 use super::{Cx, ImportError};
 use crate::config::values::shown;
 
+/// The most hosts one import reads (a pattern's range is capped the same):
+/// more is refused before any per-host work, which is at least linear in
+/// the groups a host is in.
+pub(super) const MAX_HOSTS: usize = 10_000;
+/// The most groups one import reads.
+pub(super) const MAX_GROUPS: usize = 10_000;
+/// Groups nested deeper than this (a chain of `children`) are refused, in
+/// every format: a host's variables are merged over its whole ancestry.
+pub(super) const MAX_GROUP_DEPTH: usize = 64;
+
 /// A variable's value, with the types the mapping cares about.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Var {
@@ -157,6 +167,28 @@ impl Model {
         Ok(())
     }
 
+    /// The caps on what one import holds ([`MAX_HOSTS`], [`MAX_GROUPS`]),
+    /// checked after reading and before any per-host work.
+    pub(super) fn check_size(&self, file: &Path) -> Result<(), ImportError> {
+        let too_many = |what: &str, n: usize, max: usize| {
+            ImportError {
+            file: file.to_path_buf(),
+            line: None,
+            message: format!(
+                "the inventory has {n} {what}; fsmatrix imports at most {max}: split it, or \
+                 import the part a study runs on (`ansible-inventory -i SRC --list --limit PATTERN`)"
+            ),
+        }
+        };
+        if self.hosts.len() > MAX_HOSTS {
+            return Err(too_many("hosts", self.hosts.len(), MAX_HOSTS));
+        }
+        if self.groups.len() > MAX_GROUPS {
+            return Err(too_many("groups", self.groups.len(), MAX_GROUPS));
+        }
+        Ok(())
+    }
+
     /// Ansible's reconcile step, then every host's merged variables.
     pub(super) fn resolve(&mut self, file: &Path) -> Result<Vec<Resolved<'_>>, ImportError> {
         // Groups nobody lists as a child are children of `all`.
@@ -194,6 +226,17 @@ impl Model {
             }
         }
         let depth = self.depths(file)?;
+        if let Some((g, d)) = depth.iter().find(|(_, d)| **d > MAX_GROUP_DEPTH) {
+            return Err(ImportError {
+                file: file.to_path_buf(),
+                line: None,
+                message: format!(
+                    "groups are nested more than {MAX_GROUP_DEPTH} deep (`{}` is {d} below `all`); \
+                     valid: at most {MAX_GROUP_DEPTH} levels of children",
+                    shown(g)
+                ),
+            });
+        }
         let mut out = Vec::new();
         for h in &self.hosts {
             let mut all: BTreeSet<&str> = BTreeSet::new();

@@ -256,3 +256,71 @@ fn detect_reads_the_content_then_the_extension() {
         assert_eq!(detect(Path::new(name), text), want, "{name}: {text:?}");
     }
 }
+
+/// Issue 24: an import is bounded in what it holds (hosts, groups, their
+/// depth) and in how deep its YAML nests, whatever the format; inside the
+/// bounds, work is linear in the hosts.
+#[test]
+fn imports_are_bounded_in_hosts_groups_and_nesting() {
+    use super::model::{MAX_GROUPS, MAX_GROUP_DEPTH, MAX_HOSTS};
+    // Block YAML 3000 levels deep: refused by line, not a stack overflow.
+    let mut deep = String::from("all:\n  children:\n");
+    for i in 0..3000 {
+        let pad = " ".repeat(4 + 4 * i);
+        deep.push_str(&format!("{pad}g{i}:\n{pad}  children:\n"));
+    }
+    let e = imp_err("deep.yml", &deep);
+    assert!(e.to_string().contains("nested more than 512 levels"), "{e}");
+    assert!(e.line.is_some_and(|l| l > 2), "{e}");
+    // `- - - …` nests as deeply on one line.
+    let dashes = format!("all:\n  vars:\n    x:\n      {}1\n", "- ".repeat(600));
+    let e = imp_err("dash.yml", &dashes);
+    assert!(e.to_string().contains("nested more than 512"), "{e}");
+    // An INI chain of children deeper than the YAML reader allows is
+    // refused the same way (it was merged over its whole ancestry).
+    let mut chain = String::from("[g0]\nh1 ansible_host=10.0.0.1\n");
+    for i in 1..=MAX_GROUP_DEPTH + 1 {
+        chain.push_str(&format!("[g{i}:children]\ng{}\n", i - 1));
+    }
+    let e = imp_err("chain.ini", &chain);
+    assert!(
+        e.to_string()
+            .contains(&format!("more than {MAX_GROUP_DEPTH} deep")),
+        "{e}"
+    );
+    // One more host than the cap: refused with the count and what to do.
+    let mut many = String::from("[web]\n");
+    for i in 0..=MAX_HOSTS {
+        many.push_str(&format!(
+            "h{i} ansible_host=10.{}.{}.{}\n",
+            i / 62500,
+            i / 250 % 250,
+            i % 250 + 1
+        ));
+    }
+    let e = imp_err("many.ini", &many);
+    assert!(
+        e.to_string().contains(&format!("{} hosts", MAX_HOSTS + 1)),
+        "{e}"
+    );
+    assert!(e.to_string().contains("--limit"), "{e}");
+    // As many groups: refused.
+    let mut groups = String::from("[g0]\nh1 ansible_host=10.0.0.1\n");
+    for i in 1..=MAX_GROUPS {
+        groups.push_str(&format!("[x{i}]\n"));
+    }
+    let e = imp_err("groups.ini", &groups);
+    assert!(
+        e.to_string().contains("groups; fsmatrix imports at most"),
+        "{e}"
+    );
+    // At the cap, every host is imported (the duplicate-name check is a
+    // map lookup, not a scan of the hosts before it).
+    let at_cap: String = many
+        .lines()
+        .take(MAX_HOSTS + 1)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let i = imp("cap.ini", &at_cap);
+    assert_eq!(i.toml.matches("[[host]]").count(), MAX_HOSTS);
+}

@@ -8,10 +8,87 @@ use super::patterns::expand_host_pattern;
 use super::{Cx, ImportError};
 use crate::config::values::shown;
 
-/// Groups nested deeper than this are refused rather than recursed into.
-const MAX_YAML_DEPTH: usize = 64;
+use super::model::MAX_GROUP_DEPTH as MAX_YAML_DEPTH;
+
+/// Block collections nested deeper than this are refused before the YAML
+/// parser sees them: saphyr bounds flow nesting (`[[[…`) but recurses
+/// without a bound on indentation, and a few thousand levels overflow the
+/// stack.  Real inventories nest a few levels per group.
+const MAX_BLOCK_NESTING: usize = 512;
+
+/// The deepest block nesting of `text`, counted from indentation: each
+/// line's indentation (a `- ` sequence entry counts as one more level)
+/// against a stack of the enclosing ones.  An over-estimate is harmless (the
+/// bound is far above real files); the first line past `limit` is returned.
+fn block_nesting_past(text: &str, limit: usize) -> Option<usize> {
+    let mut stack: Vec<usize> = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let body = line.trim_start_matches(' ');
+        if body.is_empty() || body.starts_with('#') {
+            continue;
+        }
+        let mut indent = line.len() - body.len();
+        let mut rest = body;
+        let mut levels = vec![indent];
+        // `- - - x`: each dash opens a sequence one column further in.
+        while let Some(r) = rest.strip_prefix("- ").or_else(|| rest.strip_prefix("-\t")) {
+            let after = r.trim_start_matches([' ', '\t']);
+            indent += rest.len() - after.len();
+            levels.push(indent);
+            rest = after;
+        }
+        while stack.last().is_some_and(|&top| top >= levels[0]) {
+            stack.pop();
+        }
+        stack.extend(levels);
+        if stack.len() > limit {
+            return Some(n + 1);
+        }
+    }
+    None
+}
+
+/// The stack the YAML is parsed, walked and dropped on: saphyr's parser and
+/// the drop of its tree recurse per level (a few KiB each), so the bound
+/// below holds on any caller's thread (a test's is 2 MiB).
+const YAML_STACK_BYTES: usize = 64 << 20;
+
+/// Run `f` (a parse of YAML, its walk and the drop of its tree) on a thread
+/// with [`YAML_STACK_BYTES`] of stack, whatever the caller's thread is.
+pub(super) fn on_yaml_stack<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    std::thread::scope(|s| {
+        match std::thread::Builder::new()
+            .name("yaml".into())
+            .stack_size(YAML_STACK_BYTES)
+            .spawn_scoped(s, f)
+        {
+            Ok(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            // No thread to be had (out of memory): the caller's stack, on
+            // text the nesting bound has already been checked against.
+            Err(e) => panic!("cannot start the YAML reader's thread: {e}"),
+        }
+    })
+}
+
+/// Whether `text` nests deeper than the YAML reader accepts.
+pub(super) fn too_deep(text: &str) -> bool {
+    block_nesting_past(text, MAX_BLOCK_NESTING).is_some()
+}
 
 pub(super) fn read_yaml(cx: &mut Cx<'_>, m: &mut Model, text: &str) -> Result<(), ImportError> {
+    on_yaml_stack(|| read_yaml_here(cx, m, text))
+}
+
+fn read_yaml_here(cx: &mut Cx<'_>, m: &mut Model, text: &str) -> Result<(), ImportError> {
+    if let Some(line) = block_nesting_past(text, MAX_BLOCK_NESTING) {
+        return Err(cx.error(
+            Some(line),
+            format!(
+                "YAML nested more than {MAX_BLOCK_NESTING} levels deep; valid: an inventory's \
+                 groups, hosts and variables (a few levels each)"
+            ),
+        ));
+    }
     let docs = MarkedYaml::load_from_str(text).map_err(|e| {
         cx.error(
             Some(e.marker().line()),

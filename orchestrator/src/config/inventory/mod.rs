@@ -15,11 +15,15 @@ use super::values::{
 };
 use super::walk::Tbl;
 
+mod given;
 mod jump;
 mod read;
+mod render;
 
+pub use given::{GivenPaths, RecordedPaths};
 pub use jump::{parse_proxy_jump, JumpSpec, MAX_JUMP_HOPS};
 pub use read::machine_key;
+pub use render::render;
 
 /// Where the host runs; report metadata (and `lab` tells the run engine the
 /// host is a namespace of the local lab, on a loop device).

@@ -4,29 +4,52 @@
 use super::*;
 
 impl Inventory {
-    /// Read and validate an inventory file.
+    /// Read and validate an inventory file the user gave, no path named on
+    /// the command line (an `ssh_config` in it is refused, see [`GivenPaths`]).
     pub fn load(path: &Path) -> Result<Inventory, ConfigErrors> {
+        Inventory::load_given(path, &GivenPaths::default())
+    }
+
+    /// [`Inventory::load`] with what the user named on the command line.
+    pub fn load_given(path: &Path, given: &GivenPaths) -> Result<Inventory, ConfigErrors> {
         let text = super::super::read_file(path)?;
-        Inventory::parse(path, text)
+        Inventory::parse_given(path, text, given)
     }
 
     /// Validate inventory text; `path` names it in errors and anchors relative paths.
     /// Aliases are resolved through the ssh config ([`super::ssh_config`]).
     pub fn parse(path: &Path, text: String) -> Result<Inventory, ConfigErrors> {
-        Inventory::parse_with(path, text, &Resolver::from_env())
+        Inventory::parse_given(path, text, &GivenPaths::default())
     }
 
-    /// [`Inventory::parse`] with the `ssh -G` program and home given.
+    /// [`Inventory::parse`] with what the user named on the command line.
+    pub fn parse_given(
+        path: &Path,
+        text: String,
+        given: &GivenPaths,
+    ) -> Result<Inventory, ConfigErrors> {
+        Inventory::parse_with(path, text, &Resolver::from_env(), given)
+    }
+
+    /// [`Inventory::parse_given`] with the `ssh -G` program and home given.
     pub fn parse_with(
         path: &Path,
         text: String,
         resolver: &Resolver,
+        given: &GivenPaths,
     ) -> Result<Inventory, ConfigErrors> {
-        super::super::parse_collecting(path, text, |src, errs| parse_doc(src, errs, resolver))
+        super::super::parse_collecting(path, text, |src, errs| {
+            parse_doc(src, errs, resolver, given)
+        })
     }
 }
 
-fn parse_doc(src: &Source, errs: &mut Errors<'_>, resolver: &Resolver) -> Option<Inventory> {
+fn parse_doc(
+    src: &Source,
+    errs: &mut Errors<'_>,
+    resolver: &Resolver,
+    given: &GivenPaths,
+) -> Option<Inventory> {
     let doc = match DeTable::parse(&src.text) {
         Ok(d) => d,
         Err(e) => {
@@ -54,6 +77,7 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>, resolver: &Resolver) -> Option
             ctx: &dctx,
         };
         d.check_keys(errs, &HOST_KEYS[1..]);
+        recorded_paths(errs, &d, base_of(src), given, resolver.home.as_deref());
         if let Some(v) = d.get("name") {
             errs.push(
                 &v.span(),
@@ -69,9 +93,9 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>, resolver: &Resolver) -> Option
         return None;
     };
     let host_tables = super::super::walk::tables(errs, hosts_v, "host");
-    let base = src.path.parent().unwrap_or(Path::new(""));
+    let base = base_of(src);
     let dt = dtbl.as_ref().map(|(t, _)| *t);
-    let mut ssh = SshAliases::resolve(errs, &root, dt, &host_tables, base, resolver);
+    let mut ssh = SshAliases::resolve(errs, &root, dt, &host_tables, base, resolver, given);
     let mut hosts = Vec::new();
     let mut seen: BTreeMap<String, ()> = BTreeMap::new();
     // (normalised address, port) of every host so far, where, and its name.
@@ -85,6 +109,7 @@ fn parse_doc(src: &Source, errs: &mut Errors<'_>, resolver: &Resolver) -> Option
         let ctx = format!("[[host]] `{label}`");
         let h = Tbl { t, span, ctx: &ctx };
         h.check_keys(errs, HOST_KEYS);
+        recorded_paths(errs, &h, base, given, resolver.home.as_deref());
         let d = dtbl.as_ref().map(|(t, span)| Tbl {
             t,
             span,
@@ -154,8 +179,9 @@ impl SshAliases {
         hosts: &[(&DeTable<'_>, std::ops::Range<usize>)],
         base: &Path,
         resolver: &Resolver,
+        given: &GivenPaths,
     ) -> SshAliases {
-        let config = ssh_config_file(errs, root, base, resolver);
+        let config = ssh_config_file(errs, root, base, resolver, given);
         let mut aliases: Vec<String> = Vec::new();
         if config.is_some() {
             let address = |t: &DeTable<'_>| {
@@ -246,16 +272,82 @@ impl SshAliases {
     }
 }
 
+/// The inventory's folder: relative paths in it are relative to it.
+fn base_of(src: &Source) -> &Path {
+    src.path.parent().unwrap_or(Path::new(""))
+}
+
+/// In an inventory recorded in a bundle, the `identity_file` and
+/// `known_hosts` of one table (a host's or [defaults]) must be named on the
+/// command line ([`GivenPaths`]); each one that is not is an error naming
+/// the file it would have used and the flag that accepts it.
+fn recorded_paths(
+    errs: &mut Errors<'_>,
+    t: &Tbl<'_, '_>,
+    base: &Path,
+    given: &GivenPaths,
+    home: Option<&Path>,
+) {
+    let Some(named) = &given.recorded else {
+        return;
+    };
+    for (key, list) in [
+        ("identity_file", &named.identity_files),
+        ("known_hosts", &named.known_hosts),
+    ] {
+        let Some(v) = t.get(key) else { continue };
+        let Some(s) = v.get_ref().as_str() else {
+            continue; // its type is another error
+        };
+        let p = local_path(base, s);
+        if given::among(&p, list, home) {
+            continue;
+        }
+        let would = given::normal(&p, home);
+        errs.push(
+            &v.span(),
+            format!(
+                "`{key}` of {} recorded in the bundle names {}; a path from a bundle is used only \
+                 when you name it: give {} {} if you trust that file (or run with your own \
+                 inventory, -i)",
+                t.ctx,
+                shown(&would.display().to_string()),
+                given::flag_of(key),
+                shown(&would.display().to_string())
+            ),
+        );
+    }
+}
+
 /// The inventory's `ssh_config` (relative to the inventory, `~/` the home;
-/// `"none"`: no resolution), else `~/.ssh/config` when it exists.
+/// `"none"`: no resolution), else `~/.ssh/config` when it exists.  A named
+/// file is read only when the user named it too ([`GivenPaths`]), or when it
+/// is the user's own `~/.ssh/config`.
 fn ssh_config_file(
     errs: &mut Errors<'_>,
     root: &Tbl<'_, '_>,
     base: &Path,
     resolver: &Resolver,
+    given: &GivenPaths,
 ) -> Option<ConfigFile> {
+    let home = resolver.home.as_deref();
+    let named = root
+        .get("ssh_config")
+        .and_then(|v| v.get_ref().as_str().map(|s| s != "none"))
+        .unwrap_or(false);
+    if let (Some(flag), false) = (&given.ssh_config, named) {
+        errs.push(
+            &(0..0),
+            format!(
+                "--ssh-config {} was given, but the inventory names no ssh_config; add \
+                 ssh_config = {:?} at its top, or leave the flag out",
+                shown(&flag.display().to_string()),
+                given::normal(flag, home).display().to_string()
+            ),
+        );
+    }
     if root.get("ssh_config").is_none() {
-        let p = resolver.home.as_ref()?.join(".ssh/config");
+        let p = home?.join(".ssh/config");
         return p.is_file().then(|| ConfigFile {
             path: None,
             shown: "~/.ssh/config".into(),
@@ -266,12 +358,13 @@ fn ssh_config_file(
     if s == "none" {
         return None;
     }
-    let valid = "valid: an OpenSSH client config file (relative to the inventory, ~/ for your                  home), or \"none\" to resolve no alias";
+    let valid = "valid: an OpenSSH client config file (relative to the inventory, ~/ for your \
+                 home), or \"none\" to resolve no alias";
     if s.is_empty() || s.contains(['\n', '\0']) {
         errs.push(&v.span(), format!("`ssh_config` must be a path; {valid}"));
         return None;
     }
-    let p = match (s.strip_prefix("~/"), &resolver.home) {
+    let p = match (s.strip_prefix("~/"), home) {
         (Some(rest), Some(home)) => home.join(rest),
         _ => local_path(base, s),
     };
@@ -282,6 +375,36 @@ fn ssh_config_file(
                 "ssh_config `{}` is not a file ({}); {valid}",
                 shown(s),
                 p.display()
+            ),
+        );
+        return None;
+    }
+    let own = home.map(|h| h.join(".ssh/config"));
+    let vouched = given.ssh_config.iter().chain(own.iter()).cloned();
+    if !given::among(&p, &vouched.collect::<Vec<_>>(), home) {
+        let abs = given::normal(&p, home).display().to_string();
+        let whose = if given.recorded.is_some() {
+            "recorded in the bundle "
+        } else {
+            ""
+        };
+        let other = match &given.ssh_config {
+            Some(f) => format!(
+                " (--ssh-config names another file, {})",
+                shown(&given::normal(f, home).display().to_string())
+            ),
+            None => String::new(),
+        };
+        errs.push(
+            &v.span(),
+            format!(
+                "ssh_config `{}` {whose}names {}, which is read only when you name it too{other}: \
+                 `ssh -G` runs its `Match exec` commands as you; give --ssh-config {} if you \
+                 trust that file, or remove ssh_config to use your ~/.ssh/config, or set \
+                 ssh_config = \"none\"",
+                shown(s),
+                shown(&abs),
+                shown(&abs)
             ),
         );
         return None;

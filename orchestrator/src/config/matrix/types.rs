@@ -507,8 +507,11 @@ pub(super) enum RefKind {
 
 /// Cells a matrix may plan unless it says `max_cells = N` (at most
 /// [`MAX_CELLS_LIMIT`]): planning is linear, but a sweep this large is a typo.
+/// The limit is what plans within memory: a plan holds ~0.4 KiB a cell, its
+/// plan.json ~1 KiB (1 000 000 cells: ~0.4 GB, and a 1 GB file); at the old
+/// 10 000 000, `plan --json` needed more than 8 GB.
 pub const DEFAULT_MAX_CELLS: u64 = 100_000;
-pub const MAX_CELLS_LIMIT: u64 = 10_000_000;
+pub const MAX_CELLS_LIMIT: u64 = 1_000_000;
 
 fn default_max_cells() -> u64 {
     DEFAULT_MAX_CELLS

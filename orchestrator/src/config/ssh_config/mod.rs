@@ -1,11 +1,15 @@
 //! An inventory host's `address` may be an alias of the user's OpenSSH
 //! client configuration (`~/.ssh/config`, or the file the inventory names
-//! with `ssh_config = PATH`, as `ssh -F` does).  The alias is resolved by
+//! with `ssh_config = PATH`, as `ssh -F` does, when the user names it too
+//! with `--ssh-config`).  The alias is resolved by
 //! OpenSSH itself: fsmatrix runs `ssh -G [-F FILE] -- ALIAS`, which prints
 //! the configuration after evaluating `Include`, `Host` patterns (wildcards,
 //! `!` negation), `Match` blocks and first-value-wins, and exits without
 //! connecting.  Note that `ssh -G` evaluates `Match exec` too: the command
-//! runs, as it would for `ssh ALIAS`.
+//! runs, as it would for `ssh ALIAS`.  That is why only a config the user
+//! named is read (see `config::inventory::GivenPaths`), and why each
+//! `ssh -G` runs in a process group of its own that is killed once it has
+//! answered or at [`TIMEOUT`]: no command it started outlives it.
 //!
 //! To tell what the configuration set from OpenSSH's defaults, the alias is
 //! resolved a second time with `-F /dev/null` and the two are compared: a

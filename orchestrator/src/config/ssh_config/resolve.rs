@@ -2,8 +2,10 @@
 //! reading what the configuration set.
 use std::collections::BTreeMap;
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::config::values::shown;
@@ -72,7 +74,8 @@ impl std::fmt::Display for SshConfigError {
             ),
             SshConfigError::Timeout { seconds } => write!(
                 f,
-                "`ssh -G` did not finish within {seconds} s (a `Match exec` command that hangs?)"
+                "`ssh -G` did not finish within {seconds} s (a `Match exec` command that hangs?); \
+                 it and every command it started were ended"
             ),
             SshConfigError::Failed(m) => write!(f, "`ssh -G` failed: {m}"),
         }
@@ -206,7 +209,14 @@ pub fn diff(alias: &str, set: &Dump, default: &Dump) -> Resolved {
 }
 
 impl Resolver {
-    /// Run `ssh -G [ARGS] -- ALIAS` with a timeout; its stdout.
+    /// Run `ssh -G [ARGS] -- ALIAS` within the bound; its stdout.
+    ///
+    /// `ssh -G` evaluates `Match exec`: the command runs, and may hang or
+    /// leave a child behind (`sleep 30 &`).  So ssh runs in a process group
+    /// of its own, and that whole group is ended once ssh has exited and its
+    /// output is read, or at the bound, whichever comes first: nothing that
+    /// ssh -G started outlives the resolution.  ssh is reaped only after the
+    /// group is killed, so its PID (the group's id) cannot have been reused.
     fn run_g(&self, config: &[&std::ffi::OsStr], alias: &str) -> Result<String, SshConfigError> {
         let mut cmd = Command::new(&self.ssh);
         cmd.arg("-G")
@@ -215,44 +225,61 @@ impl Resolver {
             .arg(alias)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .stderr(Stdio::piped())
+            .process_group(0);
         let mut child = cmd.spawn().map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => SshConfigError::Missing {
                 program: self.ssh.display().to_string(),
             },
             _ => SshConfigError::Failed(format!("cannot start {}: {e}", self.ssh.display())),
         })?;
-        // Read both pipes on their own threads so a full pipe cannot stall ssh.
-        let pipe = |r: Option<Box<dyn Read + Send>>| {
+        let pid = child.id();
+        // Read both pipes on their own threads so a full pipe cannot stall
+        // ssh; a `Match exec` child left running holds stderr open, so they
+        // are waited for only up to the bound.
+        let (tx, rx) = mpsc::channel::<(bool, String)>();
+        let pipe = |is_out: bool, r: Option<Box<dyn Read + Send>>| {
+            let tx = tx.clone();
             std::thread::spawn(move || {
                 let mut s = String::new();
                 if let Some(mut r) = r {
                     let _ = r.read_to_string(&mut s);
                 }
-                s
-            })
+                let _ = tx.send((is_out, s));
+            });
         };
-        let out = pipe(child.stdout.take().map(|r| Box::new(r) as _));
-        let err = pipe(child.stderr.take().map(|r| Box::new(r) as _));
+        pipe(true, child.stdout.take().map(|r| Box::new(r) as _));
+        pipe(false, child.stderr.take().map(|r| Box::new(r) as _));
+        drop(tx);
         let deadline = Instant::now() + self.timeout;
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(st)) => break st,
-                Ok(None) if Instant::now() >= deadline => {
-                    let _ = child.kill();
+        let exited = loop {
+            match exited_unreaped(pid) {
+                Ok(true) => break true,
+                Ok(false) if Instant::now() >= deadline => break false,
+                Ok(false) => std::thread::sleep(Duration::from_millis(2)),
+                Err(e) => {
+                    kill_group(pid);
                     let _ = child.wait();
-                    // The reader threads are left: a `Match exec` grandchild
-                    // may still hold the pipes.
-                    return Err(SshConfigError::Timeout {
-                        seconds: self.timeout.as_secs(),
-                    });
+                    return Err(SshConfigError::Failed(e.to_string()));
                 }
-                Ok(None) => std::thread::sleep(Duration::from_millis(2)),
-                Err(e) => return Err(SshConfigError::Failed(e.to_string())),
             }
         };
-        let stdout = out.join().unwrap_or_default();
-        let stderr = err.join().unwrap_or_default();
+        let mut output = exited.then(|| collect(&rx, deadline)).flatten();
+        kill_group(pid);
+        let status = child.wait();
+        let timeout = SshConfigError::Timeout {
+            seconds: self.timeout.as_secs(),
+        };
+        if !exited {
+            return Err(timeout);
+        }
+        if output.is_none() {
+            // The pipes were held to the bound by what the kill just ended.
+            output = collect(&rx, Instant::now() + Duration::from_millis(500));
+        }
+        let (Some((stdout, stderr)), Ok(status)) = (output, status) else {
+            return Err(timeout);
+        };
         if !status.success() || stdout.is_empty() {
             let msg: Vec<&str> = stderr
                 .lines()
@@ -300,6 +327,53 @@ impl Resolver {
             });
         }
         all
+    }
+}
+
+/// Both pipes' text (stdout, stderr) once both have ended, or `None` at
+/// `deadline`.
+fn collect(rx: &mpsc::Receiver<(bool, String)>, deadline: Instant) -> Option<(String, String)> {
+    let (mut out, mut err) = (None, None);
+    while out.is_none() || err.is_none() {
+        let left = deadline.checked_duration_since(Instant::now())?;
+        match rx.recv_timeout(left) {
+            Ok((true, s)) => out = Some(s),
+            Ok((false, s)) => err = Some(s),
+            Err(_) => return None,
+        }
+    }
+    Some((out.unwrap_or_default(), err.unwrap_or_default()))
+}
+
+/// Whether the process `pid` has exited, without reaping it: until it is
+/// reaped its PID stays taken, and with it the id of the group it leads.
+fn exited_unreaped(pid: u32) -> std::io::Result<bool> {
+    // SAFETY: waitid writes into the zeroed siginfo_t it is given; WNOWAIT
+    // leaves the child waitable, so `Child::wait` still reaps it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let r = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: after a successful waitid, si_pid is 0 when no child changed
+    // state and the child's PID when it exited.
+    Ok(unsafe { info.si_pid() } != 0)
+}
+
+/// SIGKILL to every process of the group `pgid` (ssh -G and what its
+/// `Match exec` commands started).  An empty group is no error.
+fn kill_group(pgid: u32) {
+    // SAFETY: kill has no memory effects; the negative id names the group
+    // that ssh leads and that is still reserved (ssh is not yet reaped).
+    unsafe {
+        libc::kill(-(pgid as libc::pid_t), libc::SIGKILL);
     }
 }
 
@@ -378,6 +452,92 @@ mod tests {
         let e = r.resolve(&named(&cfg), "db1").unwrap_err();
         assert!(matches!(e, SshConfigError::Timeout { .. }), "{e:?}");
         assert!(t0.elapsed() < Duration::from_secs(5));
+    }
+
+    /// Whether process `pid` is gone (a zombie left for init to reap counts
+    /// as gone: it runs nothing), waiting up to 3 s for the kill to land.
+    fn gone(pid: &str) -> bool {
+        let t0 = Instant::now();
+        loop {
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| s.rsplit_once(") ").map(|(_, r)| r.chars().next()));
+            if matches!(state, None | Some(Some('Z' | 'X'))) {
+                return true;
+            }
+            if t0.elapsed() > Duration::from_secs(3) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The PID a `Match exec` command wrote, waiting for it to be written.
+    fn pid_in(file: &Path) -> String {
+        let t0 = Instant::now();
+        loop {
+            let s = std::fs::read_to_string(file).unwrap_or_default();
+            if s.ends_with('\n') {
+                return s.trim().to_string();
+            }
+            assert!(t0.elapsed() < Duration::from_secs(5), "no pid in {file:?}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn a_timed_out_ssh_g_takes_its_match_exec_children_with_it() {
+        let t = Tmp::new("hang-group");
+        let pidfile = t.0.join("pid");
+        let cfg = t.write(
+            "cfg",
+            &format!(
+                "Match exec \"sleep 30 & echo $! > '{}'; wait\"\n  User late\n",
+                pidfile.display()
+            ),
+        );
+        if !have_ssh() {
+            return;
+        }
+        let r = Resolver {
+            timeout: Duration::from_millis(1000),
+            ..resolver(&t.0)
+        };
+        let t0 = Instant::now();
+        let e = r.resolve(&named(&cfg), "db1").unwrap_err();
+        assert!(matches!(e, SshConfigError::Timeout { .. }), "{e:?}");
+        assert!(e.to_string().contains("every command it started"), "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+        let pid = pid_in(&pidfile);
+        assert!(
+            gone(&pid),
+            "the Match exec child `sleep 30` ({pid}) outlived the bound"
+        );
+    }
+
+    #[test]
+    fn a_match_exec_child_left_in_the_background_ends_with_the_resolution() {
+        let t = Tmp::new("leftover");
+        let pidfile = t.0.join("pid");
+        // Its output away from ssh's pipes: ssh -G exits at once, the sleep
+        // would run on.
+        let cfg = t.write(
+            "cfg",
+            &format!(
+                "Match exec \"sleep 30 >/dev/null 2>&1 & echo $! > '{}'\"\n  User early\n",
+                pidfile.display()
+            ),
+        );
+        if !have_ssh() {
+            return;
+        }
+        let got = resolver(&t.0).resolve(&named(&cfg), "db1").unwrap();
+        assert_eq!(got.user.as_deref(), Some("early"));
+        let pid = pid_in(&pidfile);
+        assert!(
+            gone(&pid),
+            "the Match exec child `sleep 30` ({pid}) outlived ssh -G"
+        );
     }
 
     #[test]

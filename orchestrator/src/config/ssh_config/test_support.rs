@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use super::{ConfigFile, Resolver, TIMEOUT};
-use crate::config::Inventory;
+use crate::config::{GivenPaths, Inventory};
 
 /// A temp folder of its own per test, removed at drop.
 pub(super) struct Tmp(pub(super) PathBuf);
@@ -60,9 +60,17 @@ pub(super) fn have_ssh() -> bool {
     ok
 }
 
-/// An inventory at `dir/inv.toml` naming `ssh_config = "config"`.
+/// An inventory at `dir/inv.toml`; one naming `ssh_config = "config"` is
+/// read as the user gives it with `--ssh-config DIR/config`.
 pub(super) fn inventory(t: &Tmp, r: &Resolver, body: &str) -> Result<Inventory, String> {
-    Inventory::parse_with(&t.0.join("inv.toml"), body.to_string(), r).map_err(|e| e.to_string())
+    let given = GivenPaths {
+        ssh_config: body
+            .contains("ssh_config = \"config\"")
+            .then(|| t.0.join("config")),
+        recorded: None,
+    };
+    Inventory::parse_with(&t.0.join("inv.toml"), body.to_string(), r, &given)
+        .map_err(|e| e.to_string())
 }
 
 pub(super) const LAB: &str = "Include INC\n\

@@ -125,7 +125,7 @@ impl SshRemote {
             .as_ref()
             .ok_or_else(|| self.channel_error("channel vanished"))?;
 
-        let mut out = Collector::new(options.on_line.clone(), report_pgid);
+        let mut out = Collector::bounded(options.on_line.clone(), report_pgid, &options);
         let started = Instant::now();
         let stdin = options.stdin;
         let work = async {
@@ -157,18 +157,22 @@ impl SshRemote {
             Some(limit) => match tokio::time::timeout(limit, work).await {
                 Ok(status) => status,
                 Err(_) => {
-                    if let Some(pgid) = out.pgid {
-                        if let Err(e) = Box::pin(self.kill_group(pgid)).await {
-                            tracing::warn!(host = %self.target.host_name, error = %e, pgid, "could not kill the timed-out process group");
-                        }
-                    } else {
-                        tracing::warn!(host = %self.target.host_name, "timed out before the process group was known; only closing the channel");
-                    }
+                    self.kill_session_group(out.pgid, "timed out").await;
                     ExitStatus::TimedOut {
                         after_ms: started.elapsed().as_millis() as u64,
                     }
                 }
             },
+        };
+        // The reader stopped at the output limit: the command may still be
+        // sending, so it is killed as a timed-out one is.
+        let status = match out.over_status() {
+            Some(over) if !matches!(status, ExitStatus::TimedOut { .. }) => {
+                self.kill_session_group(out.pgid, "sent more than its output limit")
+                    .await;
+                over
+            }
+            _ => status,
         };
         guard.close().await;
         out.finish();
@@ -230,6 +234,21 @@ impl SshRemote {
         }
     }
 
+    /// Kill the group of a command that `why` (timed out, sent too
+    /// much); without a known group only the channel is closed.
+    pub(super) async fn kill_session_group(&self, pgid: Option<u32>, why: &str) {
+        match pgid {
+            Some(pgid) => {
+                if let Err(e) = Box::pin(self.kill_group(pgid)).await {
+                    tracing::warn!(host = %self.target.host_name, error = %e, pgid, "could not kill the process group of a command that {why}");
+                }
+            }
+            None => {
+                tracing::warn!(host = %self.target.host_name, "a command {why} before its process group was known; only closing the channel");
+            }
+        }
+    }
+
     /// TERM the remote process group, wait up to 2 s, then KILL it.
     pub(super) async fn kill_group(&self, pgid: u32) -> Result<(), RemoteError> {
         let cmd = self.kill_command(pgid);
@@ -267,9 +286,17 @@ async fn read_until_closed(rx: &mut ChannelReadHalf, out: &mut Collector) -> Exi
         };
         match msg {
             None | Some(ChannelMsg::Close) => break,
-            Some(ChannelMsg::Data { data }) => out.push(OutputStream::Stdout, &data),
+            Some(ChannelMsg::Data { data }) => {
+                out.push(OutputStream::Stdout, &data);
+                if out.over.is_some() {
+                    break;
+                }
+            }
             Some(ChannelMsg::ExtendedData { data, ext: 1 }) => {
-                out.push(OutputStream::Stderr, &data)
+                out.push(OutputStream::Stderr, &data);
+                if out.over.is_some() {
+                    break;
+                }
             }
             Some(ChannelMsg::ExitStatus { exit_status }) => {
                 status = ExitStatus::Code { code: exit_status };
@@ -317,8 +344,12 @@ impl Drop for CloseGuard {
     }
 }
 
-/// Captures stdout and stderr, splits them into lines for the callback, and
-/// takes the prologue's pgid line off the front of stderr.
+/// Captures stdout and stderr up to their limits, splits them into lines
+/// for the callback, and takes the prologue's pgid line off the front of
+/// stderr.  Linear in the bytes pushed: each byte is scanned for a newline
+/// once, however long the line it is in (a host that sends megabytes
+/// without a newline used to cost a scan of the whole partial line per
+/// chunk).
 pub(super) struct Collector {
     pub(super) stdout: Vec<u8>,
     pub(super) stderr: Vec<u8>,
@@ -328,10 +359,37 @@ pub(super) struct Collector {
     /// `Some(buf)` while the pgid line is still expected at stderr's start.
     marker: Option<Vec<u8>>,
     pub(super) pgid: Option<u32>,
+    /// The most bytes kept per stream (stdout, stderr).
+    limits: [u64; 2],
+    /// The first stream that went past its limit: the command is to be
+    /// killed, and nothing more is kept.
+    pub(super) over: Option<(OutputStream, u64)>,
+    /// Bytes examined for a newline, all streams (what the linear-time
+    /// test counts).
+    pub(super) scanned: u64,
+}
+
+/// The longest the prologue's line can be: the marker and a pid.
+const MARKER_LINE_MAX: usize = PGID_MARKER.len() + 24;
+
+fn index(stream: OutputStream) -> usize {
+    match stream {
+        OutputStream::Stdout => 0,
+        OutputStream::Stderr => 1,
+    }
 }
 
 impl Collector {
     pub(super) fn new(on_line: Option<LineCallback>, expect_marker: bool) -> Self {
+        Self::bounded(on_line, expect_marker, &ExecOptions::default())
+    }
+
+    /// A collector that keeps at most what `options` allows per stream.
+    pub(super) fn bounded(
+        on_line: Option<LineCallback>,
+        expect_marker: bool,
+        options: &ExecOptions,
+    ) -> Self {
         Collector {
             stdout: Vec::new(),
             stderr: Vec::new(),
@@ -339,28 +397,49 @@ impl Collector {
             on_line,
             marker: expect_marker.then(Vec::new),
             pgid: None,
+            limits: [
+                options.limit(OutputStream::Stdout),
+                options.limit(OutputStream::Stderr),
+            ],
+            over: None,
+            scanned: 0,
         }
+    }
+
+    /// How the command ended if a stream went past its limit.
+    pub(super) fn over_status(&self) -> Option<ExitStatus> {
+        self.over.map(|(stream, limit)| ExitStatus::OutputLimit {
+            stream: stream.name().to_string(),
+            limit_bytes: limit,
+        })
     }
 
     pub(super) fn push(&mut self, stream: OutputStream, data: &[u8]) {
         if stream == OutputStream::Stderr {
             if let Some(mut buf) = self.marker.take() {
+                let seen = buf.len();
                 buf.extend_from_slice(data);
-                match buf.iter().position(|&b| b == b'\n') {
+                // Only the new bytes can hold the newline.
+                let found = buf[seen..].iter().position(|&b| b == b'\n');
+                self.scanned += match found {
+                    Some(i) => i as u64 + 1,
+                    None => (buf.len() - seen) as u64,
+                };
+                match found.map(|i| seen + i) {
                     Some(nl) => {
                         let line = String::from_utf8_lossy(&buf[..nl]).into_owned();
                         match line.strip_prefix(PGID_MARKER) {
                             Some(n) => {
                                 self.pgid = n.trim().parse().ok().filter(|&p: &u32| p > 1);
-                                let rest = buf[nl + 1..].to_vec();
-                                self.deliver(stream, &rest);
+                                self.deliver(stream, &buf[nl + 1..]);
                             }
                             None => self.deliver(stream, &buf),
                         }
                     }
-                    None if PGID_MARKER
-                        .as_bytes()
-                        .starts_with(&buf[..buf.len().min(PGID_MARKER.len())]) =>
+                    None if buf.len() <= MARKER_LINE_MAX
+                        && PGID_MARKER
+                            .as_bytes()
+                            .starts_with(&buf[..buf.len().min(PGID_MARKER.len())]) =>
                     {
                         self.marker = Some(buf);
                     }
@@ -373,18 +452,39 @@ impl Collector {
     }
 
     fn deliver(&mut self, stream: OutputStream, data: &[u8]) {
-        let (all, idx) = match stream {
-            OutputStream::Stdout => (&mut self.stdout, 0),
-            OutputStream::Stderr => (&mut self.stderr, 1),
+        if self.over.is_some() {
+            return;
+        }
+        let idx = index(stream);
+        let all = if idx == 0 {
+            &mut self.stdout
+        } else {
+            &mut self.stderr
+        };
+        let room = self.limits[idx].saturating_sub(all.len() as u64);
+        let data = if data.len() as u64 > room {
+            self.over = Some((stream, self.limits[idx]));
+            &data[..room as usize]
+        } else {
+            data
         };
         all.extend_from_slice(data);
         let Some(cb) = &self.on_line else { return };
         let partial = &mut self.partial[idx];
+        // The partial line has no newline: only the new bytes are scanned,
+        // and the finished lines leave it in one move.
+        let mut from = partial.len();
         partial.extend_from_slice(data);
-        while let Some(nl) = partial.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = partial.drain(..=nl).collect();
-            cb(stream, &String::from_utf8_lossy(&line[..nl]));
+        let mut line_start = 0;
+        while let Some(i) = partial[from..].iter().position(|&b| b == b'\n') {
+            let nl = from + i;
+            self.scanned += i as u64 + 1;
+            cb(stream, &String::from_utf8_lossy(&partial[line_start..nl]));
+            line_start = nl + 1;
+            from = line_start;
         }
+        self.scanned += (partial.len() - from) as u64;
+        partial.drain(..line_start);
     }
 
     /// Hand over unfinished last lines.
@@ -431,6 +531,80 @@ mod tests {
                 (OutputStream::Stdout, "bc".to_string()),
                 (OutputStream::Stderr, "warning".to_string()),
             ]
+        );
+    }
+
+    /// A long line without a newline, fed in chunks, is scanned once: the
+    /// work is linear in the bytes (each chunk used to rescan the whole
+    /// partial line: 8 MiB in 4 KiB chunks scanned 8 GiB).
+    #[test]
+    fn a_long_line_without_a_newline_costs_linear_work() {
+        let work = |total: usize| {
+            let lines = Arc::new(Mutex::new(Vec::new()));
+            let sink = lines.clone();
+            let cb: LineCallback = Arc::new(move |_, l| sink.lock().unwrap().push(l.len()));
+            let mut c = Collector::new(Some(cb), true);
+            let chunk = vec![b'x'; 4096];
+            for _ in 0..total / chunk.len() {
+                c.push(OutputStream::Stdout, &chunk);
+                c.push(OutputStream::Stderr, &chunk);
+            }
+            c.push(OutputStream::Stdout, b"\nend\n");
+            c.finish();
+            assert_eq!(lines.lock().unwrap()[..2], [total, 3]);
+            c.scanned
+        };
+        let (one, eight) = (work(1 << 20), work(8 << 20));
+        // Both streams, each byte once (the marker's look at stderr's
+        // first bytes adds a few).
+        assert!(eight <= 2 * (8 << 20) + 8192, "8 MiB scanned {eight} bytes");
+        assert!(
+            eight <= 9 * one,
+            "1 MiB: {one}, 8 MiB: {eight} bytes scanned"
+        );
+        // Many short lines in one chunk: linear as well.
+        let quiet: LineCallback = Arc::new(|_, _| {});
+        let mut c = Collector::new(Some(quiet), false);
+        c.push(OutputStream::Stdout, &b"ab\n".repeat(1 << 18));
+        assert_eq!(c.scanned, 3 << 18);
+    }
+
+    /// What a stream keeps is bounded: past the limit the rest is dropped
+    /// and the collector says which stream passed which limit.
+    #[test]
+    fn a_stream_past_its_limit_is_cut_and_said() {
+        let opts = ExecOptions {
+            max_stdout: Some(10),
+            ..Default::default()
+        };
+        let mut c = Collector::bounded(None, false, &opts);
+        c.push(OutputStream::Stdout, b"12345678");
+        assert!(c.over.is_none());
+        c.push(OutputStream::Stdout, b"9abcdef");
+        c.push(OutputStream::Stdout, b"more");
+        c.push(OutputStream::Stderr, b"late");
+        assert_eq!(c.stdout, b"123456789a");
+        assert!(c.stderr.is_empty());
+        let status = c.over_status().expect("over");
+        assert_eq!(
+            status,
+            ExitStatus::OutputLimit {
+                stream: "stdout".into(),
+                limit_bytes: 10
+            }
+        );
+        assert!(
+            status.to_string().contains("more than 10 B on stdout"),
+            "{status}"
+        );
+        // A line that only looks like the marker's start is not held forever.
+        let mut c = Collector::new(None, true);
+        c.push(OutputStream::Stderr, b"fsmatrix-pgid 1");
+        c.push(OutputStream::Stderr, &[b'2'; 100]);
+        assert_eq!(
+            c.stderr.len(),
+            115,
+            "delivered once it is too long to be the marker"
         );
     }
 

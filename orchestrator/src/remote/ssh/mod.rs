@@ -210,13 +210,24 @@ impl Remote for SshRemote {
                 match rx.wait().await {
                     None | Some(ChannelMsg::Close) => return None,
                     Some(ChannelMsg::Data { data }) => {
+                        // Only the new bytes can hold the first newline.
+                        let seen = out.stdout.len();
                         out.push(OutputStream::Stdout, &data);
-                        if let Some(nl) = out.stdout.iter().position(|&b| b == b'\n') {
+                        if let Some(i) = out.stdout[seen..].iter().position(|&b| b == b'\n') {
+                            let nl = seen + i;
                             return Some(String::from_utf8_lossy(&out.stdout[..nl]).into_owned());
+                        }
+                        if let Some(over) = out.over_status() {
+                            status = over;
+                            return None;
                         }
                     }
                     Some(ChannelMsg::ExtendedData { data, ext: 1 }) => {
-                        out.push(OutputStream::Stderr, &data)
+                        out.push(OutputStream::Stderr, &data);
+                        if let Some(over) = out.over_status() {
+                            status = over;
+                            return None;
+                        }
                     }
                     Some(ChannelMsg::ExitStatus { exit_status }) => {
                         status = ExitStatus::Code { code: exit_status }

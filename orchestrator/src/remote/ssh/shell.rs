@@ -34,6 +34,10 @@ use crate::remote::{
     login_shell_safe, ExecOptions, ExecOutput, ExitStatus, OutputStream, RemoteError,
 };
 
+/// The longest first stderr line a starting shell may print (the
+/// prologue's is a few dozen bytes).
+const FIRST_LINE_MAX: usize = 64 << 10;
+
 /// Idle shells kept per host (each holds an sshd session; with
 /// `MAX_CHANNELS` in flight and one held command this stays within sshd's
 /// default MaxSessions of 10).
@@ -143,8 +147,19 @@ impl Shell {
             loop {
                 match rx.wait().await {
                     Some(ChannelMsg::ExtendedData { data, ext: 1 }) => {
+                        // Only the new bytes can hold the first newline; a
+                        // first line longer than any prologue's is not one.
+                        let seen = err.len();
                         err.extend_from_slice(&data);
-                        if let Some(nl) = err.iter().position(|&b| b == b'\n') {
+                        let found = err[seen..].iter().position(|&b| b == b'\n');
+                        if found.is_none() && err.len() > FIRST_LINE_MAX {
+                            err.truncate(FIRST_LINE_MAX);
+                            return Err(format!(
+                                "the shell sent more than {FIRST_LINE_MAX} bytes on stderr before its first line ended; they begin {:?}",
+                                String::from_utf8_lossy(&err[..err.len().min(200)])
+                            ));
+                        }
+                        if let Some(nl) = found.map(|i| seen + i) {
                             let line = String::from_utf8_lossy(&err[..nl]).into_owned();
                             return Ok(line
                                 .strip_prefix(PGID_MARKER)
@@ -157,7 +172,10 @@ impl Shell {
                     | Some(ChannelMsg::Eof)
                     | Some(ChannelMsg::ExitStatus { .. })
                     | Some(ChannelMsg::ExitSignal { .. }) => {
-                        return Err(String::from_utf8_lossy(&err).trim().to_string())
+                        return Err(format!(
+                            "the shell ended at its start: {:?}",
+                            String::from_utf8_lossy(&err).trim()
+                        ))
                     }
                     Some(_) => {}
                 }
@@ -170,9 +188,7 @@ impl Shell {
                 limit.as_secs_f64()
             ))
         })?
-        .map_err(|stderr| {
-            remote.channel_error(format!("the shell ended at its start: {stderr:?}"))
-        })?;
+        .map_err(|why| remote.channel_error(why))?;
         let kill = pgid.and_then(|p| remote.kill_command(p).to_shell().ok().map(str::to_string));
         Ok(Some(Shell {
             rx,
@@ -252,6 +268,11 @@ impl Shell {
                 Some(_) => continue,
             };
             frames[idx].push(stream_of(idx), &data, out);
+            if out.over.is_some() {
+                // Past the output limit: the caller kills the command (and
+                // with it this shell); `busy` stays set until it has.
+                return Ok(Err(()));
+            }
         }
         self.busy = false;
         Ok(frames[0].status.ok_or(()))
@@ -413,42 +434,43 @@ pub(super) async fn exec_in_shell(
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    let mut out = Collector::new(options.on_line.clone(), false);
+    let mut out = Collector::bounded(options.on_line.clone(), false, &options);
     let started = Instant::now();
     let work = shell.run(script, &mut out);
     let result = match options.timeout {
         None => Some(work.await),
         Some(limit) => tokio::time::timeout(limit, work).await.ok(),
     };
-    let status = match result {
-        None => {
-            // Timed out: the command runs in the driver's group.
-            match shell.pgid {
-                Some(pgid) => {
-                    if let Err(e) = Box::pin(remote.kill_group(pgid)).await {
-                        tracing::warn!(host = %remote.target.host_name, error = %e, pgid, "could not kill the timed-out shell's process group");
-                    }
-                }
-                None => {
-                    tracing::warn!(host = %remote.target.host_name, "the shell's process group is unknown; only closing its channel")
-                }
-            }
+    // Timed out, or past the output limit: the command runs in the
+    // driver's group, which is killed (and the shell with it).
+    let over = out
+        .over_status()
+        .filter(|_| matches!(result, Some(Ok(Err(())))));
+    let result = match (result, over) {
+        (Some(r), None) => r,
+        (_, over) => {
+            let status = over.unwrap_or(ExitStatus::TimedOut {
+                after_ms: started.elapsed().as_millis() as u64,
+            });
+            remote
+                .kill_session_group(shell.pgid, "timed out or sent more than its output limit")
+                .await;
             shell.busy = false;
             shell.guard.close().await;
             out.finish();
             return Ok(ExecOutput {
-                status: ExitStatus::TimedOut {
-                    after_ms: started.elapsed().as_millis() as u64,
-                },
+                status,
                 stdout: out.stdout,
                 stderr: out.stderr,
             });
         }
-        Some(Err(e)) => {
+    };
+    let status = match result {
+        Err(e) => {
             shell.guard.close().await;
             return Err(remote.channel_error(format!("writing to the shell: {e}")));
         }
-        Some(Ok(Err(()))) => {
+        Ok(Err(())) => {
             let closed = shell.handle.is_closed();
             shell.guard.close().await;
             out.finish();
@@ -459,7 +481,7 @@ pub(super) async fn exec_in_shell(
             }
             ExitStatus::Unknown
         }
-        Some(Ok(Ok(code))) => {
+        Ok(Ok(code)) => {
             let mut pool = remote.shells.lock().unwrap_or_else(|p| p.into_inner());
             if pool.len() < MAX_IDLE {
                 pool.push(shell);

@@ -58,6 +58,30 @@ pub fn load_bundle_results(dir: &Path) -> Result<Vec<CellResult>, BundleError> {
     Ok(out)
 }
 
+/// The most bytes of one host's `facts.json` read from a bundle.
+pub const MAX_FACTS_BYTES: u64 = 1 << 20;
+
+/// A host's `data/hosts/<host>/facts.json` in bundle `dir`, if it is there
+/// and is JSON: `host` must be a valid host name (the inventory's rule; a
+/// name from a bundle is someone else's input and would otherwise be a
+/// path out of it), and only a regular file, not a link, of at most
+/// [`MAX_FACTS_BYTES`] is read.  `Err` says why a name is refused.
+pub fn host_facts(dir: &Path, host: &str) -> Result<Option<serde_json::Value>, String> {
+    let name = crate::config::values::HostName::new(host).map_err(|e| e.to_string())?;
+    let path = dir
+        .join("data")
+        .join("hosts")
+        .join(name.as_str())
+        .join("facts.json");
+    match std::fs::symlink_metadata(&path) {
+        Ok(m) if m.file_type().is_file() => {}
+        _ => return Ok(None),
+    }
+    Ok(crate::files::read_regular(&path, MAX_FACTS_BYTES)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok()))
+}
+
 /// How a bundle's checksums stood when it was reported on.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChecksumCheck {

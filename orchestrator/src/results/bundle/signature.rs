@@ -10,7 +10,8 @@
 //! tagmanifest-sha256.txt.sig < tagmanifest-sha256.txt`.
 //!
 //! The signature file is the one file the manifests cannot list (it signs
-//! the last of them); `verify` only checks data/ for unlisted files, and
+//! the last of them): `verify` lets it stand unlisted beside the
+//! tagmanifest (any other unlisted file outside data/ is reported), and
 //! closing a bundle again (resume) removes a signature it would make stale.
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -541,13 +542,14 @@ pub enum SignatureProblem {
     DoesNotCover(String),
     #[error("{SIGNATURE_FILE} does not match {TAGMANIFEST_FILE} (signed by {key}): the tagmanifest, or bag-info.txt / manifest-sha256.txt it lists, changed after signing")]
     BadSignature { key: String },
-    #[error("signed by {key}, which {} does not list{}", file.display(), if *cert_authority_lines > 0 { format!(" (its {cert_authority_lines} cert-authority line(s) are not supported and were skipped)") } else { String::new() })]
+    #[error("signed by {key}, which {} does not list{}{}", file.display(), if *cert_authority_lines > 0 { format!(" (its {cert_authority_lines} cert-authority line(s) are not supported and were skipped)") } else { String::new() }, if *skipped_lines > 0 { format!(" ({skipped_lines} line(s) that ssh-keygen cannot read either were skipped)") } else { String::new() })]
     UnknownKey {
         key: String,
         file: PathBuf,
         cert_authority_lines: usize,
+        skipped_lines: usize,
     },
-    #[error("signed by {key}, which {} lists but does not allow to sign {NAMESPACE:?} now: {}", file.display(), reasons.iter().map(|(line, p, why)| format!("line {line} ({p}): {why}")).collect::<Vec<_>>().join("; "))]
+    #[error("signed by {key}, which {} lists but does not allow to sign {NAMESPACE:?} now: {}", file.display(), reasons.iter().map(|(line, p, why)| format!("line {line} ({}): {why}", crate::text::terminal_safe(p))).collect::<Vec<_>>().join("; "))]
     NotAllowed {
         key: String,
         file: PathBuf,
@@ -555,15 +557,63 @@ pub enum SignatureProblem {
     },
 }
 
+/// The armor of 9.2p1's sshsig.c `sshsig_dearmor`: the file must begin
+/// with exactly `-----BEGIN SSH SIGNATURE-----\n` (no white space before,
+/// and no `\r` before that `\n`: 9.2p1 refuses a CRLF header, 10.0 takes
+/// it); the body runs to the first `\n-----END SSH SIGNATURE-----` and
+/// anything after that is ignored; the body is base64 as `b64_pton` reads
+/// it (white space anywhere, so any line width and CRLF inside).
+pub fn dearmor(armored: &[u8]) -> Result<Vec<u8>, String> {
+    const BEGIN: &[u8] = b"-----BEGIN SSH SIGNATURE-----\n";
+    const END: &[u8] = b"\n-----END SSH SIGNATURE-----";
+    let Some(body) = armored.strip_prefix(BEGIN) else {
+        return Err(
+            "missing header (the file must begin with -----BEGIN SSH SIGNATURE----- \
+                    and a newline)"
+                .into(),
+        );
+    };
+    let end = body
+        .windows(END.len())
+        .position(|w| w == END)
+        .ok_or_else(|| {
+            "missing footer (-----END SSH SIGNATURE----- on its own line)".to_string()
+        })?;
+    let mut b64 = &body[..end];
+    // sshbuf_dup_string: a NUL is allowed only as the last byte.
+    if let Some(nul) = b64.iter().position(|&c| c == 0) {
+        if nul != b64.len() - 1 {
+            return Err("a NUL byte inside the base64".into());
+        }
+        b64 = &b64[..nul];
+    }
+    super::allowed_signers::b64_pton(b64).ok_or_else(|| "the body is not base64".to_string())
+}
+
+/// The sshsig blob inside the armor, as sshsig.c `sshsig_wrap_verify`
+/// parses it: nothing may follow the signature ("trailing data").
+pub fn parse_armored(armored: &[u8]) -> Result<SshSig, String> {
+    use russh::keys::ssh_encoding::{Decode, Reader};
+    let blob = dearmor(armored)?;
+    let mut reader = &blob[..];
+    let sig = SshSig::decode(&mut reader).map_err(|e| e.to_string())?;
+    reader
+        .finish(sig)
+        .map_err(|_| "trailing data after the signature".to_string())
+}
+
 /// Check the signature of the bag at `dir`: it must be an sshsig over the
 /// tagmanifest's bytes in [`NAMESPACE`], and with `allowed` by a key listed
-/// there for that namespace at `now` (Unix seconds).  Without `allowed`, a
-/// missing signature is [`SignatureCheck::Unsigned`] and a present one is
-/// still checked against the tagmanifest with its own key.  The bag itself
-/// is checked by [`super::verify::verify`]; both are needed.
+/// there for `principal` (as `ssh-keygen -Y verify -I PRINCIPAL`; without
+/// one, for some principal the line names) in that namespace at `now` (Unix
+/// seconds; `ssh-keygen -Overify-time`).  Without `allowed`, a missing
+/// signature is [`SignatureCheck::Unsigned`] and a present one is still
+/// checked against the tagmanifest with its own key.  The bag itself is
+/// checked by [`super::verify::verify`]; both are needed.
 pub fn check_signature(
     dir: &Path,
     allowed: Option<&AllowedSigners>,
+    principal: Option<&str>,
     now: i64,
 ) -> Result<SignatureCheck, SignatureProblem> {
     let sig_path = dir.join(SIGNATURE_FILE);
@@ -576,9 +626,9 @@ pub fn check_signature(
             None => Ok(SignatureCheck::Unsigned),
         };
     }
-    let text = read_text(&sig_path, MAX_SIGNATURE_BYTES).map_err(SignatureProblem::Unreadable)?;
-    let sig =
-        SshSig::from_pem(text.trim()).map_err(|e| SignatureProblem::Malformed(e.to_string()))?;
+    let armored = crate::files::read_regular(&sig_path, MAX_SIGNATURE_BYTES)
+        .map_err(SignatureProblem::Unreadable)?;
+    let sig = parse_armored(&armored).map_err(SignatureProblem::Malformed)?;
     if sig.public_key().is_certificate() {
         return Err(SignatureProblem::Certificate);
     }
@@ -603,11 +653,14 @@ pub fn check_signature(
     let mut principals = Vec::new();
     let mut lines = Vec::new();
     let mut reasons = Vec::new();
+    // Any line that allows it will do (9.2p1's sshsig_check_allowed_keys
+    // stops at the first; a line that fails is skipped, never fatal).
     for s in allowed.lines_for(sig.public_key()) {
-        match s.allows(NAMESPACE, now) {
+        match s.allows(principal, NAMESPACE, now) {
             Ok(()) => {
-                if !principals.contains(&s.principals) {
-                    principals.push(s.principals.clone());
+                let who = principal.map_or_else(|| s.principals.clone(), str::to_owned);
+                if !principals.contains(&who) {
+                    principals.push(who);
                 }
                 lines.push(s.line);
             }
@@ -626,6 +679,7 @@ pub fn check_signature(
             key,
             file: allowed.path.clone(),
             cert_authority_lines: allowed.cert_authority_lines.len(),
+            skipped_lines: allowed.skipped.len(),
         });
     }
     Err(SignatureProblem::NotAllowed {
@@ -686,7 +740,7 @@ mod tests {
         .expect("sshsig");
         write_sig(dir.path(), &sha1);
         assert_eq!(
-            check_signature(dir.path(), None, 0),
+            check_signature(dir.path(), None, None, 0),
             Err(SignatureProblem::WeakRsa)
         );
 
@@ -704,7 +758,7 @@ mod tests {
             &ed.sign(NAMESPACE, HashAlg::Sha512, tm.as_bytes())
                 .expect("sign"),
         );
-        match check_signature(dir.path(), None, 0) {
+        match check_signature(dir.path(), None, None, 0) {
             Err(SignatureProblem::DoesNotCover(why)) => {
                 assert!(why.contains("does not list manifest-sha256.txt"), "{why}")
             }
@@ -719,7 +773,7 @@ mod tests {
                 .expect("sign"),
         );
         assert!(matches!(
-            check_signature(dir.path(), None, 0),
+            check_signature(dir.path(), None, None, 0),
             Ok(SignatureCheck::Unchecked { .. })
         ));
     }

@@ -13,6 +13,7 @@ use std::sync::Mutex;
 
 use super::bag::{walk_files, BAGIT_FILE, BAG_INFO_FILE, MANIFEST_FILE, TAGMANIFEST_FILE};
 use super::manifest::{self, sha256_file_with};
+use crate::text::terminal_safe;
 
 /// One thing wrong with a bag.  `path` is bag-relative.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +34,10 @@ pub enum Problem {
     Missing { path: String },
     /// In data/, not in the manifest.
     Extra { path: String },
+    /// Outside data/ (at the bag's top level or in another folder), and not
+    /// listed in the tagmanifest: nothing vouches for it, and an archive or
+    /// a signature would carry it unchecked.
+    Unlisted { path: String },
     /// Payload file whose sha256 differs from the manifest.
     Changed {
         path: String,
@@ -54,26 +59,46 @@ pub enum Problem {
 }
 
 impl fmt::Display for Problem {
+    /// Names and texts come from the bag (other people's files): each goes
+    /// through [`terminal_safe`] so a file name cannot drive the terminal.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Problem::Unsafe { what } => write!(f, "unsafe: {what}; refused, not followed"),
-            Problem::TagFileMissing { path } => write!(f, "missing tag file: {path}"),
-            Problem::BadDeclaration { what } => write!(f, "bad bagit.txt: {what}"),
-            Problem::Malformed { file, line, what } => {
-                write!(f, "malformed: {file} line {line}: {what}")
+            Problem::Unsafe { what } => {
+                write!(f, "unsafe: {}; refused, not followed", terminal_safe(what))
             }
+            Problem::TagFileMissing { path } => {
+                write!(f, "missing tag file: {}", terminal_safe(path))
+            }
+            Problem::BadDeclaration { what } => {
+                write!(f, "bad bagit.txt: {}", terminal_safe(what))
+            }
+            Problem::Malformed { file, line, what } => write!(
+                f,
+                "malformed: {} line {line}: {}",
+                terminal_safe(file),
+                terminal_safe(what)
+            ),
             Problem::OutsidePayload { path } => {
                 write!(f, "outside data/: the manifest lists {path:?}")
             }
-            Problem::Missing { path } => write!(f, "missing: {path}"),
-            Problem::Extra { path } => write!(f, "extra (not in the manifest): {path}"),
+            Problem::Missing { path } => write!(f, "missing: {}", terminal_safe(path)),
+            Problem::Extra { path } => {
+                write!(f, "extra (not in the manifest): {}", terminal_safe(path))
+            }
+            Problem::Unlisted { path } => write!(
+                f,
+                "extra (outside data/ and not in {TAGMANIFEST_FILE}): {}",
+                terminal_safe(path)
+            ),
             Problem::Changed {
                 path,
                 expected,
                 actual,
             } => write!(
                 f,
-                "changed: {path}: expected sha256 {expected}, got {actual}"
+                "changed: {}: expected sha256 {}, got {actual}",
+                terminal_safe(path),
+                terminal_safe(expected)
             ),
             Problem::TagChanged {
                 path,
@@ -81,13 +106,21 @@ impl fmt::Display for Problem {
                 actual,
             } => write!(
                 f,
-                "changed tag file: {path}: expected sha256 {expected} (tagmanifest), got {actual}"
+                "changed tag file: {}: expected sha256 {} (tagmanifest), got {actual}",
+                terminal_safe(path),
+                terminal_safe(expected)
             ),
             Problem::Oxum { expected, actual } => write!(
                 f,
-                "payload-oxum: bag-info.txt says {expected} (bytes.files), data/ holds {actual}"
+                "payload-oxum: bag-info.txt says {} (bytes.files), data/ holds {actual}",
+                terminal_safe(expected)
             ),
-            Problem::Unreadable { path, what } => write!(f, "unreadable: {path}: {what}"),
+            Problem::Unreadable { path, what } => write!(
+                f,
+                "unreadable: {}: {}",
+                terminal_safe(path),
+                terminal_safe(what)
+            ),
         }
     }
 }
@@ -234,6 +267,54 @@ fn read_tag(root: &Path, name: &str, problems: &mut Vec<Problem>) -> Option<Stri
                 what: e.to_string(),
             });
             None
+        }
+    }
+}
+
+/// The files outside data/ that nothing vouches for: every file there must
+/// be listed in the tagmanifest (`tags`), but for the tagmanifest itself,
+/// its signature and the tag files a bag must have (whose absence or
+/// content is reported on its own).
+fn unlisted_tag_files(dir: &Path, tags: &BTreeMap<String, String>, problems: &mut Vec<Problem>) {
+    let exempt = [
+        BAGIT_FILE,
+        BAG_INFO_FILE,
+        MANIFEST_FILE,
+        TAGMANIFEST_FILE,
+        super::signature::SIGNATURE_FILE,
+    ];
+    let entries = match fs::read_dir(dir).and_then(|rd| rd.collect::<Result<Vec<_>, _>>()) {
+        Ok(e) => e,
+        Err(e) => {
+            problems.push(Problem::Unreadable {
+                path: ".".into(),
+                what: e.to_string(),
+            });
+            return;
+        }
+    };
+    let mut found = Vec::new();
+    for e in entries {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name == "data" {
+            continue;
+        }
+        match e.file_type() {
+            Ok(t) if t.is_dir() => {
+                if let Err(err) = walk_files(&e.path(), &name, &mut found) {
+                    problems.push(Problem::Unreadable {
+                        path: name,
+                        what: err.to_string(),
+                    });
+                }
+            }
+            _ => found.push(name),
+        }
+    }
+    found.sort();
+    for path in found {
+        if !exempt.contains(&path.as_str()) && !tags.contains_key(&path) {
+            problems.push(Problem::Unlisted { path });
         }
     }
 }
@@ -388,6 +469,7 @@ pub fn verify_with_threads(dir: &Path, threads: usize) -> Result<VerifyReport, N
     // Tag files.
     let mut tag_files = 0;
     if let Some(text) = read_tag(dir, TAGMANIFEST_FILE, &mut problems) {
+        unlisted_tag_files(dir, &manifest::parse(&text).0, &mut problems);
         let (entries, bad) = manifest::parse(&text);
         for b in bad {
             problems.push(Problem::Malformed {

@@ -26,7 +26,7 @@ use super::bag::{
 use super::journal::{self, CellTally, Journal, JournalEvent, SweepStatus, JOURNAL_FILE};
 use super::manifest::{self, check_rel_path, sha256_file, TMP_PREFIX};
 use super::BundleError;
-use crate::config::values::Label;
+use crate::config::values::{HostName, Label};
 use crate::model::{CellResult, CellStatus, Sizes, CSV_HEADER};
 use crate::text::{rfc3339, sha256_hex};
 
@@ -102,13 +102,34 @@ fn ensure_parent_dirs(root: &Path, rel: &str) -> io::Result<PathBuf> {
     Ok(dir)
 }
 
+/// The longest name of one file or folder the bundle writes (what Linux
+/// and the BSDs allow, NAME_MAX): longer fails at the write, as an I/O
+/// error that reads like a failing disk.
+pub const MAX_NAME_BYTES: usize = 255;
+
 fn data_rel(rel_under_data: &str) -> Result<String, BundleError> {
     let rel = format!("data/{rel_under_data}");
-    check_rel_path(&rel).map_err(|why| BundleError::BadPath {
+    let bad = |why: String| BundleError::BadPath {
         rel: rel_under_data.to_owned(),
         why,
-    })?;
+    };
+    check_rel_path(&rel).map_err(bad)?;
+    if let Some(part) = rel.split('/').find(|p| p.len() > MAX_NAME_BYTES) {
+        return Err(bad(format!(
+            "a part of it is {} bytes long, over the {MAX_NAME_BYTES} a file name may have ({}…)",
+            part.len(),
+            part.chars().take(40).collect::<String>()
+        )));
+    }
     Ok(rel)
+}
+
+/// Whether `rel_under_data` can be written as a payload file
+/// ([`Bundle::write`] checks the same before anything is written): a name
+/// from a host is checked with this before its cell is recorded, so that a
+/// bad one fails that cell rather than the bundle.
+pub fn check_payload_path(rel_under_data: &str) -> Result<(), BundleError> {
+    data_rel(rel_under_data).map(|_| ())
 }
 
 impl Bundle {
@@ -639,6 +660,12 @@ pub fn parse_cell_result(text: &str) -> Result<CellResult, String> {
     }
     if let Some(why) = c.sizes.as_ref().and_then(Sizes::invalid) {
         return Err(format!("cell {}: {why}", c.cell_id));
+    }
+    // The host name becomes a path (`data/hosts/<host>/`) for whoever
+    // reads the bundle (`publish`, the agent): the inventory's own rule,
+    // so that `../..` or `/etc` never leaves the bundle.
+    if let Err(e) = HostName::new(&c.params.host) {
+        return Err(format!("cell {}: field host: {e}", c.cell_id));
     }
     Ok(c)
 }

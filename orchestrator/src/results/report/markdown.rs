@@ -13,12 +13,49 @@ use super::view::{
 use super::{build_report, Report, ReportOptions, Source};
 use crate::model::CellResult;
 
-/// Make text safe inside a Markdown table cell (and a line of a list).
-fn md_text(s: &str) -> String {
-    s.replace('|', "\\|")
-        .replace(['\n', '\r'], " ")
-        .trim()
-        .to_owned()
+/// Make text safe inside a Markdown table cell (and a line of a list):
+/// every character that can open a Markdown or HTML construct (emphasis,
+/// a link or image, raw HTML, an entity, a heading, a table column) is
+/// backslash-escaped, as CommonMark allows for any ASCII
+/// punctuation; line breaks become spaces and other control characters
+/// `\u{..}` text.  The text comes from other
+/// people's bundles: a host's kernel string or error, a variant's name.
+pub(super) fn md_text(s: &str) -> String {
+    let flat = s.replace(['\n', '\r'], " ");
+    let chars: Vec<char> = flat.trim().chars().collect();
+    let mut out = String::with_capacity(flat.len() + 8);
+    for (i, &c) in chars.iter().enumerate() {
+        // `_` inside a word (pg_database_size) never opens emphasis in
+        // CommonMark; at a word's edge it may.
+        let in_word = |j: Option<usize>| {
+            j.and_then(|j| chars.get(j))
+                .is_some_and(|c| c.is_alphanumeric())
+        };
+        let next = chars.get(i + 1).copied();
+        let escape = match c {
+            '_' => !(in_word(i.checked_sub(1)) && in_word(Some(i + 1))),
+            // A tag or an autolink starts `<` + a non-space; an entity `&` +
+            // a letter or `#`; a quote or heading only at the text's start.
+            '<' => next.is_some_and(|n| !n.is_whitespace()),
+            '&' => next.is_some_and(|n| n.is_alphanumeric() || n == '#'),
+            '>' | '#' | '+' | '-' => i == 0,
+            // A backtick stays: a code span interprets nothing inside it
+            // (no HTML, no link), and our own texts use them for code.
+            '|' | '*' | '[' | ']' | '~' | '\\' => true,
+            _ => false,
+        };
+        if c.is_control() {
+            // An escape sequence or a carriage return: shown, not obeyed
+            // (the backslash escaped, so it renders as written).
+            let _ = write!(out, "\\\\u{{{:x}}}", c as u32);
+            continue;
+        }
+        if escape {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Render cell records as Markdown with default options (the report the

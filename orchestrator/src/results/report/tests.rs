@@ -55,7 +55,50 @@ fn stand_in_hosts_come_from_their_facts_and_are_labelled_everywhere() {
         r.notes
     );
     let md = render_markdown_report(&r);
-    assert!(md.contains("lab4 [freebsd stand-in]"), "{md}");
+    // Brackets are escaped in Markdown (a host's text is never a link).
+    assert!(md.contains("lab4 \\[freebsd stand-in\\]"), "{md}");
+}
+
+/// Issue 24: text from a bundle (a host's error, a variant's name) cannot
+/// add a link, an image, raw HTML, emphasis, a column or a line to the
+/// Markdown report.
+#[test]
+fn markdown_escapes_text_from_the_bundle() {
+    let hostile = "x](javascript:alert(1)) <img src=x onerror=alert(1)> **b** `c` | d \u{1b}[31m";
+    let cells = vec![cell(
+        "lab1",
+        "ext4",
+        "ext4",
+        "tpcb",
+        1,
+        1,
+        CellStatus::Failed {
+            step: "run".into(),
+            exit_status: Some(1),
+            stderr_tail: hostile.into(),
+        },
+    )];
+    let md = render_markdown(&cells);
+    let line = md.lines().find(|l| l.contains("javascript")).expect(&md);
+    // The detail cell, with every backslash-escaped character taken out:
+    // what a Markdown reader interprets.
+    let detail = &line[line.find("exit 1: ").expect(line)..line.len() - 2];
+    let mut live = String::new();
+    let mut chars = detail.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            chars.next();
+        } else {
+            live.push(c);
+        }
+    }
+    for raw in ["](", "[", "<", "**", "|", "\u{1b}"] {
+        assert!(!live.contains(raw), "{raw:?} unescaped in {line}");
+    }
+    assert!(line.contains("\\u{1b}"), "{line}");
+    // A line break cannot start a heading or a new row.
+    assert_eq!(super::markdown::md_text("a\n# e|f"), "a # e\\|f");
+    assert_eq!(super::markdown::md_text("# e"), "\\# e");
 }
 
 fn cell(
@@ -523,5 +566,48 @@ fn every_format_is_named_once_and_renders_the_report() {
     assert_eq!(
         Format::Md.render(&r, &sources),
         markdown::render_markdown_report(&r)
+    );
+}
+
+/// A cell record's host name becomes a path for `publish` and the agent
+/// (`data/hosts/<host>/facts.json`): one that is not a valid host name by
+/// the inventory's rule (`../../etc`, `/etc`, `a/b`) is refused where
+/// records are read, and the facts reader refuses it too; a valid name
+/// whose facts.json is a link is not read through it.
+#[test]
+fn a_host_name_from_a_bundle_is_validated_before_it_is_a_path() {
+    let base = serde_json::to_value(&sample()[0]).unwrap_or_else(|e| panic!("{e}"));
+    for bad in ["../../../../etc", "/etc", "a/b", "..", "h\n"] {
+        let mut v = base.clone();
+        v["params"]["host"] = serde_json::Value::from(bad);
+        let err = crate::results::bundle::parse_cell_result(&v.to_string())
+            .expect_err("a bad host name is refused");
+        assert!(
+            err.contains("field host") && err.contains("host name"),
+            "{bad:?}: {err}"
+        );
+        assert!(
+            crate::results::bundle::read::host_facts(std::path::Path::new("/"), bad).is_err(),
+            "{bad:?}"
+        );
+    }
+    assert!(crate::results::bundle::parse_cell_result(&base.to_string()).is_ok());
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let hosts = tmp.path().join("data/hosts/deb1");
+    std::fs::create_dir_all(&hosts).unwrap_or_else(|e| panic!("{e}"));
+    let outside = tmp.path().join("secret.json");
+    std::fs::write(&outside, "{\"secret\": 1}").unwrap_or_else(|e| panic!("{e}"));
+    std::os::unix::fs::symlink(&outside, hosts.join("facts.json"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        crate::results::bundle::read::host_facts(tmp.path(), "deb1"),
+        Ok(None)
+    );
+    std::fs::remove_file(hosts.join("facts.json")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(hosts.join("facts.json"), "{\"os\": \"linux\"}")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        crate::results::bundle::read::host_facts(tmp.path(), "deb1"),
+        Ok(Some(serde_json::json!({"os": "linux"})))
     );
 }

@@ -2,6 +2,7 @@
 //! loaded once, sizes read, then every run (drop caches, the load
 //! generator's run, its output measured and recorded).
 use super::*;
+use crate::config::values::Label;
 
 impl<R: Remote> Worker<'_, R> {
     pub(super) async fn run_workload(
@@ -123,7 +124,13 @@ impl<R: Remote> Worker<'_, R> {
                 &mut st.log,
             )
             .await?;
-        let (stdout, stderr) = self.fetch_output(&out).await?;
+        let mut left = self.limits.cell;
+        let whose = format!(
+            "the load of {} on {}",
+            c.workload.name.as_str(),
+            c.fs.name.as_str()
+        );
+        let (stdout, stderr) = self.fetch_output(&out, &mut left, &whose).await?;
         let rel = format!(
             "hosts/{}/{}/{}",
             self.host.name.as_str(),
@@ -312,13 +319,33 @@ impl<R: Remote> Worker<'_, R> {
         let (kv, _) = self
             .call_streaming(&call, run_timeout(c.length, c.run_timeout), log, Some(live))
             .await?;
-        let (stdout, stderr) = self.fetch_output(&out).await?;
+        // Everything fetched for the cell shares one bound.
+        let mut left = self.limits.cell;
+        let whose = format!("cell {}", c.id);
+        let (stdout, stderr) = self.fetch_output(&out, &mut left, &whose).await?;
         // The per-transaction logs (gzipped by the script), each removed
         // from the host once fetched: they can be large.
         let mut txlogs = Vec::new();
         for (_, path) in kv.0.iter().filter(|(k, _)| k == "txlog") {
-            let bytes = self.fetch_with(calls.cat_remove(path)).await?;
-            let name = path.rsplit('/').next().unwrap_or(path).to_string();
+            // The host names the file, and the name becomes a path in the
+            // bundle: checked first by the matrix's rule for names, so that
+            // a bad one fails this cell, saying so, and nothing else.
+            let name = path.rsplit('/').next().unwrap_or(path);
+            let name = Label::new(name)
+                .map_err(|e| {
+                    StepError::new(
+                        Step::Collect,
+                        format!(
+                            "{} named a transaction log the bundle cannot store: {e}; not fetched",
+                            self.host.name.as_str()
+                        ),
+                    )
+                })?
+                .as_str()
+                .to_string();
+            let bytes = self
+                .fetch_within(calls.cat_remove(path), &mut left, &whose)
+                .await?;
             files.push((format!("txlog/{name}"), bytes.clone()));
             txlogs.push((name, bytes));
         }
