@@ -308,6 +308,14 @@ mod tests {
         .expect("inventory");
         assert!(inv.hosts[0].allow_script_commands && !inv.hosts[1].allow_script_commands);
         assert_eq!(inv.hosts[1].client_user.as_str(), "nobody");
+        // The inventory as the agent renders it for a sweep keeps both.
+        let back = Inventory::parse(
+            Path::new("/i/inv.toml"),
+            crate::config::inventory::render(&inv),
+        )
+        .expect("rendered inventory");
+        assert!(back.hosts[0].allow_script_commands && !back.hosts[1].allow_script_commands);
+        assert_eq!(back.hosts[1].client_user.as_str(), "nobody");
         let text = |hosts: &str| {
             format!("name = \"m\"\n{hosts}[[filesystem]]\nname = \"e\"\ntype = \"ext4\"\n[[workload]]\nname = \"load\"\nsql_script = \"sql/w.sql\"\n[[workload]]\nname = \"again\"\nsql_script = \"./sql/w.sql\"\n")
         };
