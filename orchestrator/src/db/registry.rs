@@ -33,7 +33,12 @@ pub const PATH_KEYS: &[&str] = &[
 ];
 
 /// Keys a submission narrows: each value must be within the registry's.
-const NARROWING_KEYS: &[&str] = &["devices", "consent_foreign", "allow_postgres_settings"];
+const NARROWING_KEYS: &[&str] = &[
+    "devices",
+    "consent_foreign",
+    "allow_postgres_settings",
+    "allow_script_commands",
+];
 
 /// Keys that describe how to reach or use a host: the registry's values are
 /// used, a submission's are not read (its `address` and `port` are checked
@@ -50,6 +55,7 @@ const REGISTRY_KEYS: &[&str] = &[
     "pg_user",
     "pg_port",
     "proxy_jump",
+    "client_user",
 ];
 
 /// Read the operator's registry (`agent --registry`): an ordinary
@@ -77,6 +83,8 @@ struct Wanted {
     devices: Option<Vec<String>>,
     consent_foreign: Option<Vec<String>>,
     allow_postgres_settings: Option<Vec<String>>,
+    /// `allow_script_commands = true` asked for (absent or false: not).
+    allow_script_commands: bool,
 }
 
 /// Read a submission's inventory text for what the agent lets it say.
@@ -168,6 +176,20 @@ fn read_submission(text: &str) -> Result<Vec<Wanted>, String> {
             devices: list("devices")?,
             consent_foreign: list("consent_foreign")?,
             allow_postgres_settings: list("allow_postgres_settings")?,
+            allow_script_commands: match t
+                .get("allow_script_commands")
+                .or_else(|| defaults.get("allow_script_commands"))
+            {
+                None => false,
+                Some(Value::Boolean(b)) => *b,
+                Some(_) => {
+                    return Err(format!(
+                        "`allow_script_commands` of host `{}` in the submitted inventory is not \
+                         true or false",
+                        crate::text::terminal_safe(&name)
+                    ))
+                }
+            },
             name,
         });
     }
@@ -194,7 +216,8 @@ fn check_keys(t: &Table, ctx: &str) -> Result<(), String> {
         {
             return Err(format!(
                 "the submitted inventory's {ctx} has `{}`, which a submission cannot set; valid: \
-                 name, tags, devices, consent_foreign, allow_postgres_settings (and the \
+                 name, tags, devices, consent_foreign, allow_postgres_settings, \
+                 allow_script_commands (and the \
                  registry's own keys, which are not read)",
                 crate::text::terminal_safe(k)
             ));
@@ -316,6 +339,15 @@ pub fn narrow(registry: &Inventory, submitted: &str) -> Result<Vec<Host>, String
             .filter(|s| asked.iter().any(|a| a == s.as_str()))
             .cloned()
             .collect();
+        // Scripts that run commands: the owner's consent and the
+        // submitter's request, both (not asked: not allowed).
+        if w.allow_script_commands && !r.allow_script_commands {
+            return Err(format!(
+                "host `{shown}`: allow_script_commands is a consent the registry does not give; \
+                 valid: remove it (the host's owner has not allowed scripts that run commands)"
+            ));
+        }
+        h.allow_script_commands = w.allow_script_commands && r.allow_script_commands;
         out.push(h);
     }
     Ok(out)

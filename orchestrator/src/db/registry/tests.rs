@@ -13,6 +13,7 @@ address = "10.203.0.11"
 devices = ["/dev/loop1", "/dev/loop2"]
 consent_foreign = ["/dev/loop2"]
 allow_postgres_settings = ["shared_preload_libraries"]
+allow_script_commands = true
 tags = ["rack1", "fast"]
 [[host]]
 name = "lab2"
@@ -274,4 +275,29 @@ fn scripts_travel_as_checked_content_and_no_submitted_path_is_read() {
         !target.exists(),
         "nothing written outside the private folder"
     );
+}
+
+/// Scripts that run commands need the owner's consent (the registry's) and
+/// the submitter's request: neither alone allows them.
+#[test]
+fn script_commands_are_allowed_only_where_the_registry_allows_them_and_the_submission_asks() {
+    let e = refused("[[host]]\nname = \"lab2\"\nallow_script_commands = true\n");
+    assert!(
+        e.contains("allow_script_commands is a consent the registry does not give"),
+        "{e}"
+    );
+    let e = refused("[defaults]\nallow_script_commands = \"yes\"\n[[host]]\nname = \"lab1\"\n");
+    assert!(e.contains("is not true or false"), "{e}");
+    let reg = registry();
+    let asked = narrow(
+        &reg,
+        "[[host]]\nname = \"lab1\"\nallow_script_commands = true\n",
+    )
+    .unwrap();
+    assert!(asked[0].allow_script_commands);
+    let not_asked = narrow(&reg, "[[host]]\nname = \"lab1\"\n").unwrap();
+    assert!(!not_asked[0].allow_script_commands, "not asked: not given");
+    // A submission cannot choose the OS user its scripts run as.
+    let given = narrow(&reg, "[[host]]\nname = \"lab1\"\nclient_user = \"root\"\n").unwrap();
+    assert_eq!(given[0].client_user.as_str(), "nobody");
 }
