@@ -222,7 +222,8 @@ partition_table() {
 # ("Unable to open", "DIOCGPART failed on") on stderr; a slice whose
 # partinfo names another fstype/uuid is skipped [DF sbin/hammer2/cmd_info.c
 # @f875a8eec79e h2disk_check :270-318, info_callback1/2 :151, :160; the same
-# in the 2022 tree @5dade8cf; in the tree since 2015, so in every 6.x].
+# in the later copy @047d51c8; added by b92bfd390c (2015-11-17), so in
+# every 6.x].
 hammer2_pfs() {
 	command -v hammer2 >/dev/null 2>&1 || return 0
 	hammer2 info "$1" 2>/dev/null | awk -v d="$1:" '
