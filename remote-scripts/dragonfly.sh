@@ -431,8 +431,8 @@ after_mount() {
 # takes it that one runs and exits 0; else it double-forks a daemon titled
 # "hammer2 master listen" [DF sbin/hammer2/cmd_service.c cmd_service :149-198,
 # service_thread :224, hammer2_demon :1005], which setproctitle(3) shows as
-# "hammer2: hammer2 master listen" [DF lib/libc/gen/setproctitle.c: "%s: "
-# progname first] and `pgrep -f` matches [DF usr.bin/pkill/pkill.c: -f
+# "hammer2: hammer2 master listen" [DF lib/libc/gen/setproctitle.c:106-112: "%s: "
+# progname first] and `pgrep -f` matches [DF usr.bin/pkill/pkill.c:235, :354: -f
 # matches the kvm_getargv arguments].  fsmatrix notes before its first
 # HAMMER2 make-fs whether one ran (in the host lock folder, the OS row's
 # lock_dir; /var/run is emptied at boot, as the daemon ends), and its
