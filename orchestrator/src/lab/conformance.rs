@@ -20,10 +20,10 @@ const REPOS: &[&str] = &[
 ];
 
 /// Where an emulator today is looser or stricter than the real getopt string: (os,
-/// command as in the table, letters, what the emulator does instead, audit/brief id).
-/// The behavioural test skips those letters for that row AND checks that the
-/// difference is still there, so an entry must go when its fix merges (the list must be
-/// empty for issue 25's final merge).
+/// command as in the table, the letters, what the emulator does with them, the audit id
+/// or "conformance" for a difference this table found).  The behavioural test skips
+/// those letters for that row AND checks that the difference is still there, so an entry
+/// must go when its fix merges (the list must be empty for issue 25's final merge).
 type Known = (
     &'static str,
     &'static str,
@@ -31,111 +31,29 @@ type Known = (
     &'static str,
     &'static str,
 );
+#[rustfmt::skip]
 const KNOWN_DIFFERENCES: &[Known] = &[
-    // H3 (zdb): zdb.c:9075 @zfs-2.2.6 also has -r -T -Y -Z.
-    (
-        "freebsd",
-        "zdb",
-        "rTYZ",
-        "refused as illegal",
-        "conformance: zdb getopt (H3)",
-    ),
+    // zdb.c:9075 @zfs-2.2.6 also has -r -T -Y -Z (H3 owns zdb).
+    ("freebsd", "zdb", "rTYZ", "refused as illegal", "conformance: zdb getopt"),
     // zfs_main.c:4243 @zfs-2.2.6: zfs set -u (set without remounting).
-    (
-        "freebsd",
-        "zfs set",
-        "u",
-        "refused as invalid",
-        "conformance: zfs set -u",
-    ),
-    (
-        "dragonfly",
-        "sysctl",
-        "iq",
-        "refused as illegal",
-        "audit §c FACTS.md:36 sysctl -i/-q (H2)",
-    ),
+    ("freebsd", "zfs set", "u", "refused as invalid", "conformance: zfs set -u"),
+    ("dragonfly", "sysctl", "iq", "refused as illegal", "audit §c FACTS.md:36 sysctl -i/-q (H2)"),
     // mount_ufs.c:76: libc getopt says "illegal option"; the emulator prints only the usage.
-    (
-        "dragonfly",
-        "mount_ufs",
-        "abcdefghijklmnpqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
-        "usage without getopt's message",
-        "conformance: mount_ufs diagnostic",
-    ),
+    ("dragonfly", "mount_ufs", "abcdefghijklmnpqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
+        "usage without getopt's message", "conformance: mount_ufs diagnostic"),
     // The emulator follows the 2022 rewrite (`L:b:r:V:d`, 6.4) plus -s of the 6.0 man page.
-    (
-        "dragonfly",
-        "newfs_hammer2",
-        "dfs",
-        "2022 getopt",
-        "audit U10: newfs_hammer2 per release (H1)",
-    ),
-    (
-        "dragonfly",
-        "hammer",
-        "dT",
-        "refused as illegal",
-        "conformance: hammer.c:75-76 -d -T",
-    ),
-    (
-        "dragonfly",
-        "swapinfo",
-        "ghm",
-        "refused as illegal",
-        "audit §c FACTS.md:184 swapinfo -g/-h/-m (H2)",
-    ),
+    ("dragonfly", "newfs_hammer2", "dfs", "the 2022 getopt", "audit U10: newfs_hammer2 per release (H1)"),
+    ("dragonfly", "hammer", "dT", "refused as illegal", "conformance: hammer.c:75-76 -d -T"),
+    ("dragonfly", "swapinfo", "ghm", "refused as illegal", "audit §c FACTS.md:184 swapinfo -g/-h/-m (H2)"),
     // du.c:107 @f875a8ee has -t (the audit's D31 quotes the string without it).
-    (
-        "dragonfly",
-        "du",
-        "t",
-        "refused as illegal",
-        "conformance: du -t",
-    ),
-    (
-        "dragonfly",
-        "stat",
-        "H",
-        "refused as illegal",
-        "conformance: stat.c:235 -H (audit D32)",
-    ),
-    (
-        "dragonfly",
-        "readlink",
-        "f",
-        "refused as illegal",
-        "audit §c FACTS.md:218 readlink -f (H2)",
-    ),
-    (
-        "dragonfly",
-        "umount",
-        "nN",
-        "accepted (FreeBSD's)",
-        "audit §c FACTS.md:101 umount getopt (H2)",
-    ),
-    (
-        "dragonfly",
-        "su",
-        "s",
-        "accepted (FreeBSD's)",
-        "audit §c FACTS.md:221 su getopt (H2)",
-    ),
-    (
-        "dragonfly",
-        "lockf",
-        "nw",
-        "accepted (FreeBSD's)",
-        "audit §c FACTS.md:221 lockf getopt (H2)",
-    ),
+    ("dragonfly", "du", "t", "refused as illegal", "conformance: du -t"),
+    ("dragonfly", "stat", "H", "refused as illegal", "conformance: stat.c:235 -H (audit D32)"),
+    ("dragonfly", "readlink", "f", "refused as illegal", "audit §c FACTS.md:218 readlink -f (H2)"),
+    ("dragonfly", "umount", "nN", "accepted (FreeBSD's)", "audit §c FACTS.md:101 umount getopt (H2)"),
+    ("dragonfly", "su", "s", "accepted (FreeBSD's)", "audit §c FACTS.md:221 su getopt (H2)"),
+    ("dragonfly", "lockf", "nw", "accepted (FreeBSD's)", "audit §c FACTS.md:221 lockf getopt (H2)"),
     // md5.c:341 @f875a8ee: "hb:e:pqrs:tx"; the shared emulator has FreeBSD's -c, not -e/-h.
-    (
-        "dragonfly",
-        "sha256",
-        "ceh",
-        "FreeBSD's letters",
-        "conformance: DragonFly md5 getopt",
-    ),
+    ("dragonfly", "sha256", "ceh", "FreeBSD's letters", "conformance: DragonFly md5 getopt"),
 ];
 
 /// One row of the table.
@@ -446,9 +364,9 @@ fn every_emulator_parses_options_as_the_real_getopt_string() {
         );
         assert!(!letters.is_empty(), "KNOWN_DIFFERENCES ({id}): no letters");
     }
-    let mut failures = Vec::new();
     let mut skipped = Vec::new();
     let mut boxes = std::collections::BTreeMap::new();
+    let mut probes = Vec::new();
     for r in &rows {
         let operands = match (&r.getopt, &r.probe) {
             (_, Err(reason)) => {
@@ -461,76 +379,100 @@ fn every_emulator_parses_options_as_the_real_getopt_string() {
             }
             (Some(_), Ok(o)) => o.clone(),
         };
-        let getopt = r.getopt.as_deref().expect("checked");
-        // getopt's own prefix characters ('-', '+', ':') are not letters.
-        let spec = getopt.trim_start_matches(['-', '+', ':']);
         let (dir, bin) = boxes.entry(r.os.clone()).or_insert_with(|| sandbox(&r.os));
-        let mut words = r.command.split_whitespace();
-        let prog = words.next().expect("a command");
+        let prog = r.command.split_whitespace().next().expect("a command");
         let link = bin.join(prog);
         if !link.exists() {
             std::os::unix::fs::symlink(dir.path().join("emu").join(&r.emulator), &link)
                 .expect("link");
         }
-        let known: Vec<&Known> = KNOWN_DIFFERENCES
-            .iter()
-            .filter(|(os, cmd, ..)| *os == r.os && *cmd == r.command)
-            .collect();
-        // Letters the emulator refuses though the source accepts them, and accepts
-        // though the source refuses them (with the first such answer, for the message).
-        let (mut stricter, mut looser, mut sample) = (String::new(), String::new(), String::new());
-        for c in letters() {
-            let pos = spec.find(c);
-            let takes_arg = pos.is_some_and(|p| spec[p + c.len_utf8()..].starts_with(':'));
-            let mut argv = vec![link.to_string_lossy().into_owned()];
-            argv.extend(words.clone().map(str::to_string));
-            argv.push(format!("-{c}"));
-            if takes_arg {
-                argv.push("fsmx-conformance-arg".into());
-            }
-            argv.extend(operands.iter().cloned());
-            let (code, text) = run(dir.path(), &argv);
-            let diag = r.diagnostic.replace("%c", &c.to_string());
-            let said = text.contains(&diag);
-            let conforms = if pos.is_some() {
-                !said
-            } else {
-                said && code != Some(0)
-            };
-            match (conforms, known.iter().find(|k| k.2.contains(c))) {
-                (true, None) | (false, Some(_)) => {}
-                (true, Some(k)) => failures.push(format!(
-                    "{} {} -{c}: the KNOWN_DIFFERENCES entry ({}) no longer holds: remove it",
-                    r.os, r.command, k.4
-                )),
-                (false, None) => {
-                    if pos.is_some() {
-                        stricter.push(c)
-                    } else {
-                        looser.push(c)
-                    }
-                    if sample.is_empty() {
-                        sample = format!(
-                            "-{c}: exit {code:?}: {}",
-                            text.lines().take(2).collect::<Vec<_>>().join(" / ")
-                        );
-                    }
-                }
-            }
-        }
-        if !stricter.is_empty() || !looser.is_empty() {
-            failures.push(format!(
-                "{} {} (docs/standin-hosts.md:{}, getopt {getopt:?}, unknown option {:?}): refuses what the source accepts: [{stricter}]; does not refuse as the source does: [{looser}]; e.g. {sample}",
-                r.os, r.command, r.line, r.diagnostic
-            ));
-        }
+        probes.push((r, dir.path().to_path_buf(), link, operands));
     }
     // A skip is said, never silent.
     eprintln!("conformance probes skipped:\n  {}", skipped.join("\n  "));
+    // Four rows at a time: some 3000 short runs in all.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failures = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some((r, dir, link, operands)) = probes.get(i) else {
+                    break;
+                };
+                let found = probe_row(r, dir, link, operands);
+                failures.lock().expect("lock").extend(found);
+            });
+        }
+    });
+    let mut failures = failures.into_inner().expect("lock");
+    failures.sort();
     assert!(
         failures.is_empty(),
         "{} row(s) not as the real getopt:\n{}",
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// Every letter through one row's emulator: what differs from the row, one line.
+fn probe_row(r: &Row, dir: &Path, link: &Path, operands: &[String]) -> Vec<String> {
+    let mut failures = Vec::new();
+    let getopt = r.getopt.as_deref().expect("probed rows have a getopt");
+    // getopt's own prefix characters ('-', '+', ':') are not letters.
+    let spec = getopt.trim_start_matches(['-', '+', ':']);
+    let words = r.command.split_whitespace().skip(1);
+    let known: Vec<&Known> = KNOWN_DIFFERENCES
+        .iter()
+        .filter(|(os, cmd, ..)| *os == r.os && *cmd == r.command)
+        .collect();
+    // Letters the emulator refuses though the source accepts them, and accepts
+    // though the source refuses them (with the first such answer, for the message).
+    let (mut stricter, mut looser, mut sample) = (String::new(), String::new(), String::new());
+    for c in letters() {
+        let pos = spec.find(c);
+        let takes_arg = pos.is_some_and(|p| spec[p + c.len_utf8()..].starts_with(':'));
+        let mut argv = vec![link.to_string_lossy().into_owned()];
+        argv.extend(words.clone().map(str::to_string));
+        argv.push(format!("-{c}"));
+        if takes_arg {
+            argv.push("fsmx-conformance-arg".into());
+        }
+        argv.extend(operands.iter().cloned());
+        let (code, text) = run(dir, &argv);
+        let diag = r.diagnostic.replace("%c", &c.to_string());
+        let said = text.contains(&diag);
+        let conforms = if pos.is_some() {
+            !said
+        } else {
+            said && code != Some(0)
+        };
+        match (conforms, known.iter().find(|k| k.2.contains(c))) {
+            (true, None) | (false, Some(_)) => {}
+            (true, Some(k)) => failures.push(format!(
+                "{} {} -{c}: the KNOWN_DIFFERENCES entry ({}) no longer holds: remove it",
+                r.os, r.command, k.4
+            )),
+            (false, None) => {
+                if pos.is_some() {
+                    stricter.push(c)
+                } else {
+                    looser.push(c)
+                }
+                if sample.is_empty() {
+                    sample = format!(
+                        "-{c}: exit {code:?}: {}",
+                        text.lines().take(2).collect::<Vec<_>>().join(" / ")
+                    );
+                }
+            }
+        }
+    }
+    if !stricter.is_empty() || !looser.is_empty() {
+        failures.push(format!(
+            "{} {} (docs/standin-hosts.md:{}, getopt {getopt:?}, unknown option {:?}): refuses what the source accepts: [{stricter}]; does not refuse as the source does: [{looser}]; e.g. {sample}",
+            r.os, r.command, r.line, r.diagnostic
+        ));
+    }
+    failures
 }
