@@ -438,14 +438,12 @@ pub(super) const HAMMER_MKFS: Flags = &[
 ];
 
 // hammer2: DragonFly newfs_hammer2(8),
-// https://man.dragonflybsd.org/?command=newfs_hammer2&section=8.  Left
-// out: -L label (the PFS names are fsmatrix's), extra positional devices.
-pub(super) const HAMMER2_MKFS: Flags = &[
-    ("-b", V::Num),
-    ("-r", V::Num),
-    ("-s", V::Num),
-    ("-V", V::Num),
-];
+// https://man.dragonflybsd.org/?command=newfs_hammer2&section=8: the flags
+// both getopt strings take (6.0/6.2 "fL:b:r:V:", newfs_hammer2.c:129
+// @f875a8ee; 6.4 "L:b:r:V:d", @5cebbe36).  There is no -s: a matrix that
+// passes one fails at make-fs on a real host.  Left out: -L label (the PFS
+// names are fsmatrix's), -f/-d, extra positional devices.
+pub(super) const HAMMER2_MKFS: Flags = &[("-b", V::Num), ("-r", V::Num), ("-V", V::Num)];
 
 /// Options fsmatrix sets itself (when the type's table does not allow a
 /// flag of that name for something else), with what to do instead.
@@ -810,6 +808,8 @@ mod tests {
             (Hammer, &["-L", "x"], 0, "the label is fsmatrix's own"),
             (Hammer, &["/dev/da2"], 0, "positional"),
             (Hammer2, &["-L", "DATA"], 0, "the label is fsmatrix's own"),
+            // Neither newfs_hammer2 getopt (6.0/6.2 nor 6.4) has -s.
+            (Hammer2, &["-s", "10g"], 0, "mkfs option `-s`"),
         ];
         for (fs, args, at, want) in refused {
             match mkfs(*fs, args) {

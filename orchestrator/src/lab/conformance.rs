@@ -38,22 +38,11 @@ const KNOWN_DIFFERENCES: &[Known] = &[
     // zfs_main.c:4243 @zfs-2.2.6: zfs set -u (set without remounting).
     ("freebsd", "zfs set", "u", "refused as invalid", "conformance: zfs set -u"),
     ("dragonfly", "sysctl", "iq", "refused as illegal", "audit §c FACTS.md:36 sysctl -i/-q (H2)"),
-    // mount_ufs.c:76: libc getopt says "illegal option"; the emulator prints only the usage.
-    ("dragonfly", "mount_ufs", "abcdefghijklmnpqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ",
-        "usage without getopt's message", "conformance: mount_ufs diagnostic"),
-    // The emulator follows the 2022 rewrite (`L:b:r:V:d`, 6.4) plus -s of the 6.0 man page.
-    ("dragonfly", "newfs_hammer2", "dfs", "the 2022 getopt", "audit U10: newfs_hammer2 per release (H1)"),
-    ("dragonfly", "hammer", "dT", "refused as illegal", "conformance: hammer.c:75-76 -d -T"),
     ("dragonfly", "swapinfo", "ghm", "refused as illegal", "audit §c FACTS.md:184 swapinfo -g/-h/-m (H2)"),
-    // du.c:107 @f875a8ee has -t (the audit's D31 quotes the string without it).
-    ("dragonfly", "du", "t", "refused as illegal", "conformance: du -t"),
-    ("dragonfly", "stat", "H", "refused as illegal", "conformance: stat.c:235 -H (audit D32)"),
     ("dragonfly", "readlink", "f", "refused as illegal", "audit §c FACTS.md:218 readlink -f (H2)"),
     ("dragonfly", "umount", "nN", "accepted (FreeBSD's)", "audit §c FACTS.md:101 umount getopt (H2)"),
     ("dragonfly", "su", "s", "accepted (FreeBSD's)", "audit §c FACTS.md:221 su getopt (H2)"),
     ("dragonfly", "lockf", "nw", "accepted (FreeBSD's)", "audit §c FACTS.md:221 lockf getopt (H2)"),
-    // md5.c:341 @f875a8ee: "hb:e:pqrs:tx"; the shared emulator has FreeBSD's -c, not -e/-h.
-    ("dragonfly", "sha256", "ceh", "FreeBSD's letters", "conformance: DragonFly md5 getopt"),
 ];
 
 /// One row of the table.
