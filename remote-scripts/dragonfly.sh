@@ -196,7 +196,9 @@ root_disks() {
 # partition_table DEV: what partition table DEV carries, or nothing.
 # `fdisk -s` exits 0 and lists the slices of an MBR, 1 without one [DF
 # sbin/fdisk/fdisk.c]; `gpt show` lists every region, a blank disk one
-# "Unused" row [DF sbin/gpt/show.c].
+# "Unused" row [DF sbin/gpt/show.c].  `gpt -r`: without it gpt opens the
+# disk O_RDWR|O_EXCL even to show it [DF sbin/gpt/gpt.c gpt_open(), main()
+# @01ead7c5]; this is a read-only probe.
 partition_table() {
 	if command -v fdisk >/dev/null 2>&1 && fdisk -s "$1" >/dev/null 2>&1; then
 		printf 'MBR'
@@ -205,7 +207,7 @@ partition_table() {
 	if command -v gpt >/dev/null 2>&1; then
 		# Rows "start size index contents": the index is "-" where there is
 		# none; a blank disk is one "Unused" row.
-		gpt show "$1" 2>/dev/null | awk '
+		gpt -r show "$1" 2>/dev/null | awk '
 			NR > 1 && NF >= 3 {
 				c = ($3 == "-" || $3 ~ /^[0-9]+$/) ? $4 : $3
 				if (c != "Unused") { t = "GPT"; exit }
@@ -402,6 +404,32 @@ verb_facts() {
 	kv zfs_impl none
 }
 
+# hammer_free_bytes SIZE: the bytes newfs_hammer counts free on a one-volume
+# HAMMER of SIZE bytes before it decides on -f: count_freemap() big-blocks
+# (8 MB) [DF sbin/hammer/ondisk.c @005a4da7] of the buffer area left after
+# the 256 KB header junk, the boot area and the memory log [DF
+# sbin/newfs_hammer/newfs_hammer.c format_volume()], less one big-block for
+# the layer-1 freemap and one per 4 TB layer-2 region.  The boot area and the
+# memory log are taken at their older, larger default (64 MB and 1 GB, halved
+# while above SIZE/256 [DF newfs_hammer.c @e694ed2f main()]); the newest
+# revision reserves less (32 KB, 256 KB): an -f that is not needed only
+# forces, one that is missing fails make-fs.
+hammer_free_bytes() {
+	_hf_boot=67108864
+	while [ "$_hf_boot" -gt $(($1 / 256)) ] && [ "$_hf_boot" -gt 0 ]; do _hf_boot=$((_hf_boot / 2)); done
+	_hf_mem=1073741824
+	while [ "$_hf_mem" -gt $(($1 / 256)) ] && [ "$_hf_mem" -gt 0 ]; do _hf_mem=$((_hf_mem / 2)); done
+	_hf_buf=$(($1 / 16384 * 16384 - 262144 - _hf_boot - _hf_mem))
+	if [ "$_hf_buf" -le 0 ]; then
+		printf 0
+		return 0
+	fi
+	_hf_end=$((_hf_buf / 8388608 * 8388608))
+	_hf_n=$((_hf_end / 8388608 - 1 - (_hf_end + 4398046511103) / 4398046511104))
+	[ "$_hf_n" -gt 0 ] || _hf_n=0
+	printf '%s' $((_hf_n * 8388608))
+}
+
 verb_make_fs() {
 	_mf_fs=$(need fs ${1+"$@"})
 	check_fs "$_mf_fs"
@@ -431,10 +459,12 @@ verb_make_fs() {
 		set -- newfs -L "$FSMX_LABEL" ${1+"$@"} "$_mf_dev"
 		;;
 	hammer)
-		# HAMMER refuses a volume under 10 GB without -f [DF
-		# sbin/newfs_hammer/newfs_hammer.c]; -f is not given otherwise.
-		if bytes_lt "$_mf_size" 10737418240; then
-			log "$_mf_dev is under 10 GB: newfs_hammer needs -f"
+		# HAMMER refuses without -f when the FREE big-blocks after its
+		# reservations come to under 10 GB, not the raw size [DF
+		# sbin/newfs_hammer/newfs_hammer.c format_volume()]: see
+		# hammer_free_bytes; -f is not given otherwise.
+		if bytes_lt "$(hammer_free_bytes "$_mf_size")" 10737418240; then
+			log "$_mf_dev has under 10 GB of free HAMMER big-blocks: newfs_hammer needs -f"
 			set -- newfs_hammer -f -L "$FSMX_LABEL" ${1+"$@"} "$_mf_dev"
 		else
 			set -- newfs_hammer -L "$FSMX_LABEL" ${1+"$@"} "$_mf_dev"
