@@ -198,6 +198,8 @@ root_disks() {
 # sbin/fdisk/fdisk.c]; `gpt show` lists every region, a blank disk one
 # "Unused" row [DF sbin/gpt/show.c].  `gpt -r`: without it gpt opens the
 # disk O_RDWR|O_EXCL even to show it [DF sbin/gpt/gpt.c gpt_open(), main()
+# @01ead7c5]; this is a read-only probe.  `gpt -r`: without it gpt opens the
+# disk O_RDWR|O_EXCL even to show it [DF sbin/gpt/gpt.c gpt_open(), main()
 # @01ead7c5]; this is a read-only probe.
 partition_table() {
 	if command -v fdisk >/dev/null 2>&1 && fdisk -s "$1" >/dev/null 2>&1; then
