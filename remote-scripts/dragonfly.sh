@@ -264,8 +264,10 @@ signature() {
 
 # guard_in_use DEV REAL (the hook of guard in common.sh): refuse (exit 3)
 # when DEV (REAL: resolved) is not a disk this host can free or is in use.
-# DragonFly has no GEOM open counts: mounts (with HAMMER's volumes), swap
-# and the root disk are checked one by one.
+# DragonFly has no GEOM open counts: mounts (with HAMMER's volumes, of the
+# disk, its slices and partitions, by /dev/serno names too), swap (also on a
+# slice), the root disk and device-mapper holders are checked one by one;
+# FSMX_UNCHECKED_HOLDERS are not.
 guard_in_use() {
 	_g_dev=$1
 	_g_real=$2
@@ -291,7 +293,30 @@ guard_in_use() {
 	if in_words "$_g_disk" "$(root_disks)"; then
 		refuse "$_g_dev" "on the disk holding / ($_g_disk)"
 	fi
+	# device-mapper: dm(4) devices (dmsetup, cryptsetup, lvm are in base [DF
+	# gnu/sbin/dmsetup, gnu/sbin/cryptsetup, gnu/sbin/lvm]; tcplay and
+	# cryptdisks build on dm too) hold the disks they are built on.
+	# `dmsetup deps` prints "NAME: N dependencies\t: (MAJ, MIN) ..." per dm
+	# device, the kernel's list of each table's devices [DF
+	# contrib/lvm2/dist/tools/dmsetup.c _deps(); sys/dev/disk/dm/dm_ioctl.c
+	# dm_table_deps_ioctl()]: the (major, minor) of DEV or of any slice of it
+	# (`stat -f '%Hr %Lr'` [DF usr.bin/stat/stat.c]) there is a holder.
+	if command -v dmsetup >/dev/null 2>&1; then
+		_g_deps=$(dmsetup deps 2>/dev/null) || _g_deps=
+		for _g_node in "/dev/$_g_name" "/dev/$_g_name"s[0-9]*; do
+			[ -e "$_g_node" ] || continue
+			_g_mm=$(stat -L -f '%Hr %Lr' "$_g_node" 2>/dev/null) || continue
+			_g_holder=$(printf '%s\n' "$_g_deps" | awk -v mm="(${_g_mm% *}, ${_g_mm#* })" '
+				index($0, mm) { n = $1; sub(/:$/, "", n); print n; exit }')
+			[ -z "$_g_holder" ] || refuse "$_g_dev" "held by the device-mapper device $_g_holder (dmsetup deps: $_g_node is (${_g_mm% *}, ${_g_mm#* }))"
+		done
+	fi
 }
+
+# What guard_in_use cannot see on DragonFly (no GEOM open counts): vinum(8)
+# volumes and ccd(4) concatenations built on a disk hold it without a mount,
+# swap or dm device; `check` and `facts` say so.
+FSMX_UNCHECKED_HOLDERS="vinum ccd"
 
 # wipe DEV: zero both ends in whole sectors (a HAMMER2 volume header sits
 # at the start, GPT's backup at the end).
@@ -404,6 +429,7 @@ verb_facts() {
 	# The newfs tools have no version of their own: they are the base system's.
 	kv newfs_version "$(uname -r)"
 	kv zfs_impl none
+	kv holders_unchecked "$FSMX_UNCHECKED_HOLDERS"
 }
 
 # hammer_free_bytes SIZE: the bytes newfs_hammer counts free on a one-volume

@@ -388,6 +388,7 @@ fn judge(
     }
     report.problems.extend(problems);
     report.warnings.extend(platform_warnings(host, f));
+    report.warnings.extend(unchecked_holders(host, &report.facts));
     report.ready = report.problems.is_empty();
 }
 
@@ -413,6 +414,25 @@ fn size_problems(host: &Host, needs: &[FsType], f: &HostFacts) -> Vec<String> {
         }
     }
     v
+}
+
+/// What the device guard cannot see on the host, as its `facts` say
+/// (`holders_unchecked`: DragonFly has no open counts, so a vinum volume or
+/// a ccd built on a listed disk holds it unseen): said plainly, every time.
+pub fn unchecked_holders(host: &Host, facts: &BTreeMap<String, String>) -> Vec<String> {
+    let Some(kinds) = facts
+        .get("holders_unchecked")
+        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(", "))
+        .filter(|s| !s.is_empty())
+    else {
+        return Vec::new();
+    };
+    let devices: Vec<&str> = host.devices.iter().map(|d| d.as_str()).collect();
+    vec![format!(
+        "not checked on this host: {kinds} holders ({} has no open counts; the guard sees mounts, swap, the root disk and device-mapper only): make sure none is built on {}",
+        host.os.as_str(),
+        devices.join(", ")
+    )]
 }
 
 /// The inventory's `platform` against the hypervisor the host reports
@@ -519,6 +539,25 @@ mod tests {
             ..HostFacts::default()
         };
         assert!(size_problems(&h, &[FsType::Ufs], &small).is_empty());
+    }
+
+    #[test]
+    fn check_says_which_holders_it_cannot_see() {
+        let text = "[[host]]\nname = \"d\"\naddress = \"127.0.0.1\"\nos = \"dragonfly\"\nplatform = \"lab\"\ndevices = [\"/dev/da1\"]\n";
+        let h = crate::config::Inventory::parse(Path::new("inv.toml"), text.to_string())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .hosts[0]
+            .clone();
+        let mut facts = BTreeMap::new();
+        assert!(unchecked_holders(&h, &facts).is_empty());
+        facts.insert("holders_unchecked".to_string(), "vinum ccd".to_string());
+        let w = unchecked_holders(&h, &facts);
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].starts_with("not checked on this host: vinum, ccd holders (dragonfly"),
+            "{w:?}"
+        );
+        assert!(w[0].ends_with("built on /dev/da1"), "{w:?}");
     }
 
     #[test]
