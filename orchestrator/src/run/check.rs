@@ -388,7 +388,9 @@ fn judge(
     }
     report.problems.extend(problems);
     report.warnings.extend(platform_warnings(host, f));
-    report.warnings.extend(unchecked_holders(host, &report.facts));
+    report
+        .warnings
+        .extend(unchecked_holders(host, &report.facts));
     report.ready = report.problems.is_empty();
 }
 
@@ -532,7 +534,10 @@ mod tests {
         let p = size_problems(&h, &[FsType::Ufs], &f);
         assert_eq!(p.len(), 1, "{p:?}");
         assert!(p[0].contains("/dev/da2 has 1099511627776 bytes"), "{p:?}");
-        assert!(p[0].contains("valid: a slice or partition under 1 TiB"), "{p:?}");
+        assert!(
+            p[0].contains("valid: a slice or partition under 1 TiB"),
+            "{p:?}"
+        );
         assert!(size_problems(&h, &[FsType::Hammer, FsType::Hammer2], &f).is_empty());
         let small = HostFacts {
             devices: vec![dev("/dev/da1", 20 << 30), dev("/dev/da2", (1 << 40) - 512)],
