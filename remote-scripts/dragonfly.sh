@@ -196,7 +196,11 @@ root_disks() {
 # partition_table DEV: what partition table DEV carries, or nothing.
 # `fdisk -s` exits 0 and lists the slices of an MBR, 1 without one [DF
 # sbin/fdisk/fdisk.c]; `gpt show` lists every region, a blank disk one
-# "Unused" row [DF sbin/gpt/show.c].
+# "Unused" row [DF sbin/gpt/show.c].  `gpt -r`: without it gpt opens the
+# disk O_RDWR|O_EXCL even to show it [DF sbin/gpt/gpt.c gpt_open(), main()
+# @01ead7c5]; this is a read-only probe.  `gpt -r`: without it gpt opens the
+# disk O_RDWR|O_EXCL even to show it [DF sbin/gpt/gpt.c gpt_open(), main()
+# @01ead7c5]; this is a read-only probe.
 partition_table() {
 	if command -v fdisk >/dev/null 2>&1 && fdisk -s "$1" >/dev/null 2>&1; then
 		printf 'MBR'
@@ -205,7 +209,7 @@ partition_table() {
 	if command -v gpt >/dev/null 2>&1; then
 		# Rows "start size index contents": the index is "-" where there is
 		# none; a blank disk is one "Unused" row.
-		gpt show "$1" 2>/dev/null | awk '
+		gpt -r show "$1" 2>/dev/null | awk '
 			NR > 1 && NF >= 3 {
 				c = ($3 == "-" || $3 ~ /^[0-9]+$/) ? $4 : $3
 				if (c != "Unused") { t = "GPT"; exit }
@@ -295,8 +299,10 @@ signature() {
 
 # guard_in_use DEV REAL (the hook of guard in common.sh): refuse (exit 3)
 # when DEV (REAL: resolved) is not a disk this host can free or is in use.
-# DragonFly has no GEOM open counts: mounts (with HAMMER's volumes), swap
-# and the root disk are checked one by one.
+# DragonFly has no GEOM open counts: mounts (with HAMMER's volumes, of the
+# disk, its slices and partitions, by /dev/serno names too), swap (also on a
+# slice), the root disk and device-mapper holders are checked one by one;
+# FSMX_UNCHECKED_HOLDERS are not.
 guard_in_use() {
 	_g_dev=$1
 	_g_real=$2
@@ -322,7 +328,30 @@ guard_in_use() {
 	if in_words "$_g_disk" "$(root_disks)"; then
 		refuse "$_g_dev" "on the disk holding / ($_g_disk)"
 	fi
+	# device-mapper: dm(4) devices (dmsetup, cryptsetup, lvm are in base [DF
+	# gnu/sbin/dmsetup, gnu/sbin/cryptsetup, gnu/sbin/lvm]; tcplay and
+	# cryptdisks build on dm too) hold the disks they are built on.
+	# `dmsetup deps` prints "NAME: N dependencies\t: (MAJ, MIN) ..." per dm
+	# device, the kernel's list of each table's devices [DF
+	# contrib/lvm2/dist/tools/dmsetup.c _deps(); sys/dev/disk/dm/dm_ioctl.c
+	# dm_table_deps_ioctl()]: the (major, minor) of DEV or of any slice of it
+	# (`stat -f '%Hr %Lr'` [DF usr.bin/stat/stat.c]) there is a holder.
+	if command -v dmsetup >/dev/null 2>&1; then
+		_g_deps=$(dmsetup deps 2>/dev/null) || _g_deps=
+		for _g_node in "/dev/$_g_name" "/dev/$_g_name"s[0-9]*; do
+			[ -e "$_g_node" ] || continue
+			_g_mm=$(stat -L -f '%Hr %Lr' "$_g_node" 2>/dev/null) || continue
+			_g_holder=$(printf '%s\n' "$_g_deps" | awk -v mm="(${_g_mm% *}, ${_g_mm#* })" '
+				index($0, mm) { n = $1; sub(/:$/, "", n); print n; exit }')
+			[ -z "$_g_holder" ] || refuse "$_g_dev" "held by the device-mapper device $_g_holder (dmsetup deps: $_g_node is (${_g_mm% *}, ${_g_mm#* }))"
+		done
+	fi
 }
+
+# What guard_in_use cannot see on DragonFly (no GEOM open counts): vinum(8)
+# volumes and ccd(4) concatenations built on a disk hold it without a mount,
+# swap or dm device; `check` and `facts` say so.
+FSMX_UNCHECKED_HOLDERS="vinum ccd"
 
 # wipe DEV: zero both ends in whole sectors (GPT's backup sits at the end),
 # and every HAMMER2 volume header zone inside DEV: HAMMER2 keeps a 64 KiB
@@ -528,6 +557,33 @@ verb_facts() {
 	kv zfs_impl none
 	# Whether the HAMMER2 service daemon runs (see h2_service_note).
 	if [ -n "$(h2_service_pids)" ]; then kv hammer2_service running; else kv hammer2_service not-running; fi
+	kv holders_unchecked "$FSMX_UNCHECKED_HOLDERS"
+}
+
+# hammer_free_bytes SIZE: the bytes newfs_hammer counts free on a one-volume
+# HAMMER of SIZE bytes before it decides on -f: count_freemap() big-blocks
+# (8 MB) [DF sbin/hammer/ondisk.c @005a4da7] of the buffer area left after
+# the 256 KB header junk, the boot area and the memory log [DF
+# sbin/newfs_hammer/newfs_hammer.c format_volume()], less one big-block for
+# the layer-1 freemap and one per 4 TB layer-2 region.  The boot area and the
+# memory log are taken at their older, larger default (64 MB and 1 GB, halved
+# while above SIZE/256 [DF newfs_hammer.c @e694ed2f main()]); the newest
+# revision reserves less (32 KB, 256 KB): an -f that is not needed only
+# forces, one that is missing fails make-fs.
+hammer_free_bytes() {
+	_hf_boot=67108864
+	while [ "$_hf_boot" -gt $(($1 / 256)) ] && [ "$_hf_boot" -gt 0 ]; do _hf_boot=$((_hf_boot / 2)); done
+	_hf_mem=1073741824
+	while [ "$_hf_mem" -gt $(($1 / 256)) ] && [ "$_hf_mem" -gt 0 ]; do _hf_mem=$((_hf_mem / 2)); done
+	_hf_buf=$(($1 / 16384 * 16384 - 262144 - _hf_boot - _hf_mem))
+	if [ "$_hf_buf" -le 0 ]; then
+		printf 0
+		return 0
+	fi
+	_hf_end=$((_hf_buf / 8388608 * 8388608))
+	_hf_n=$((_hf_end / 8388608 - 1 - (_hf_end + 4398046511103) / 4398046511104))
+	[ "$_hf_n" -gt 0 ] || _hf_n=0
+	printf '%s' $((_hf_n * 8388608))
 }
 
 verb_make_fs() {
@@ -559,10 +615,12 @@ verb_make_fs() {
 		set -- newfs -L "$FSMX_LABEL" ${1+"$@"} "$_mf_dev"
 		;;
 	hammer)
-		# HAMMER refuses a volume under 10 GB without -f [DF
-		# sbin/newfs_hammer/newfs_hammer.c]; -f is not given otherwise.
-		if bytes_lt "$_mf_size" 10737418240; then
-			log "$_mf_dev is under 10 GB: newfs_hammer needs -f"
+		# HAMMER refuses without -f when the FREE big-blocks after its
+		# reservations come to under 10 GB, not the raw size [DF
+		# sbin/newfs_hammer/newfs_hammer.c format_volume()]: see
+		# hammer_free_bytes; -f is not given otherwise.
+		if bytes_lt "$(hammer_free_bytes "$_mf_size")" 10737418240; then
+			log "$_mf_dev has under 10 GB of free HAMMER big-blocks: newfs_hammer needs -f"
 			set -- newfs_hammer -f -L "$FSMX_LABEL" ${1+"$@"} "$_mf_dev"
 		else
 			set -- newfs_hammer -L "$FSMX_LABEL" ${1+"$@"} "$_mf_dev"

@@ -832,6 +832,331 @@ rm -rf "$d"
     assert_clean_bsd(&lab.inv, &h);
 }
 
+// issue 25: DragonFly limits
+
+/// A sparse file of `bytes` on a loop device of this machine, shown inside the stand-in
+/// `h` as the block node `/dev/<name>` (the loop's major:minor) and, for a disk, listed
+/// in its `kern.disks` (`/run/fsmx-standin/disks`).  Dropping it removes all of that,
+/// also when the test failed.
+struct ExtraDisk {
+    pid: String,
+    name: String,
+    loopdev: String,
+    file: std::path::PathBuf,
+    disk: bool,
+    majmin: (u32, u32),
+}
+
+const REAL: &str = "/run/fsmx-standin/real";
+
+/// `script` under the stand-in's `sh` inside its mount namespace, the real tools first
+/// in PATH (for what the test itself sets up, as another OS or person would).
+fn in_standin(pid: &str, script: &str) -> std::process::Output {
+    std::process::Command::new("nsenter")
+        .args(["-t", pid, "-m", "-p", "--"])
+        .arg(format!("{REAL}/bin/sh"))
+        .arg("-c")
+        .arg(format!(
+            "PATH={REAL}/bin:{REAL}/sbin; export PATH; {script}"
+        ))
+        .output()
+        .expect("nsenter")
+}
+
+fn standin_pid(h: &LabHost) -> String {
+    std::fs::read_to_string(support::lab_dir().join(format!("hosts/{}/init.pid", h.name)))
+        .expect("the stand-in's init.pid")
+        .trim()
+        .to_string()
+}
+
+impl ExtraDisk {
+    fn new(h: &LabHost, name: &str, bytes: u64, disk: bool) -> ExtraDisk {
+        let file = std::path::PathBuf::from(format!("/var/tmp/fsmx-standin-{name}.img"));
+        let _ = std::fs::remove_file(&file);
+        std::fs::File::create(&file)
+            .and_then(|f| f.set_len(bytes))
+            .expect("a sparse backing file");
+        let o = std::process::Command::new("losetup")
+            .args(["-f", "--show"])
+            .arg(&file)
+            .output()
+            .expect("losetup");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let loopdev = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        let sys = format!("/sys/block/{}/dev", loopdev.trim_start_matches("/dev/"));
+        let mm = std::fs::read_to_string(&sys).expect("the loop's major:minor");
+        let (maj, min) = mm.trim().split_once(':').expect("maj:min");
+        let majmin = (maj.parse().expect("major"), min.parse().expect("minor"));
+        let d = ExtraDisk {
+            pid: standin_pid(h),
+            name: name.to_string(),
+            loopdev,
+            file,
+            disk,
+            majmin,
+        };
+        let mut script = format!(
+            "set -e; rm -f /dev/{name}; mknod /dev/{name} b {} {}",
+            d.majmin.0, d.majmin.1
+        );
+        if disk {
+            script.push_str(&format!(
+                "; grep -qx {name} /run/fsmx-standin/disks || echo {name} >> /run/fsmx-standin/disks"
+            ));
+        }
+        let o = in_standin(&d.pid, &script);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        d
+    }
+    fn path(&self) -> String {
+        format!("/dev/{}", self.name)
+    }
+}
+
+impl Drop for ExtraDisk {
+    fn drop(&mut self) {
+        let name = &self.name;
+        let mut script = format!(
+            "swapoff /dev/{name} 2>/dev/null; umount /dev/{name} 2>/dev/null; rm -f /dev/{name}"
+        );
+        if self.disk {
+            script.push_str(&format!(
+                "; grep -vx {name} /run/fsmx-standin/disks > /run/fsmx-standin/disks.new; \
+                 cat /run/fsmx-standin/disks.new > /run/fsmx-standin/disks; rm -f /run/fsmx-standin/disks.new"
+            ));
+        }
+        let _ = in_standin(&self.pid, &script);
+        let _ = std::process::Command::new("losetup")
+            .args(["-d", &self.loopdev])
+            .status();
+        let _ = std::fs::remove_file(&self.file);
+    }
+}
+
+/// A matrix of one filesystem of `fs_type` (a short select-only run).
+fn one_fs_matrix(fs_type: &str) -> String {
+    format!(
+        "name = \"one\"\nrepeats = 1\nwarmup = false\ndrop_caches = false\n\n\
+         [[filesystem]]\nname = \"{fs_type}\"\ntype = \"{fs_type}\"\n\n\
+         [[workload]]\nname = \"select-only\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"3s\"\n"
+    )
+}
+
+/// W2: DragonFly's newfs refuses media of 1 TiB or more (sbin/newfs/newfs.c): `check`
+/// refuses a ufs cell on such a listed device before anything is formatted, with the
+/// device's size and what would be valid; the stand-in's newfs refuses it with the real
+/// message and exit status.  `check` also says which holders it cannot see there.
+#[test]
+fn dragonfly_check_refuses_ufs_on_a_device_of_1_tib_as_newfs_would() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = standin(&lab, "dragonfly");
+    let big = ExtraDisk::new(&h, "da2", 1 << 40, true);
+    let mut listed = h.clone();
+    listed.device = big.path();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let inv = tmp.path().join("inventory.toml");
+    std::fs::write(&inv, inventory_for(&lab.inv, &[(&listed, "")], "")).expect("inventory");
+    let m = tmp.path().join("matrix.toml");
+    std::fs::write(&m, one_fs_matrix("ufs")).expect("matrix");
+    let o = fsmatrix()
+        .args(["check", "--inventory"])
+        .arg(&inv)
+        .arg("--matrix")
+        .arg(&m)
+        .stdin(Stdio::null())
+        .output()
+        .expect("fsmatrix check");
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_ne!(
+        o.status.code(),
+        Some(0),
+        "check passed a 1 TiB ufs cell:\n{out}"
+    );
+    for want in [
+        "device /dev/da2 has 1099511627776 bytes (1.0 TiB), too large for fs=ufs on dragonfly",
+        "media size is too large for newfs to handle",
+        "valid: a slice or partition under 1 TiB",
+        "not checked on this host: vinum, ccd holders",
+    ] {
+        assert!(out.contains(want), "{want}?\n{out}");
+    }
+    // HAMMER on the same device is not refused for its size.
+    std::fs::write(&m, one_fs_matrix("hammer")).expect("matrix");
+    let o = fsmatrix()
+        .args(["check", "--inventory"])
+        .arg(&inv)
+        .arg("--matrix")
+        .arg(&m)
+        .stdin(Stdio::null())
+        .output()
+        .expect("fsmatrix check");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(!out.contains("too large"), "{out}");
+    // The stand-in's newfs itself: the real message, exit 1, nothing written.
+    let out = ssh_ok(
+        &lab.inv,
+        &h,
+        r#"dev=$1; before=$(dd if=$dev bs=1048576 count=1 2>/dev/null | cksum)
+newfs -U -L big $dev >/dev/null 2>/var/tmp/fsmx-newfs.err; echo "rc=$?"; cat /var/tmp/fsmx-newfs.err; rm -f /var/tmp/fsmx-newfs.err
+[ "$(dd if=$dev bs=1048576 count=1 2>/dev/null | cksum)" = "$before" ] && echo unchanged"#,
+        &[&big.path()],
+    );
+    assert!(out.lines().any(|l| l == "rc=1"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l == "newfs: /dev/da2: media size is too large for newfs to handle"),
+        "{out}"
+    );
+    assert!(out.lines().any(|l| l == "unchanged"), "{out}");
+    drop(big);
+    assert_clean_bsd(&lab.inv, &h);
+}
+
+/// W5: newfs_hammer needs -f when the free big-blocks after its reservations come to
+/// under 10 GiB (newfs_hammer.c format_volume(), ondisk.c count_freemap()), not when
+/// the raw size is under 10 GiB: on a device of exactly 10 GiB the two rules disagree,
+/// and make-fs fs=hammer must pass -f there.
+#[test]
+fn dragonfly_make_fs_hammer_on_exactly_10_gib_passes_f() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = standin(&lab, "dragonfly");
+    upload_scripts(&lab.inv, &h);
+    let disk = ExtraDisk::new(&h, "da2", 10 << 30, true);
+    let out = ssh_ok(
+        &lab.inv,
+        &h,
+        r#"dev=$1; d=/var/tmp/fsmx-standin-test
+ident=$(/bin/sh $d/dragonfly.sh facts dev=$dev | sed -n 's/^device\.0\.ident=//p')
+/bin/sh $d/dragonfly.sh make-fs dev=$dev allowed=$dev ident="$ident" fs=hammer >$d/mf.out 2>$d/mf.err; echo "rc=$?"
+cat $d/mf.out; sed 's/^/err: /' $d/mf.err
+/bin/sh $d/dragonfly.sh teardown dev=$dev allowed=$dev fs=hammer mnt=$d/mnt >/dev/null 2>&1
+rm -rf $d"#,
+        &[&disk.path()],
+    );
+    assert!(out.lines().any(|l| l == "rc=0"), "{out}");
+    let cmd = out
+        .lines()
+        .find_map(|l| l.strip_prefix("mkfs_cmd="))
+        .unwrap_or_else(|| panic!("no mkfs_cmd:\n{out}"));
+    assert!(
+        cmd.starts_with("'newfs_hammer' '-f' "),
+        "no -f on a 10 GiB device: {cmd}\n{out}"
+    );
+    drop(disk);
+    assert_clean_bsd(&lab.inv, &h);
+}
+
+/// W7: `gpt show` opens the disk O_RDWR|O_EXCL unless `gpt -r` (sbin/gpt/gpt.c
+/// gpt_open()); the stand-in's gpt logs every such open.  The read-only verbs (facts,
+/// preflight with its signature probe) make none; a plain `gpt show` does (the log
+/// works).
+#[test]
+fn dragonfly_read_only_verbs_make_no_read_write_open() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = standin(&lab, "dragonfly");
+    upload_scripts(&lab.inv, &h);
+    let out = ssh_ok(
+        &lab.inv,
+        &h,
+        r#"dev=$1; d=/var/tmp/fsmx-standin-test; log=/run/fsmx-standin/rw-opens
+# Blank: the first 8 MiB and HAMMER2's volume header copies at 2, 4 and 6 GiB (what
+# an earlier test may have left there would make the disk foreign).
+dd if=/dev/zero of=$dev bs=1048576 count=8 2>/dev/null
+for z in 1 2 3; do dd if=/dev/zero of=$dev bs=65536 seek=$((z * 32768)) count=1 conv=notrunc 2>/dev/null; done
+rm -f $log
+/bin/sh $d/dragonfly.sh facts dev=$dev >/dev/null 2>&1; echo "facts rc=$?"
+/bin/sh $d/dragonfly.sh preflight dev=$dev allowed=$dev >$d/pf.out 2>&1; echo "preflight rc=$?"
+grep '^signature=' $d/pf.out
+echo "read-only opens: $(cat $log 2>/dev/null | wc -l | tr -d ' ')"
+cat $log 2>/dev/null | sed 's/^/open: /'
+gpt show $dev >/dev/null 2>&1
+echo "after gpt show: $(cat $log 2>/dev/null | wc -l | tr -d ' ')"
+rm -f $log; rm -rf $d"#,
+        &[&h.device],
+    );
+    assert!(out.lines().any(|l| l == "preflight rc=0"), "{out}");
+    assert!(out.lines().any(|l| l == "signature=none"), "{out}");
+    assert!(
+        out.lines().any(|l| l == "read-only opens: 0"),
+        "a read-only verb opened the disk read-write:\n{out}"
+    );
+    assert!(
+        out.lines().any(|l| l == "after gpt show: 1"),
+        "the stand-in's gpt does not log its read-write opens:\n{out}"
+    );
+}
+
+/// W10: DragonFly has no open counts.  The guard refuses (exit 3, naming the holder) a
+/// disk a device-mapper device is built on (`dmsetup deps`; the stand-in's dm state is
+/// /run/fsmx-standin/dm), and, as before, one with swap on a slice or a mounted slice
+/// (`da1s1b`, `da1s1a`: here a second loop shown under the slice's name).
+#[test]
+fn dragonfly_guard_refuses_a_disk_with_a_dm_holder_or_a_busy_slice() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = standin(&lab, "dragonfly");
+    upload_scripts(&lab.inv, &h);
+    let disk = h.device.trim_start_matches("/dev/").to_string();
+    let slice = ExtraDisk::new(&h, &format!("{disk}s1b"), 64 << 20, false);
+    let out = ssh_ok(
+        &lab.inv,
+        &h,
+        r#"dev=$1; slice=$2; d=/var/tmp/fsmx-standin-test; real=/run/fsmx-standin/real
+pf() { c=$1; /bin/sh $d/dragonfly.sh preflight dev=$dev allowed=$dev >/dev/null 2>$d/pf.err; echo "$c rc=$? $(grep -m 1 '^refused: ' $d/pf.err || head -n 1 $d/pf.err)"; }
+dd if=/dev/zero of=$dev bs=1048576 count=8 2>/dev/null
+for z in 1 2 3; do dd if=/dev/zero of=$dev bs=65536 seek=$((z * 32768)) count=1 conv=notrunc 2>/dev/null; done
+pf blank
+# A dm device (a tcplay/cryptsetup volume, an LVM volume) built on the disk.
+mm=$(stat -L -f '%Hr:%Lr' $dev)
+echo "crypt0 $mm" > /run/fsmx-standin/dm
+pf dm
+rm -f /run/fsmx-standin/dm
+# Swap on a slice of the disk.
+$real/sbin/mkswap $slice >/dev/null; $real/sbin/swapon $slice; pf swap-slice; $real/sbin/swapoff $slice
+# A mounted slice (a UFS made and mounted with the stand-in's own newfs and mount).
+mkdir -p $d/m; newfs -U -L slice $slice >/dev/null 2>&1; mount -t ufs $slice $d/m; pf mounted-slice; umount $d/m
+dd if=/dev/zero of=$slice bs=1048576 count=2 2>/dev/null
+pf blank-again
+rm -rf $d"#,
+        &[&h.device, &slice.path()],
+    );
+    let line = |case: &str| -> String {
+        out.lines()
+            .find(|l| l.starts_with(&format!("{case} rc=")))
+            .unwrap_or_else(|| panic!("no {case} line:\n{out}"))
+            .to_string()
+    };
+    assert!(line("blank").starts_with("blank rc=0"), "{out}");
+    assert!(line("blank-again").starts_with("blank-again rc=0"), "{out}");
+    let dm = line("dm");
+    assert!(
+        dm.starts_with("dm rc=3 refused: ")
+            && dm.contains("held by the device-mapper device crypt0"),
+        "{out}"
+    );
+    let swap = line("swap-slice");
+    assert!(
+        swap.starts_with("swap-slice rc=3 refused: ") && swap.contains(&format!("/dev/{disk}s1b")),
+        "{out}"
+    );
+    let mounted = line("mounted-slice");
+    assert!(
+        mounted.starts_with("mounted-slice rc=3 refused: ")
+            && mounted.contains(&format!("mounted: /dev/{disk}s1b on ")),
+        "{out}"
+    );
+    drop(slice);
+    assert_clean_bsd(&lab.inv, &h);
+}
+
 // issue 25: HAMMER2
 
 /// Shell helpers for the HAMMER2 tests on the DragonFly stand-in (run through ssh as

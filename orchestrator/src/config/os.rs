@@ -85,6 +85,44 @@ pub struct OsProfile {
     /// The lab can dress a Linux host as this OS: its emulators are in
     /// `orchestrator/src/lab/standin/<name>/` (docs/standin-hosts.md).
     pub standin: bool,
+    /// Device sizes a filesystem's making tool refuses on this OS: `check`
+    /// refuses such a cell before anything is formatted.
+    pub device_limits: &'static [DeviceLimit],
+}
+
+/// A device size at and above which a filesystem's making tool on an OS
+/// refuses to make it (the source it comes from cited).
+#[derive(Debug)]
+pub struct DeviceLimit {
+    pub fs: FsType,
+    /// The tool refuses a device of this many bytes or more.
+    pub refused_from_bytes: u64,
+    /// What the tool says then, and where (file, revision, function).
+    pub tool_says: &'static str,
+    pub source: &'static str,
+    /// What would be valid instead.
+    pub instead: &'static str,
+}
+
+impl DeviceLimit {
+    /// The problem of a `bytes`-byte device `dev` for this limit's
+    /// filesystem on `os`, or `None` when the tool takes it.
+    pub fn problem(&self, os: Os, dev: &str, bytes: u64) -> Option<String> {
+        (bytes >= self.refused_from_bytes).then(|| {
+            format!(
+                "device {dev} has {bytes} bytes ({}), too large for fs={} on {}: {} refuses a device of {} bytes ({}) or more (\"{}\", {}); valid: {}",
+                crate::text::iec_bytes(bytes as f64),
+                self.fs.as_str(),
+                os.as_str(),
+                super::fs::FsSpec::of(self.fs).tool,
+                self.refused_from_bytes,
+                crate::text::iec_bytes(self.refused_from_bytes as f64),
+                self.tool_says,
+                self.source,
+                self.instead
+            )
+        })
+    }
 }
 
 /// Every OS, in [`Os::ALL`]'s order.
@@ -146,6 +184,7 @@ pub const PROFILES: [OsProfile; 3] = [
         ],
         ansible_prefixes: &["opensuse"],
         standin: false,
+        device_limits: &[],
     },
     OsProfile {
         os: Os::Freebsd,
@@ -159,6 +198,7 @@ pub const PROFILES: [OsProfile; 3] = [
         ansible_names: &["freebsd"],
         ansible_prefixes: &[],
         standin: true,
+        device_limits: &[],
     },
     OsProfile {
         os: Os::Dragonfly,
@@ -172,6 +212,15 @@ pub const PROFILES: [OsProfile; 3] = [
         ansible_names: &["dragonfly", "dragonflybsd", "dragonfly bsd"],
         ansible_prefixes: &[],
         standin: true,
+        device_limits: &[DeviceLimit {
+            fs: FsType::Ufs,
+            // "if (geom.d_media_size / 512 >= 0x80000000ULL)": UFS1 cannot
+            // address 2^31 sectors of 512 bytes.
+            refused_from_bytes: 0x8000_0000 * 512,
+            tool_says: "newfs: DEV: media size is too large for newfs to handle",
+            source: "DragonFlyBSD sbin/newfs/newfs.c main() @088b2e68, in the tree since 2007",
+            instead: "a slice or partition under 1 TiB (fdisk and disklabel64 make them; list e.g. /dev/da2s1a), or no ufs cells on this device",
+        }],
     },
 ];
 
@@ -196,6 +245,10 @@ impl OsProfile {
             })
             .map(|p| p.os)
     }
+    /// The size limit of `fs`'s making tool on this OS, if it has one.
+    pub fn device_limit(&self, fs: FsType) -> Option<&'static DeviceLimit> {
+        self.device_limits.iter().find(|l| l.fs == fs)
+    }
     /// The OSes the lab can dress a host as.
     pub fn standins() -> impl Iterator<Item = &'static OsProfile> {
         PROFILES.iter().filter(|p| p.standin)
@@ -219,6 +272,42 @@ mod tests {
             assert_eq!(p.os, os);
             assert_eq!(p.script, format!("{}.sh", p.name));
             assert_eq!(Os::parse(p.name), Some(os));
+        }
+    }
+
+    #[test]
+    fn dragonfly_ufs_refuses_one_tib_and_more_and_says_what_is_valid() {
+        let l = Os::Dragonfly
+            .profile()
+            .device_limit(FsType::Ufs)
+            .expect("DragonFly's newfs has a size limit");
+        let tib = 1u64 << 40;
+        assert_eq!(l.refused_from_bytes, tib);
+        assert!(l.problem(Os::Dragonfly, "/dev/da2", tib - 512).is_none());
+        let p = l
+            .problem(Os::Dragonfly, "/dev/da2", tib)
+            .expect("1 TiB is refused");
+        for want in [
+            "/dev/da2",
+            "1099511627776 bytes (1.0 TiB)",
+            "fs=ufs on dragonfly",
+            "media size is too large for newfs to handle",
+            "sbin/newfs/newfs.c",
+            "valid: a slice or partition under 1 TiB",
+        ] {
+            assert!(p.contains(want), "{want}? {p}");
+        }
+        for os in [Os::Linux, Os::Freebsd] {
+            assert!(os.profile().device_limit(FsType::Ufs).is_none());
+        }
+        for fs in [FsType::Hammer, FsType::Hammer2] {
+            assert!(Os::Dragonfly.profile().device_limit(fs).is_none());
+        }
+        // Every limit is for a filesystem its OS offers.
+        for p in &PROFILES {
+            for l in p.device_limits {
+                assert!(p.offers(l.fs), "{} {:?}", p.name, l.fs);
+            }
         }
     }
 

@@ -37,12 +37,6 @@ const KNOWN_DIFFERENCES: &[Known] = &[
     ("freebsd", "zdb", "rTYZ", "refused as illegal", "conformance: zdb getopt"),
     // zfs_main.c:4243 @zfs-2.2.6: zfs set -u (set without remounting).
     ("freebsd", "zfs set", "u", "refused as invalid", "conformance: zfs set -u"),
-    ("dragonfly", "sysctl", "iq", "refused as illegal", "audit §c FACTS.md:36 sysctl -i/-q (H2)"),
-    ("dragonfly", "swapinfo", "ghm", "refused as illegal", "audit §c FACTS.md:184 swapinfo -g/-h/-m (H2)"),
-    ("dragonfly", "readlink", "f", "refused as illegal", "audit §c FACTS.md:218 readlink -f (H2)"),
-    ("dragonfly", "umount", "nN", "accepted (FreeBSD's)", "audit §c FACTS.md:101 umount getopt (H2)"),
-    ("dragonfly", "su", "s", "accepted (FreeBSD's)", "audit §c FACTS.md:221 su getopt (H2)"),
-    ("dragonfly", "lockf", "nw", "accepted (FreeBSD's)", "audit §c FACTS.md:221 lockf getopt (H2)"),
 ];
 
 /// One row of the table.

@@ -381,13 +381,60 @@ fn judge(
                 "facts gave no identity for {dev}: make-fs needs it to refuse another disk put at that path"
             ));
         }
+        problems.extend(size_problems(host, needs, f));
         if needs.contains(&FsType::Zfs) && f.zfs_running != Some(true) {
             problems.push("zfs is installed but not running (module or zfs-fuse daemon)".into());
         }
     }
     report.problems.extend(problems);
     report.warnings.extend(platform_warnings(host, f));
+    report
+        .warnings
+        .extend(unchecked_holders(host, &report.facts));
     report.ready = report.problems.is_empty();
+}
+
+/// Every listed device too large for a planned filesystem's making tool on
+/// the host's OS (its row's `device_limits`: DragonFly's newfs and 1 TiB),
+/// as `facts` measured it: refused before anything is formatted.
+fn size_problems(host: &Host, needs: &[FsType], f: &HostFacts) -> Vec<String> {
+    let profile = host.os.profile();
+    let mut v = Vec::new();
+    for fs in needs {
+        let Some(limit) = profile.device_limit(*fs) else {
+            continue;
+        };
+        for dev in &host.devices {
+            let size = f
+                .devices
+                .iter()
+                .find(|d| d.path == dev.as_str() && d.present)
+                .and_then(|d| d.size_bytes);
+            if let Some(p) = size.and_then(|b| limit.problem(host.os, dev.as_str(), b)) {
+                v.push(p);
+            }
+        }
+    }
+    v
+}
+
+/// What the device guard cannot see on the host, as its `facts` say
+/// (`holders_unchecked`: DragonFly has no open counts, so a vinum volume or
+/// a ccd built on a listed disk holds it unseen): said plainly, every time.
+pub fn unchecked_holders(host: &Host, facts: &BTreeMap<String, String>) -> Vec<String> {
+    let Some(kinds) = facts
+        .get("holders_unchecked")
+        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(", "))
+        .filter(|s| !s.is_empty())
+    else {
+        return Vec::new();
+    };
+    let devices: Vec<&str> = host.devices.iter().map(|d| d.as_str()).collect();
+    vec![format!(
+        "not checked on this host: {kinds} holders ({} has no open counts; the guard sees mounts, swap, the root disk and device-mapper only): make sure none is built on {}",
+        host.os.as_str(),
+        devices.join(", ")
+    )]
 }
 
 /// The inventory's `platform` against the hypervisor the host reports
@@ -465,6 +512,57 @@ mod tests {
             standin: standin.map(str::to_string),
             ..HostFacts::default()
         }
+    }
+
+    #[test]
+    fn a_device_too_large_for_dragonfly_newfs_is_refused_by_check_with_its_size() {
+        let text = "[[host]]\nname = \"d\"\naddress = \"127.0.0.1\"\nos = \"dragonfly\"\nplatform = \"lab\"\ndevices = [\"/dev/da1\", \"/dev/da2\"]\n";
+        let h = crate::config::Inventory::parse(Path::new("inv.toml"), text.to_string())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .hosts[0]
+            .clone();
+        let dev = |path: &str, bytes: u64| super::super::facts::DeviceFacts {
+            path: path.into(),
+            present: true,
+            size_bytes: Some(bytes),
+            ident: None,
+        };
+        let f = HostFacts {
+            devices: vec![dev("/dev/da1", 20 << 30), dev("/dev/da2", 1 << 40)],
+            ..HostFacts::default()
+        };
+        let p = size_problems(&h, &[FsType::Ufs], &f);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(p[0].contains("/dev/da2 has 1099511627776 bytes"), "{p:?}");
+        assert!(
+            p[0].contains("valid: a slice or partition under 1 TiB"),
+            "{p:?}"
+        );
+        assert!(size_problems(&h, &[FsType::Hammer, FsType::Hammer2], &f).is_empty());
+        let small = HostFacts {
+            devices: vec![dev("/dev/da1", 20 << 30), dev("/dev/da2", (1 << 40) - 512)],
+            ..HostFacts::default()
+        };
+        assert!(size_problems(&h, &[FsType::Ufs], &small).is_empty());
+    }
+
+    #[test]
+    fn check_says_which_holders_it_cannot_see() {
+        let text = "[[host]]\nname = \"d\"\naddress = \"127.0.0.1\"\nos = \"dragonfly\"\nplatform = \"lab\"\ndevices = [\"/dev/da1\"]\n";
+        let h = crate::config::Inventory::parse(Path::new("inv.toml"), text.to_string())
+            .unwrap_or_else(|e| panic!("{e}"))
+            .hosts[0]
+            .clone();
+        let mut facts = BTreeMap::new();
+        assert!(unchecked_holders(&h, &facts).is_empty());
+        facts.insert("holders_unchecked".to_string(), "vinum ccd".to_string());
+        let w = unchecked_holders(&h, &facts);
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].starts_with("not checked on this host: vinum, ccd holders (dragonfly"),
+            "{w:?}"
+        );
+        assert!(w[0].ends_with("built on /dev/da1"), "{w:?}");
     }
 
     #[test]

@@ -64,7 +64,7 @@ emu_dir() {
 	dragonfly:mount_hammer|dragonfly:mount_hammer2|dragonfly:umount|dragonfly:newfs) echo /usr/sbin ;;
 	dragonfly:newfs_hammer|dragonfly:newfs_hammer2|dragonfly:hammer|dragonfly:hammer2) echo /usr/sbin ;;
 	dragonfly:tunefs|dragonfly:fdisk|dragonfly:gpt|dragonfly:sha256) echo /usr/sbin ;;
-	dragonfly:fstyp|dragonfly:swapinfo|dragonfly:pw) echo /usr/sbin ;;
+	dragonfly:fstyp|dragonfly:swapinfo|dragonfly:pw|dragonfly:dmsetup) echo /usr/sbin ;;
 	*) return 1 ;;
 	esac
 }

@@ -150,14 +150,22 @@ same "sysctl stops at the unknown oid" "$OUT" "$(getconf _NPROCESSORS_ONLN)"
 run "$B/sysctl" kern.ostype; same "sysctl kern.ostype" "$OUT" "kern.ostype: DragonFly"
 run "$B/sysctl" -e kern.osrelease; same "sysctl -e" "$OUT" "kern.osrelease=6.4-RELEASE"
 run "$B/sysctl" hw; expect "sysctl hw (a node)" 0 '^hw\.ncpu: [0-9]+$'
-run "$B/sysctl" -nN hw.ncpu; expect "sysctl -n -N: usage" 1 '' '^usage: sysctl \[-bdeNnox\] variable\[=value\] \.\.\.$'
-run "$B/sysctl" -i kern.ostype; expect "sysctl -i refused (FreeBSD only)" 1 '' '^sysctl: illegal option -- i$'
-run "$B/sysctl" -q kern.ostype; expect "sysctl -q refused" 1 '' 'illegal option -- q'
+run "$B/sysctl" -nN hw.ncpu; expect "sysctl -n -N: usage" 1 '' '^usage: sysctl \[-AbdeiNnoqwxX\] variable\[=value\] \.\.\.$'
+# -i and -q exist since 2016 (DF-2020 sbin/sysctl/sysctl.c:84, parse() :195-200).
+run "$B/sysctl" -n -i kern.vm_guest kern.ostype; expect "sysctl -i skips an unknown name and goes on" 0 '^DragonFly$' '^$'
+run "$B/sysctl" -n -q kern.vm_guest kern.ostype; expect "sysctl -q: silent, goes on, exit 0" 0 '^DragonFly$' '^$'
+run "$B/sysctl" -t kern.ostype; expect "sysctl -t refused" 1 '' '^sysctl: illegal option -- t
+usage: sysctl \[-AbdeiNnoqwxX\] variable\[=value\] \.\.\.$'
+printf '6.2-RELEASE\n' >"$work/state/release"
+run "$B/sysctl" -n kern.osrelease; same "sysctl kern.osrelease: the stand-in's release" "$OUT" 6.2-RELEASE
+rm -f "$work/state/release"
+run "$B/sysctl" -n kern.osrelease; same "sysctl kern.osrelease: 6.4 without a release file" "$OUT" 6.4-RELEASE
 run "$B/sysctl" hw.ncpu=1; expect "sysctl set read-only" 1 '' "^sysctl: oid 'hw.ncpu' is read only\$"
 run "$B/sysctl"; expect "sysctl without names: usage" 1 '' '^usage: sysctl'
 
 echo "== kenv (shared with FreeBSD, DragonFly flags)"
 run "$B/kenv" vfs.root.mountfrom; expect "kenv vfs.root.mountfrom" 0 '^[a-z0-9]+:.+'
+case $OUT in *:/dev/*) fail "kenv vfs.root.mountfrom: no /dev/ on DragonFly (fn_install.c)" "$OUT" ;; *) pass "kenv vfs.root.mountfrom: no /dev/ on DragonFly (fn_install.c)" ;; esac
 run "$B/kenv" -q no.such.var; expect "kenv -q unset: exit 255, silent" 255 '' '^$'
 run "$B/kenv" no.such.var; expect "kenv unset: message" 255 '' '^kenv: unable to get no.such.var$'
 run "$B/kenv" -l; expect "kenv -l refused on DragonFly" 1 '' '^kenv: illegal option -- l
@@ -181,8 +189,17 @@ printf 'Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n/dev/da0s1b           
 OUT=$(FSMX_STANDIN_SWAPS=$work/swaps "$B/swapinfo" -k)
 same "swapinfo -k row (pstat.c)" "$OUT" "Device          1K-blocks     Used    Avail Capacity  Type
 /dev/da0s1b       4194300        0  4194300     0%    Interleaved"
-run "$B/swapinfo" -h; expect "swapinfo -h refused" 1 '' '^swapinfo: illegal option -- h
-usage: swapinfo \[-k\] \[-M core\] \[-N system\]$'
+# -g -h -m exist since 2013 (DF-2020 usr.sbin/pstat/pstat.c:216-243).
+OUT=$(FSMX_STANDIN_SWAPS=$work/swaps "$B/swapinfo" -m)
+same "swapinfo -m" "$OUT" "Device          1M-blocks     Used    Avail Capacity  Type
+/dev/da0s1b          4095        0     4095     0%    Interleaved"
+OUT=$(FSMX_STANDIN_SWAPS=$work/swaps "$B/swapinfo" -g)
+same "swapinfo -g header" "$(head -n 1 <<<"$OUT")" "Device          1G-blocks     Used    Avail Capacity  Type"
+OUT=$(FSMX_STANDIN_SWAPS=$work/swaps "$B/swapinfo" -h)
+same "swapinfo -h" "$OUT" "Device             Blocks     Used    Avail Capacity  Type
+/dev/da0s1b          4.0G        0     4.0G     0%    Interleaved"
+run "$B/swapinfo" -x; expect "swapinfo -x refused" 1 '' '^swapinfo: illegal option -- x
+usage: swapinfo \[-ghkm\] \[-M core\] \[-N system\]$'
 
 echo "== du, stat, readlink"
 T=$work/tree
@@ -205,8 +222,11 @@ run "$B/stat" -H "$T/a/f1"; expect "stat -H accepted, not emulated" 1 '' 'not em
 run "$B/mount_ufs" -Z x y; expect "mount_ufs -Z: getopt's message, then the usage" 1 '' '^mount_ufs: illegal option -- Z
 usage: mount_ufs \[-o options\] special node$'
 run "$B/readlink" "$T/a/link"; expect "readlink LINK" 0 '^f1$'
-run "$B/readlink" -f "$T/a/link"; expect "readlink -f refused" 1 '' '^readlink: illegal option -- f
-usage: readlink \[-n\] \[file \.\.\.\]$'
+# -f exists since 2016 (DF-2020 usr.bin/stat/stat.c:227-230, :257-260: %R).
+run "$B/readlink" -f "$T/a/link"; same "readlink -f LINK: the real path" "$OUT" "$(realpath "$T/a/f1")"
+run "$B/readlink" -f "$T/a/nosuch"; expect "readlink -f of a missing file: nothing, exit 1" 1 '^$' '^$'
+run "$B/readlink" -x "$T/a/link"; expect "readlink -x refused" 1 '' '^readlink: illegal option -- x
+usage: readlink \[-fn\] \[file \.\.\.\]$'
 run "$B/readlink" "$T/a/f1"; expect "readlink of a file: nothing, exit 1" 1 '^$' '^$'
 
 echo "== blank disk: fstyp, gpt, fdisk"
@@ -271,7 +291,7 @@ run "$B/hammer" volume-list /; expect "hammer volume-list of a non-HAMMER fs" 1 
 run "$B/hammer" volume-list; expect "hammer volume-list without fs" 1 '' '^hammer volume-list <filesystem>$'
 run "$B/mount_hammer" "$dev" "$mnt"; expect "mount_hammer of a mounted device: busy" 1 '' 'Device busy'
 run "$B/umount" "$mnt"; expect "umount (shared) of a HAMMER mount" 0
-run "$B/umount" "$mnt"; expect "umount again: not a file system root directory" 1 '' 'not a file system root directory'
+run "$B/umount" "$mnt"; expect "umount again: unmount(2) fails (DragonFly has no 'not a file system root directory')" 1 '' "^umount: unmount of $mnt failed: Invalid argument\$"
 run "$B/mount" -t hammer -o noatime "$dev" "$mnt"; expect "mount -t hammer (execs mount_hammer)" 0
 run "$B/mount"; expect "mount -t hammer: listed" 0 "^DATA on $mnt \\(hammer, local, noatime\\)\$"
 run "$B/umount" "$mnt"; expect "umount" 0
@@ -399,6 +419,52 @@ run "$B/mount" -p; same "mount -p: async" "$(grep -F "$mnt" <<<"$OUT")" "$dev	$m
 run "$B/umount" "$mnt"; expect "umount" 0
 run "$B/newfs_hammer" -f -L X "$dev"; expect "newfs_hammer over a ufs" 0
 run "$B/mount" -t ufs "$dev" "$mnt"; expect "mount -t ufs of a HAMMER fs: Invalid argument" 1 '' "^mount_ufs: $dev: Invalid argument\$"
+
+run "$B/newfs" -U -L pgdata "$dev"; expect "newfs again" 0
+run "$B/mount" -t ufs -o trim "$dev" "$mnt"; expect "mount -t ufs -o trim (mount_ufs.c has MOPT_TRIM)" 0
+run "$B/umount" "$mnt"; expect "umount" 0
+
+echo "== issue 25: DragonFly limits"
+# newfs_hammer decides on free big-blocks, not the raw size (newfs_hammer.c
+# format_volume(), ondisk.c count_freemap()): a regular file of exactly 10 GiB is refused
+# without -f, one 24 MiB larger is not.
+truncate -s 10G "$work/h10"
+run "$B/newfs_hammer" -L DATA "$work/h10"; expect "newfs_hammer on exactly 10 GiB: refused without -f" 1 "^Volume 0 REGFILE $work/h10 +size  10\.00GB\$" '^newfs_hammer: Cannot create a HAMMER filesystem less than 10GB unless you use -f'
+truncate -s $((10 * 1024 + 24))M "$work/h10"
+run "$B/newfs_hammer" -L DATA "$work/h10"; expect "newfs_hammer on 10 GiB + 24 MiB: 1280 free big-blocks, taken" 0 '^HAMMER version 7$'
+rm -f "$work/h10"
+if [ -n "${FSMX_STANDIN_BIG_DEVICE:-}" ]; then
+	run "$B/newfs" -U -L big "$FSMX_STANDIN_BIG_DEVICE"
+	expect "newfs on 1 TiB or more: refused (newfs.c)" 1 "^$FSMX_STANDIN_BIG_DEVICE: media size [0-9]+\.[0-9]{2}MB\$" "^newfs: $FSMX_STANDIN_BIG_DEVICE: media size is too large for newfs to handle\$"
+else
+	skip "newfs 1 TiB refusal (set FSMX_STANDIN_BIG_DEVICE to a device of 1 TiB or more)"
+fi
+# gpt opens the disk O_RDWR|O_EXCL unless -r (gpt.c gpt_open()): each such open is logged.
+rm -f "$work/state/rw-opens"
+run "$B/gpt" -r show "$dev"; expect "gpt -r show" 0 'Unused'
+[ ! -s "$work/state/rw-opens" ] && pass "gpt -r show: no read-write open" || fail "gpt -r show: no read-write open" "$(cat "$work/state/rw-opens")"
+run "$B/gpt" show "$dev"; expect "gpt show" 0 'Unused'
+same "gpt show: one read-write open logged" "$(cat "$work/state/rw-opens" 2>/dev/null)" "gpt show $dev O_RDWR|O_EXCL"
+rm -f "$work/state/rw-opens"
+# dmsetup (gnu/sbin/dmsetup; dmsetup.c _deps()): from the stand-in's dm state.
+run "$B/dmsetup" deps; expect "dmsetup deps: no dm device" 0 '^No devices found$'
+printf 'crypt0 7:3\nlv0 8:1 8:17\n' >"$work/state/dm"
+run "$B/dmsetup" deps; same "dmsetup deps: every device" "$OUT" "crypt0: 1 dependencies	: (7, 3)
+lv0: 2 dependencies	: (8, 1) (8, 17)"
+run "$B/dmsetup" deps lv0; same "dmsetup deps NAME" "$OUT" "2 dependencies	: (8, 1) (8, 17)"
+run "$B/dmsetup" remove lv0; expect "dmsetup remove: not emulated" 1
+rm -f "$work/state/dm"
+# The shared FreeBSD emulators refuse on DragonFly what DragonFly's getopt refuses.
+run "$B/su" -s root -c true; expect "su -s refused (su.c ARGSTR -flmc:)" 1 '' '^su: illegal option -- s
+usage: su \[-\] \[-flm\] \[-c class\] \[login \[args\]\]$'
+run "$B/su" root -c 'echo ok'; expect "su root -c" 0 '^ok$'
+run "$B/lockf" -n "$work/lk" true; expect "lockf -n refused (lockf.c skt:)" 64 '' '^lockf: illegal option -- n
+usage: lockf \[-ks\] \[-t seconds\] file command \[arguments\]$'
+run "$B/lockf" -w "$work/lk" true; expect "lockf -w refused" 64 '' 'illegal option -- w'
+run "$B/lockf" -k -s -t 0 "$work/lk" echo locked; expect "lockf -k -s -t 0" 0 '^locked$'
+run "$B/umount" -n "$mnt"; expect "umount -n refused (umount.c AaF:fh:t:v)" 1 '' '^umount: illegal option -- n
+usage: umount \[-fv\] special \| node$'
+run "$B/umount" -N "$mnt"; expect "umount -N refused" 1 '' 'illegal option -- N'
 
 echo "== mount refusals"
 run "$B/mount" -Z; expect "mount -Z: usage" 1 '' '^mount: illegal option -- Z
