@@ -9,9 +9,27 @@
 # these names is a usage error: a typo must not silently become a default.
 FSMX_ARG_NAMES="dev allowed consent ident fs mkfs_opt zfs_prop pool_prop pool mount_opt comp mnt pg_bin pg_user client_user port pg_set cell out db scale init_opt sql builtin script clients jobs duration transactions progress rate latency_limit txlog sampling_rate per_statement pgbench_opt work path remove"
 
-# The label fsmatrix writes on every filesystem it makes (pools: name prefix).
+# fsmatrix's own mark: the label it writes on every filesystem it makes
+# (ufs, ext*, xfs, btrfs, hammer; HAMMER2: the PFS of that name), and the
+# name of every ZFS pool it makes (own_pool).  Anything else is foreign.
+# The table of marks per OS and filesystem: docs/remote-scripts.md.
 # shellcheck disable=SC2034 # used by the per-OS scripts
 FSMX_LABEL=fsmx
+
+# own_pool NAME: true when NAME is a pool name fsmatrix makes: `fsmx` for a
+# host's first device, `fsmx<k>` (k = 1, 2, ...: no leading zero) for its
+# device k (orchestrator/src/run/calls.rs POOL, HostPaths::for_slot).  A
+# name that only starts so (`fsmxdata`, `fsmx-old`, `fsmx01`) is not ours.
+own_pool() {
+	case $1 in
+	"$FSMX_LABEL") return 0 ;;
+	"$FSMX_LABEL"0*) return 1 ;;
+	esac
+	case ${1#"$FSMX_LABEL"} in
+	"$1" | '' | *[!0-9]*) return 1 ;;
+	esac
+	return 0
+}
 
 FSMX_VERB=${FSMX_VERB:-}
 
@@ -480,14 +498,10 @@ guard_args() {
 	G_REAL=$(resolve "$G_DEV")
 }
 
+# check_pool NAME: a pool name fsmatrix makes (own_pool): the guard knows
+# fsmatrix's pools by the name alone, so no other name is made.
 check_pool() {
-	case $1 in
-	"$FSMX_LABEL"*) ;;
-	*) usage_die "pool=$1 must start with $FSMX_LABEL (the guard recognises fsmatrix's pools by it)" ;;
-	esac
-	case $1 in
-	*[!A-Za-z0-9_.:-]*) usage_die "pool=$1 may hold only letters, digits and _.:-" ;;
-	esac
+	own_pool "$1" || usage_die "pool=$1 is not a pool name fsmatrix makes ($FSMX_LABEL, or $FSMX_LABEL<k> for the host's device k = 1, 2, ...: the guard recognises fsmatrix's pools by that name alone)"
 }
 
 # print_zfs_props POOL: every effective property of the pool's root dataset.
