@@ -18,7 +18,9 @@ SCRIPT=$(cd "$HERE/../../remote-scripts" && pwd)/linux.sh
 # The shell the remote script runs under (dash by default; busybox ash, posh).
 SCRIPT_SH=${FSMX_TEST_SH:-dash}
 PG_BIN=${FSMX_TEST_PG_BIN:-/usr/lib/postgresql/15/bin}
-POOL=fsmx-t$$
+# The pool name fsmatrix makes (own_pool in common.sh: the guard knows its pools
+# by that name alone); the zfs-fuse daemon is the harness's own, so no clash.
+POOL=fsmx
 # A port of our own: other helpers' PostgreSQL servers share this loopback.
 PORT=$((20000 + $$ % 20000))
 
