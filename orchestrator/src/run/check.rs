@@ -382,7 +382,18 @@ fn judge(
             ));
         }
         if needs.contains(&FsType::Zfs) && f.zfs_running != Some(true) {
-            problems.push("zfs is installed but not running (module or zfs-fuse daemon)".into());
+            if host.os.profile().zfs_loads_on_demand {
+                // FreeBSD: facts read zfs_running without loading zfs.ko;
+                // the first zpool call of a ZFS cell's make-fs loads it.
+                report.warnings.push(format!(
+                    "the zfs kernel module is not loaded on this {} host; the first ZFS \
+                     make-fs loads it (libzfs kldloads zfs.ko), and it stays loaded",
+                    host.os.profile().name
+                ));
+            } else {
+                problems
+                    .push("zfs is installed but not running (module or zfs-fuse daemon)".into());
+            }
         }
     }
     report.problems.extend(problems);
@@ -465,6 +476,63 @@ mod tests {
             standin: standin.map(str::to_string),
             ..HostFacts::default()
         }
+    }
+
+    /// zfs_running=no stops a ZFS cell where nothing would load the module
+    /// (Linux), and is only a warning on FreeBSD, whose libzfs kldloads
+    /// zfs.ko at the first zpool call (its OS row's `zfs_loads_on_demand`).
+    #[test]
+    fn zfs_not_loaded_stops_linux_but_only_warns_on_freebsd() {
+        let judged = |os: &str, running: &str| {
+            let text = format!(
+                "[[host]]\nname = \"h\"\naddress = \"127.0.0.1\"\nos = \"{os}\"\ndevices = [\"/dev/vdb\"]\n"
+            );
+            let h = crate::config::Inventory::parse(Path::new("inv.toml"), text)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .hosts[0]
+                .clone();
+            let mut r = HostReport::new(&h);
+            let facts = Kv::parse(&format!(
+                "os={os}\nuid=0\nuser=root\npostgres_version=x\npgbench_version=x\n\
+                 tools=zpool newfs\nzfs_impl=openzfs\nzfs_running={running}\n"
+            ));
+            judge(
+                &mut r,
+                &h,
+                &[FsType::Zfs],
+                Ok(facts),
+                Ok(Kv::parse("guard=ok\n")),
+            );
+            r
+        };
+        let linux = judged("linux", "no");
+        assert!(
+            linux
+                .problems
+                .iter()
+                .any(|p| p.contains("zfs is installed but not running")),
+            "{:?}",
+            linux.problems
+        );
+        let fb = judged("freebsd", "no");
+        assert!(
+            !fb.problems.iter().any(|p| p.contains("zfs")),
+            "{:?}",
+            fb.problems
+        );
+        assert!(
+            fb.warnings
+                .iter()
+                .any(|w| w.contains("first ZFS make-fs loads it")),
+            "{:?}",
+            fb.warnings
+        );
+        let fb = judged("freebsd", "yes");
+        assert!(
+            !fb.warnings.iter().any(|w| w.contains("zfs")),
+            "{:?}",
+            fb.warnings
+        );
     }
 
     #[test]
