@@ -464,6 +464,26 @@ facts_devices() {
 	done
 }
 
+# pg_user_shell_fact ARGS...: `pg_user_shell=` the login shell of pg_user=
+# (when given and the account exists): on the BSDs every PostgreSQL verb
+# runs `su USER -c LINE`, which runs that shell (as_pg_user), so a
+# `nologin` account fails them all; `check` refuses it up front.  `pw
+# usershow USER` prints the master.passwd line, the shell 10th of its
+# name:passwd:uid:gid:class:change:expire:gecos:home:shell [FB
+# usr.sbin/pw/pw_user.c pw_user_show -> print_user, 14.1]; without pw
+# (Linux) `getent passwd USER`, the shell 7th.
+pg_user_shell_fact() {
+	_ps_user=$(opt pg_user "" ${1+"$@"})
+	[ -n "$_ps_user" ] || return 0
+	case $_ps_user in *[!a-z0-9_-]*) usage_die "pg_user=$_ps_user is not [a-z0-9_-]+" ;; esac
+	if command -v pw >/dev/null 2>&1; then
+		_ps_line=$(pw usershow "$_ps_user" 2>/dev/null) || return 0
+		kv pg_user_shell "$(printf '%s\n' "$_ps_line" | cut -d: -f10)"
+	elif _ps_line=$(getent passwd "$_ps_user" 2>/dev/null); then
+		kv pg_user_shell "$(printf '%s\n' "$_ps_line" | cut -d: -f7)"
+	fi
+}
+
 # facts_pg_tools TOOLS ARGS...: the facts' PostgreSQL versions (from
 # pg_bin=) and `tools=`, the ones of TOOLS this host has.
 facts_pg_tools() {
@@ -477,6 +497,7 @@ facts_pg_tools() {
 			fi
 		done
 	fi
+	pg_user_shell_fact ${1+"$@"}
 	_fp_have=
 	for _fp_t in $_fp_tools; do
 		command -v "$_fp_t" >/dev/null 2>&1 && _fp_have="$_fp_have${_fp_have:+ }$_fp_t"

@@ -968,3 +968,64 @@ pool fsmx; zero_labels_2_3; zdb -l $dev >/dev/null 2>&1; echo "fsmx-half.zdb_rc=
     assert_eq!(kv("fsmx-half.device"), "changed", "{out}");
     assert_clean_bsd(&lab.inv, &h);
 }
+
+/// Puts the stand-in's /etc/passwd back as it was, also when the test fails.
+struct PasswdBack<'a>(&'a LabInventory, &'a LabHost);
+
+impl Drop for PasswdBack<'_> {
+    fn drop(&mut self) {
+        let _ = ssh(
+            self.0,
+            self.1,
+            "b=/var/tmp/fsmx-passwd.saved; [ ! -s $b ] || { cat $b > /etc/passwd && rm -f $b; }",
+            &[],
+        );
+    }
+}
+
+/// issue 25 (audit §d 4): on the BSDs every PostgreSQL verb runs `su postgres -c`,
+/// which runs the account's login shell; a `nologin` shell fails each of them late
+/// and unclearly.  `fsmatrix check` says so up front, naming the fix (`pw usermod
+/// postgres -s /bin/sh`).  The stand-in's private /etc/passwd is rewritten in place
+/// (it is bind-mounted) and put back at the end, also on failure.
+#[test]
+fn freebsd_check_refuses_a_nologin_postgres_account_with_the_fix() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = standin(&lab, "freebsd");
+    let user = lab.inv.pg_user.clone();
+    ssh_ok(
+        &lab.inv,
+        &h,
+        r#"u=$1; b=/var/tmp/fsmx-passwd.saved
+[ -s $b ] || cp /etc/passwd $b
+awk -F: -v OFS=: -v u="$u" '$1 == u { $7 = "/usr/sbin/nologin" } { print }' $b > /etc/passwd
+pw usershow "$u""#,
+        &[&user],
+    );
+    let _back = PasswdBack(&lab.inv, &h);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let inv = tmp.path().join("inventory.toml");
+    std::fs::write(&inv, inventory_for(&lab.inv, &[(&h, "")], "")).expect("inventory");
+    let c = fsmatrix()
+        .args(["check", "-i"])
+        .arg(&inv)
+        .stdin(Stdio::null())
+        .output()
+        .expect("check");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&c.stdout),
+        String::from_utf8_lossy(&c.stderr)
+    );
+    assert_eq!(c.status.code(), Some(1), "check says not ready: {text}");
+    assert!(
+        text.contains(&format!(
+            "pg_user {user} has the login shell \"/usr/sbin/nologin\""
+        )) && text.contains(&format!("pw usermod {user} -s /bin/sh")),
+        "{text}"
+    );
+    drop(_back);
+    let shell = ssh_ok(&lab.inv, &h, "pw usershow \"$1\" | cut -d: -f10", &[&user]);
+    assert_eq!(shell.trim(), "/bin/sh", "passwd put back");
+}

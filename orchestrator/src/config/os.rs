@@ -99,6 +99,11 @@ pub struct OsProfile {
     /// `zfs_running` from `zpool list` (a loaded module or a zfs-fuse
     /// daemon that answers).
     pub zfs_loads_on_demand: bool,
+    /// How to give `pg_user` a Bourne shell, `{user}` standing for it, when
+    /// the PostgreSQL verbs run its login shell (the BSDs: `su USER -c
+    /// LINE` runs it, remote-scripts/common.sh `as_pg_user`); `None` where
+    /// they do not (Linux: `runuser -u USER -- CMD` runs CMD itself).
+    pub login_shell_fix: Option<&'static str>,
 }
 
 /// Every OS, in [`Os::ALL`]'s order.
@@ -162,6 +167,7 @@ pub const PROFILES: [OsProfile; 3] = [
         standin: false,
         socket_path_max: 107,
         zfs_loads_on_demand: false,
+        login_shell_fix: None,
     },
     OsProfile {
         os: Os::Freebsd,
@@ -177,6 +183,7 @@ pub const PROFILES: [OsProfile; 3] = [
         standin: true,
         socket_path_max: 103,
         zfs_loads_on_demand: true,
+        login_shell_fix: Some("pw usermod {user} -s /bin/sh"),
     },
     OsProfile {
         os: Os::Dragonfly,
@@ -192,6 +199,7 @@ pub const PROFILES: [OsProfile; 3] = [
         standin: true,
         socket_path_max: 103,
         zfs_loads_on_demand: false,
+        login_shell_fix: Some("pw usermod {user} -s /bin/sh"),
     },
 ];
 

@@ -135,6 +135,7 @@ impl Calls<'_> {
         Call::new(Verb::Facts)
             .args("dev", self.devices())
             .arg("pg_bin", self.host.pg_bin_or_hint())
+            .arg("pg_user", self.host.pg_user.as_str())
     }
 
     pub fn preflight(&self) -> Call {

@@ -381,6 +381,9 @@ fn judge(
                 "facts gave no identity for {dev}: make-fs needs it to refuse another disk put at that path"
             ));
         }
+        if let Some(p) = login_shell_problem(host, f) {
+            problems.push(p);
+        }
         if needs.contains(&FsType::Zfs) && f.zfs_running != Some(true) {
             if host.os.profile().zfs_loads_on_demand {
                 // FreeBSD: facts read zfs_running without loading zfs.ko;
@@ -399,6 +402,27 @@ fn judge(
     report.problems.extend(problems);
     report.warnings.extend(platform_warnings(host, f));
     report.ready = report.problems.is_empty();
+}
+
+/// Where the PostgreSQL verbs run `pg_user`'s login shell (the BSDs' `su
+/// USER -c`: the OS row's `login_shell_fix`), an account whose shell
+/// refuses to run a command (`nologin`, `false`) or has none would fail
+/// every one of them, late and unclearly ("This account is currently not
+/// available"): said at check, with the fix.
+fn login_shell_problem(host: &Host, f: &HostFacts) -> Option<String> {
+    let fix = host.os.profile().login_shell_fix?;
+    let shell = f.pg_user_shell.as_deref()?;
+    let name = shell.rsplit('/').next().unwrap_or(shell);
+    if !matches!(name, "" | "nologin" | "false" | "true") {
+        return None;
+    }
+    let user = host.pg_user.as_str();
+    Some(format!(
+        "pg_user {user} has the login shell {:?}, which runs no command: every PostgreSQL \
+         step runs `su {user} -c ...`, which runs that shell; give it a Bourne shell: {}",
+        shell,
+        fix.replace("{user}", user)
+    ))
 }
 
 /// The inventory's `platform` against the hypervisor the host reports
@@ -532,6 +556,45 @@ mod tests {
             !fb.warnings.iter().any(|w| w.contains("zfs")),
             "{:?}",
             fb.warnings
+        );
+    }
+
+    /// issue 25: a BSD pg_user whose login shell is nologin is refused at
+    /// check with the fix; Linux runs PostgreSQL through runuser (no login
+    /// shell), so its shell does not matter.
+    #[test]
+    fn a_nologin_pg_user_is_refused_where_su_runs_its_shell() {
+        let host = |os: &str| {
+            let text = format!(
+                "[[host]]\nname = \"h\"\naddress = \"127.0.0.1\"\nos = \"{os}\"\ndevices = [\"/dev/vdb\"]\n"
+            );
+            crate::config::Inventory::parse(Path::new("inv.toml"), text)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .hosts[0]
+                .clone()
+        };
+        let shell = |s: Option<&str>| HostFacts {
+            pg_user_shell: s.map(str::to_string),
+            ..HostFacts::default()
+        };
+        for os in ["freebsd", "dragonfly"] {
+            for bad in ["/usr/sbin/nologin", "/sbin/nologin", "/usr/bin/false", ""] {
+                let p = login_shell_problem(&host(os), &shell(Some(bad)))
+                    .unwrap_or_else(|| panic!("{os}: {bad:?} not refused"));
+                assert!(
+                    p.contains("pg_user postgres") && p.contains("pw usermod postgres -s /bin/sh"),
+                    "{p}"
+                );
+            }
+            assert_eq!(
+                login_shell_problem(&host(os), &shell(Some("/bin/sh"))),
+                None
+            );
+            assert_eq!(login_shell_problem(&host(os), &shell(None)), None);
+        }
+        assert_eq!(
+            login_shell_problem(&host("linux"), &shell(Some("/usr/sbin/nologin"))),
+            None
         );
     }
 
