@@ -392,7 +392,7 @@ FSMX_HOOKS="resolve guard_in_use signature dev_ident dev_size_bytes device_facts
 # shellcheck disable=SC2034 # the interface, read by tests and readers
 FSMX_ZFS_HOOKS="zfs_txg_timeout"
 # shellcheck disable=SC2034 # the interface, read by tests and readers
-FSMX_OPTIONAL_HOOKS="after_mount"
+FSMX_OPTIONAL_HOOKS="after_mount zfs_loaded"
 
 # in_words WORD LIST: WORD is one of the newline/space separated LIST.
 in_words() {
@@ -1215,6 +1215,13 @@ verb_mount() {
 	after_mount "$_m_fs" "$_m_mnt" "$_m_comp"
 }
 
+# zfs_loaded: whether ZFS may have pools imported, so that zpool may be
+# asked.  True by default; freebsd.sh asks kldstat, because there any zpool
+# call loads zfs.ko (see its zfs_loaded): teardown of a UFS cell must not.
+zfs_loaded() {
+	return 0
+}
+
 # after_mount FS MNT COMP: the OS's settings on a fresh mount and what they
 # are (dragonfly.sh: HAMMER2 compression).  None by default; a comp= no
 # hook takes is refused.
@@ -1274,8 +1281,9 @@ verb_teardown() {
 		done
 	fi
 	kv unmounted "$_t_unmounted"
-	# 3. The pool, if imported and built on our device.
-	if [ -n "$_t_pool" ] && command -v zpool >/dev/null 2>&1 &&
+	# 3. The pool, if imported and built on our device (no zfs module
+	#    loaded: no pool imported, and zpool is not asked: hook zfs_loaded).
+	if [ -n "$_t_pool" ] && command -v zpool >/dev/null 2>&1 && zfs_loaded &&
 		timeout 20 zpool list "$_t_pool" >/dev/null 2>&1; then
 		check_pool "$_t_pool"
 		if [ "$(pool_on_device "$_t_real" "$_t_pool")" = "$_t_pool" ]; then

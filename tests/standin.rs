@@ -847,7 +847,8 @@ fn last_kv(out: &str, key: &str) -> Option<String> {
 /// kldload(ZFS_KMOD)`, openzfs zfs-2.2.6 lib/libzfs/os/freebsd/libzfs_compat.c),
 /// and the stand-in's zpool and zfs do it too (its kldstat shows it).  On a
 /// stand-in with zfs.ko not loaded, the read-only `facts` and `preflight` leave it
-/// unloaded and say `zfs_running=no`; a ZFS make-fs still works (and loads it).
+/// unloaded and say `zfs_running=no`, and so does a UFS cell's make-fs and
+/// teardown; a ZFS make-fs still works (and loads it).
 #[test]
 fn freebsd_facts_and_preflight_leave_zfs_ko_unloaded() {
     let _l = lab_lock();
@@ -869,6 +870,10 @@ echo "after_facts=$(loaded)"
 /bin/sh $s preflight dev=$dev allowed=$dev >$d/pf.out 2>$d/pf.err; echo "preflight_rc=$?"
 echo "after_preflight=$(loaded)"
 ident=$(sed -n 's/^device\.0\.ident=//p' $d/facts.out)
+# A UFS cell, torn down as a sweep does (pool= is always given): no zpool call.
+/bin/sh $s make-fs dev=$dev allowed=$dev ident="$ident" fs=ufs >$d/mf.out 2>$d/mf.err; echo "ufs_make_fs_rc=$?"
+/bin/sh $s teardown dev=$dev allowed=$dev fs=ufs mnt=$d/mnt pool=fsmx | sed -n 's/^device=/ufs_teardown_device=/p'
+echo "after_ufs_cell=$(loaded)"
 /bin/sh $s make-fs dev=$dev allowed=$dev ident="$ident" fs=zfs pool=fsmx mnt=$d/mnt >$d/mf.out 2>$d/mf.err; echo "make_fs_rc=$?"
 cat $d/mf.err >&2
 echo "after_make_fs=$(loaded)"
@@ -888,6 +893,13 @@ echo "after_make_fs=$(loaded)"
         kv("after_preflight"),
         "no",
         "preflight loaded zfs.ko:\n{out}"
+    );
+    assert_eq!(kv("ufs_make_fs_rc"), "0", "{out}");
+    assert_eq!(kv("ufs_teardown_device"), "blank", "{out}");
+    assert_eq!(
+        kv("after_ufs_cell"),
+        "no",
+        "a UFS cell loaded zfs.ko:\n{out}"
     );
     assert_eq!(kv("make_fs_rc"), "0", "{out}");
     assert_eq!(kv("after_make_fs"), "yes", "{out}");
