@@ -392,7 +392,7 @@ FSMX_HOOKS="resolve guard_in_use signature dev_ident dev_size_bytes device_facts
 # shellcheck disable=SC2034 # the interface, read by tests and readers
 FSMX_ZFS_HOOKS="zfs_txg_timeout"
 # shellcheck disable=SC2034 # the interface, read by tests and readers
-FSMX_OPTIONAL_HOOKS="after_mount zfs_loaded"
+FSMX_OPTIONAL_HOOKS="after_mount after_teardown zfs_loaded"
 
 # in_words WORD LIST: WORD is one of the newline/space separated LIST.
 in_words() {
@@ -1229,6 +1229,13 @@ after_mount() {
 	[ -z "$3" ] || usage_die "comp= is HAMMER2's (dragonfly.sh), not for fs=$1 here"
 }
 
+# after_teardown DEV: what the OS leaves behind a teardown beyond the device
+# (dragonfly.sh: the hammer2 service daemon a HAMMER2 mount started).  None
+# by default.
+after_teardown() {
+	return 0
+}
+
 verb_teardown() {
 	_t_dev=$(need dev ${1+"$@"})
 	check_abs dev "$_t_dev"
@@ -1327,6 +1334,7 @@ verb_teardown() {
 	else
 		kv device "untouched: $(printf '%s' "$_t_why" | tr '\n' ' ')"
 	fi
+	after_teardown "$_t_real"
 	# 5. Per-transaction logs (pgbench -l) that a failed, timed-out or
 	#    interrupted run left under work= (a run that ended had its logs
 	#    fetched and removed): they grow with every transaction, on the

@@ -214,14 +214,36 @@ partition_table() {
 	fi
 }
 
+# hammer2_pfs DEV: the PFSs of the HAMMER2 volume on DEV, sorted, one a
+# line, after a first line "hammer2"; nothing when no volume header of DEV
+# is valid.  `hammer2 info DEV` is read-only (open O_RDONLY), reads all 4
+# volume headers (0, 2, 4, 6 GiB), picks the best, and prints "DEV:" then
+# "    PFS" for every PFS under its super-root; exit status 0 always, errors
+# ("Unable to open", "DIOCGPART failed on") on stderr; a slice whose
+# partinfo names another fstype/uuid is skipped [DF sbin/hammer2/cmd_info.c
+# @f875a8eec79e h2disk_check :270-318, info_callback1/2 :151, :160; the same
+# in the later copy @047d51c8; added by b92bfd390c (2015-11-17), so in
+# every 6.x].
+hammer2_pfs() {
+	command -v hammer2 >/dev/null 2>&1 || return 0
+	hammer2 info "$1" 2>/dev/null | awk -v d="$1:" '
+		$0 == d { f = 1; next }
+		f && /^    / { print substr($0, 5) }' | sort | awk 'NR == 1 { print "hammer2" } { print }'
+}
+
 # signature DEV: sets SIG (none|fsmx|foreign) and SIG_DETAIL.  Read-only: a
-# partition table is foreign (fsmatrix never writes one); `fstyp -l -u`
-# prints "<type> <label>", DragonFly adding "_<device name>" to HAMMER and
-# HAMMER2 labels [DF usr.sbin/fstyp/fstyp.c, hammer.c, hammer2.c]: ufs and
-# hammer labelled fsmx are ours; HAMMER2's label is the PFS the device's
-# partition letter names (DATA on a whole disk) or else the super-root's own
-# name, SUPROOT [DF sbin/newfs_hammer2/mkfs_hammer2.c]: fsmatrix's has only
-# LOCAL and fsmx, so `hammer2 SUPROOT_da1` is ours.
+# partition table is foreign (fsmatrix never writes one).  HAMMER2 is
+# recognised by `hammer2 info` (all four volume headers, so a volume whose
+# header #0 is damaged is still seen) and is fsmatrix's only when its PFSs
+# are exactly what make-fs makes, LOCAL and fsmx [DF
+# sbin/newfs_hammer2/newfs_hammer2.c: -L adds a PFS beside LOCAL, -L none
+# none]: fstyp's HAMMER2 label cannot tell (it is "SUPROOT_<dev>" for ANY
+# volume without the PFS the path names, and fstyp fopen()s the path, so
+# "da1@fsmx" cannot be probed) [DF usr.sbin/fstyp/hammer2.c read_label].
+# Then `fstyp -l -u` prints "<type> <label>", DragonFly adding
+# "_<device name>" to HAMMER2 labels [DF usr.sbin/fstyp/fstyp.c, hammer.c,
+# hammer2.c]: ufs and hammer labelled fsmx are ours; a hammer2 that
+# `hammer2 info` did not read is foreign.
 signature() {
 	SIG=none
 	SIG_DETAIL=
@@ -229,6 +251,18 @@ signature() {
 	if [ -n "$_sg_pt" ]; then
 		SIG=foreign
 		SIG_DETAIL="partition table: $_sg_pt"
+		return 0
+	fi
+	_sg_h2=$(hammer2_pfs "$1")
+	if [ -n "$_sg_h2" ]; then
+		_sg_pfs=$(printf '%s\n' "$_sg_h2" | sed 1d | tr '\n' ' ')
+		_sg_pfs=${_sg_pfs% }
+		SIG_DETAIL="hammer2 PFSs: ${_sg_pfs:-none}"
+		if [ "$_sg_pfs" = "$(printf '%s\n' LOCAL "$FSMX_LABEL" | sort | tr '\n' ' ' | sed 's/ $//')" ]; then
+			SIG=fsmx
+		else
+			SIG=foreign
+		fi
 		return 0
 	fi
 	if _sg_out=$(fstyp -l -u "$1" 2>&1); then
@@ -239,7 +273,8 @@ signature() {
 		SIG_DETAIL="$_sg_type label=$_sg_label"
 		SIG=foreign
 		case $_sg_type:$_sg_label in
-		ufs:"$FSMX_LABEL" | hammer:"$FSMX_LABEL" | hammer2:"$FSMX_LABEL" | hammer2:SUPROOT) SIG=fsmx ;;
+		ufs:"$FSMX_LABEL" | hammer:"$FSMX_LABEL") SIG=fsmx ;;
+		hammer2:*) SIG_DETAIL="$SIG_DETAIL (hammer2 info read no PFS)" ;;
 		esac
 		return 0
 	fi
@@ -289,10 +324,23 @@ guard_in_use() {
 	fi
 }
 
-# wipe DEV: zero both ends in whole sectors (a HAMMER2 volume header sits
-# at the start, GPT's backup at the end).
+# wipe DEV: zero both ends in whole sectors (GPT's backup sits at the end),
+# and every HAMMER2 volume header zone inside DEV: HAMMER2 keeps a 64 KiB
+# header at the start of each of the first 4 zones of 2 GiB and mounts from
+# the best valid copy [DF sys/vfs/hammer2/hammer2_disk.h @f875a8eec79e
+# HAMMER2_ZONE_BYTES64 :290, HAMMER2_PBUFSIZE :115, HAMMER2_VOLUME_BYTES
+# :1341, HAMMER2_NUM_VOLHDRS :1355; sys/vfs/hammer2/hammer2_vfsops.c
+# :2961-2995].  signature (`hammer2 info`, all four) then proves it blank.
 wipe() {
-	zero_ends "$1" "$(dev_size_bytes "$1")" "$(sector_size "$1")"
+	_w_size=$(dev_size_bytes "$1")
+	zero_ends "$1" "$_w_size" "$(sector_size "$1")"
+	for _w_i in 1 2 3; do
+		# the zone start (in 64 KiB blocks) and its header wholly inside DEV
+		if bytes_lt "$((_w_i * 32768 + 1))" "$(awk -v s="$_w_size" 'BEGIN { printf "%.0f", int(s / 65536) + 1 }')"; then
+			run dd if=/dev/zero of="$1" bs=65536 seek="$((_w_i * 32768))" count=1 conv=notrunc
+		fi
+	done
+	sync
 }
 
 check_fs() {
@@ -344,9 +392,12 @@ mount_line() {
 # after_mount FS MNT COMP (the mount verb's hook): on HAMMER2, `hammer2
 # setcomp COMP MNT` (none|autozero|lz4|zlib[:6-9]; prints
 # "MNT\tcomp_algo=0x..") [DF sbin/hammer2/cmd_setcomp.c], then what new
-# files under MNT get, read back with `hammer2 stat MNT`: a header, then
-# "path ncp data-use inode-use comp check quota", comp as `lz4:default`
-# [DF sbin/hammer2/cmd_stat.c].
+# files under MNT get, read back with `hammer2 stat MNT`: a header, then one
+# row.  DragonFly 6.4 (cmd_stat.c rewritten in 2022) prints "path ncp
+# data-use inode-use comp check quota" with bare values (`lz4:default`
+# `xxhash64`); 6.0 and 6.2 print "comp=%s " "check=%s " after inode-use
+# [DF sbin/hammer2/cmd_stat.c @f875a8eec79e:81-82].  Both are read; the
+# bare spelling is recorded.
 after_mount() {
 	_am_comp=$3
 	if [ "$1" != hammer2 ]; then
@@ -358,10 +409,85 @@ after_mount() {
 	*) usage_die "comp=$_am_comp is not none, autozero, lz4, zlib or zlib:6..9" ;;
 	esac
 	[ -z "$_am_comp" ] || run hammer2 setcomp "$_am_comp" "$2"
-	_am_stat=$(hammer2 stat "$2" 2>/dev/null | awk 'NR == 2 { print $5, $6 }')
-	[ -n "$_am_stat" ] || die "hammer2 stat $2 printed no row"
+	_am_stat=$(hammer2 stat "$2" 2>/dev/null | awk 'NR == 2 {
+		c = ""; k = ""
+		for (i = 5; i <= NF; i++) {
+			if ($i ~ /^comp=/) c = substr($i, 6)
+			else if ($i ~ /^check=/) k = substr($i, 7)
+		}
+		if (c == "" && k == "") { c = $5; k = $6 }
+		if (c != "" && k != "") print c, k }')
+	[ -n "$_am_stat" ] || die "hammer2 stat $2 printed no row with comp and check (as DragonFly 6.0-6.4 print it)"
 	kv hammer2.compression "${_am_stat%% *}"
 	kv hammer2.check "${_am_stat#* }"
+}
+
+# ---------------------------------------------------------------- hammer2 service
+
+# The first HAMMER2 mount on a host starts the HAMMER2 service daemon:
+# mount_hammer2 runs system("/sbin/hammer2 -q service") before mount(2)
+# [DF sbin/mount_hammer2/mount_hammer2.c @f875a8eec79e cluster_connect
+# :213-222]; `hammer2 service` binds INADDR_ANY:987 and, when that fails,
+# takes it that one runs and exits 0; else it double-forks a daemon titled
+# "hammer2 master listen" [DF sbin/hammer2/cmd_service.c cmd_service :149-198,
+# service_thread :224, hammer2_demon :1005], which setproctitle(3) shows as
+# "hammer2: hammer2 master listen" [DF lib/libc/gen/setproctitle.c:106-112: "%s: "
+# progname first] and `pgrep -f` matches [DF usr.bin/pkill/pkill.c:235, :354: -f
+# matches the kvm_getargv arguments].  fsmatrix notes before its first
+# HAMMER2 make-fs whether one ran (in the host lock folder, the OS row's
+# lock_dir; /var/run is emptied at boot, as the daemon ends), and its
+# teardown stops the daemon only when it did not run then.
+FSMX_H2_SERVICE_STATE=/var/run/fsmatrix/hammer2-service
+
+# h2_service_pids: the pids of the running hammer2 service daemons.
+h2_service_pids() {
+	pgrep -f '^hammer2: hammer2 master listen' 2>/dev/null || true
+}
+
+# h2_service_note: record (once, until a teardown clears it) whether the
+# daemon ran before fsmatrix's first HAMMER2 mount: "preexisting" or "absent".
+h2_service_note() {
+	[ ! -e "$FSMX_H2_SERVICE_STATE" ] || return 0
+	[ -d "${FSMX_H2_SERVICE_STATE%/*}" ] || run mkdir -p -m 0700 "${FSMX_H2_SERVICE_STATE%/*}"
+	if [ -n "$(h2_service_pids)" ]; then
+		printf 'preexisting\n' >"$FSMX_H2_SERVICE_STATE"
+	else
+		printf 'absent\n' >"$FSMX_H2_SERVICE_STATE"
+	fi
+}
+
+# after_teardown DEV (the teardown verb's hook, once the device is dealt
+# with): stop the hammer2 service daemon if fsmatrix's HAMMER2 mount started
+# it and no HAMMER2 filesystem is mounted any more; never one that ran before.
+after_teardown() {
+	[ -f "$FSMX_H2_SERVICE_STATE" ] || return 0
+	if mount_p | awk '$3 == "hammer2" { f = 1 } END { exit !f }'; then
+		kv hammer2_service "kept: a HAMMER2 filesystem is still mounted"
+		return 0
+	fi
+	case $(cat "$FSMX_H2_SERVICE_STATE") in
+	absent)
+		_at_pids=$(h2_service_pids)
+		if [ -n "$_at_pids" ]; then
+			# shellcheck disable=SC2086 # one pid a word
+			try kill $_at_pids || true
+			_at_i=0
+			while [ -n "$(h2_service_pids)" ] && [ "$_at_i" -lt 10 ]; do
+				sleep 1
+				_at_i=$((_at_i + 1))
+			done
+			if [ -n "$(h2_service_pids)" ]; then
+				kv hammer2_service "still running: pid $(h2_service_pids | tr '\n' ' ')"
+				return 0
+			fi
+			kv hammer2_service "stopped: fsmatrix's HAMMER2 mount started it (pid $(printf '%s' "$_at_pids" | tr '\n' ' '))"
+		else
+			kv hammer2_service "not running"
+		fi
+		;;
+	*) kv hammer2_service "left running: it ran before fsmatrix's first HAMMER2 mount" ;;
+	esac
+	rm -f "$FSMX_H2_SERVICE_STATE"
 }
 
 # ---------------------------------------------------------------- verbs
@@ -400,6 +526,8 @@ verb_facts() {
 	# The newfs tools have no version of their own: they are the base system's.
 	kv newfs_version "$(uname -r)"
 	kv zfs_impl none
+	# Whether the HAMMER2 service daemon runs (see h2_service_note).
+	if [ -n "$(h2_service_pids)" ]; then kv hammer2_service running; else kv hammer2_service not-running; fi
 }
 
 verb_make_fs() {
@@ -442,6 +570,7 @@ verb_make_fs() {
 		;;
 	hammer2)
 		# PFS LOCAL and fsmatrix's, named by -L [DF sbin/newfs_hammer2/newfs_hammer2.c].
+		h2_service_note
 		set -- newfs_hammer2 -L "$FSMX_LABEL" ${1+"$@"} "$_mf_dev"
 		;;
 	esac

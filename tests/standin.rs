@@ -1041,3 +1041,263 @@ pw usershow "$u""#,
     let shell = ssh_ok(&lab.inv, &h, "pw usershow \"$1\" | cut -d: -f10", &[&user]);
     assert_eq!(shell.trim(), "/bin/sh", "passwd put back");
 }
+
+// issue 25: HAMMER2
+
+/// Shell helpers for the HAMMER2 tests on the DragonFly stand-in (run through ssh as
+/// root in its BSD view): `v VERB ARGS...` runs dragonfly.sh's verb, printing
+/// `<tag> rc=<n>` then its `refused:` line and its key=value lines prefixed by the tag;
+/// `sums` checksums the first MiB and the header zones inside the device (0, 2, 4,
+/// 6 GiB: sys/vfs/hammer2/hammer2_disk.h HAMMER2_NUM_VOLHDRS, HAMMER2_ZONE_BYTES64);
+/// `zero` clears the first 8 MiB and every header zone.
+const H2_SH: &str = r#"dev=$1; d=/var/tmp/fsmx-standin-test; real=/run/fsmx-standin/real
+s=$d/dragonfly.sh
+v() { tag=$1; shift; /bin/sh "$s" "$@" >"$d/v.out" 2>"$d/v.err"; echo "$tag rc=$?"
+  grep -m 1 '^refused: ' "$d/v.err" | sed "s/^/$tag /"; sed "s/^/$tag /" "$d/v.out"; }
+size=$($real/sbin/blockdev --getsize64 "$dev")
+sums() { { dd if="$dev" bs=1048576 count=1; for i in 1 2 3; do
+  [ $((i * 32768 + 1)) -le $((size / 65536)) ] && dd if="$dev" bs=65536 skip=$((i * 32768)) count=1; done; } 2>/dev/null | cksum; }
+zero() { dd if=/dev/zero of="$dev" bs=1048576 count=8 conv=notrunc 2>/dev/null; for i in 1 2 3; do
+  [ $((i * 32768 + 1)) -le $((size / 65536)) ] && dd if=/dev/zero of="$dev" bs=65536 seek=$((i * 32768)) count=1 conv=notrunc 2>/dev/null; done; true; }
+ident=$(/bin/sh "$s" facts dev="$dev" | sed -n 's/^device\.0\.ident=//p')
+"#;
+
+fn h2_run(lab: &Lab, h: &LabHost, body: &str) -> String {
+    upload_scripts(&lab.inv, h);
+    let out = ssh(&lab.inv, h, &format!("{H2_SH}{body}"), &[&h.device]);
+    let text = format!(
+        "{}\n--- stderr\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    text
+}
+
+fn line_of<'a>(text: &'a str, prefix: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line {prefix}…:\n{text}"))
+}
+
+/// W1 (and W6's foreign half): a foreign HAMMER2 volume, made with another label
+/// (`-L BACKUP`), with `-L none`, or one whose header #0 is damaged (only `hammer2
+/// info`, which reads all four headers, sees it), is refused by make-fs (exit 3, the
+/// guard's `refused:` line naming its PFSs) and left alone by teardown, the first MiB
+/// and the header zones unchanged; fsmatrix's own (made by make-fs) is cleaned.
+#[test]
+fn a_foreign_hammer2_volume_is_refused_and_left_unchanged_while_fsmatrix_s_own_is_cleaned() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = standin(&lab, "dragonfly");
+    let text = h2_run(
+        &lab,
+        &h,
+        r#"for c in BACKUP none damaged; do
+  zero
+  case $c in
+  damaged) newfs_hammer2 -L BACKUP "$dev" >/dev/null; dd if=/dev/zero of="$dev" bs=65536 count=1 conv=notrunc 2>/dev/null ;;
+  *) newfs_hammer2 -L "$c" "$dev" >/dev/null ;;
+  esac
+  before=$(sums)
+  v "make-fs-$c" make-fs dev="$dev" allowed="$dev" ident="$ident" fs=hammer2
+  v "teardown-$c" teardown dev="$dev" allowed="$dev"
+  [ "$(sums)" = "$before" ] && echo "$c unchanged"
+done
+zero
+v own-make-fs make-fs dev="$dev" allowed="$dev" ident="$ident" fs=hammer2
+v own-teardown teardown dev="$dev" allowed="$dev"
+zero
+rm -rf "$d"
+"#,
+    );
+    for c in ["BACKUP", "none", "damaged"] {
+        let mk = line_of(&text, &format!("make-fs-{c} rc="));
+        assert_eq!(mk, format!("make-fs-{c} rc=3"), "{c}: make-fs:\n{text}");
+        let why = line_of(&text, &format!("make-fs-{c} refused: "));
+        assert!(
+            why.contains("foreign signature (hammer2") && why.contains("consent=yes"),
+            "{c}: {why}\n{text}"
+        );
+        assert!(
+            line_of(&text, &format!("teardown-{c} device=")).contains("untouched: foreign"),
+            "{c}: teardown:\n{text}"
+        );
+        assert!(
+            text.lines().any(|l| l == format!("{c} unchanged")),
+            "{c}: the device changed:\n{text}"
+        );
+    }
+    assert_eq!(
+        line_of(&text, "own-make-fs rc="),
+        "own-make-fs rc=0",
+        "{text}"
+    );
+    assert_eq!(
+        line_of(&text, "own-teardown device="),
+        "own-teardown device=blank",
+        "{text}"
+    );
+    assert_clean_bsd(&lab.inv, &h);
+}
+
+/// W6: after teardown of fsmatrix's own HAMMER2 nothing of it can be read or mounted:
+/// `hammer2 info` (all four volume headers, sbin/hammer2/cmd_info.c) lists nothing and
+/// `mount_hammer2 da1@fsmx` fails (the kernel would mount from the copy at 2 GiB).
+#[test]
+fn teardown_of_fsmatrix_s_hammer2_leaves_no_volume_header_to_mount() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = standin(&lab, "dragonfly");
+    let text = h2_run(
+        &lab,
+        &h,
+        r#"zero
+v make-fs make-fs dev="$dev" allowed="$dev" ident="$ident" fs=hammer2
+v teardown teardown dev="$dev" allowed="$dev"
+echo "info=[$(hammer2 info "$dev" 2>&1 | tr '\n' ' ')]"
+mkdir -p "$d/m"
+if mount_hammer2 "$dev@fsmx" "$d/m" 2>/dev/null; then echo "mounted=yes"; umount "$d/m"; else echo "mounted=no"; fi
+zero
+rm -rf "$d"
+"#,
+    );
+    assert_eq!(line_of(&text, "make-fs rc="), "make-fs rc=0", "{text}");
+    assert_eq!(line_of(&text, "teardown device="), "teardown device=blank");
+    assert_eq!(line_of(&text, "info="), "info=[]", "{text}");
+    assert_eq!(line_of(&text, "mounted="), "mounted=no", "{text}");
+    assert_clean_bsd(&lab.inv, &h);
+}
+
+/// W3: the mount verb records HAMMER2's compression and check with one spelling
+/// (`lz4:default`, `xxhash64`) on DragonFly 6.2 (`comp=…`/`check=…`, cmd_stat.c before
+/// the 2022 rewrite) and 6.4 (bare values).  The stand-in is made 6.2 through its
+/// release file, which is put back whatever happens.
+#[test]
+fn the_hammer2_compression_is_recorded_with_one_spelling_on_6_2_and_6_4() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = standin(&lab, "dragonfly");
+    let text = h2_run(
+        &lab,
+        &h,
+        r#"rel=/run/fsmx-standin/release
+if [ -e "$rel" ]; then cp "$rel" "$d/release.saved"; fi
+restore() { if [ -e "$d/release.saved" ]; then cp "$d/release.saved" "$rel"; else rm -f "$rel"; fi; }
+trap 'restore' EXIT
+zero
+v make-fs make-fs dev="$dev" allowed="$dev" ident="$ident" fs=hammer2
+for r in 6.4-RELEASE 6.2-RELEASE; do
+  printf '%s\n' "$r" >"$rel"
+  v "mount-$r" mount dev="$dev" fs=hammer2 mnt="$d/mnt" comp=zlib:9
+  echo "uname-$r=$(uname -r)"
+  umount "$d/mnt"
+done
+restore
+v teardown teardown dev="$dev" allowed="$dev" mnt="$d/mnt"
+zero
+rm -rf "$d"
+"#,
+    );
+    for r in ["6.4-RELEASE", "6.2-RELEASE"] {
+        assert_eq!(
+            line_of(&text, &format!("uname-{r}=")),
+            format!("uname-{r}={r}")
+        );
+        assert_eq!(
+            line_of(&text, &format!("mount-{r} rc=")),
+            format!("mount-{r} rc=0"),
+            "{text}"
+        );
+        assert_eq!(
+            line_of(&text, &format!("mount-{r} hammer2.compression=")),
+            format!("mount-{r} hammer2.compression=zlib:9"),
+            "{text}"
+        );
+        assert_eq!(
+            line_of(&text, &format!("mount-{r} hammer2.check=")),
+            format!("mount-{r} hammer2.check=xxhash64"),
+            "{text}"
+        );
+    }
+    assert_eq!(line_of(&text, "teardown device="), "teardown device=blank");
+    assert_clean_bsd(&lab.inv, &h);
+}
+
+/// Audit §d 2: a HAMMER2 mount starts the `hammer2 service` daemon (mount_hammer2.c
+/// cluster_connect: `hammer2 -q service`).  fsmatrix's teardown stops it when it was not
+/// running before fsmatrix's first HAMMER2 mount on the host, and never one the host
+/// already ran; facts say whether it runs.
+#[test]
+fn teardown_stops_the_hammer2_service_fsmatrix_started_and_keeps_one_that_ran_before() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = standin(&lab, "dragonfly");
+    let text = h2_run(
+        &lab,
+        &h,
+        r#"daemons() { pgrep -f '^hammer2: hammer2 master listen' | tr '\n' ' '; }
+# A clean start: no daemon (one a failed run left behind is stopped here).
+for p in $(daemons); do kill "$p"; done; sleep 1
+v facts-before facts dev="$dev"
+for c in started preexisting; do
+  zero
+  pre=
+  if [ "$c" = preexisting ]; then hammer2 -q service; sleep 1; pre=$(daemons); echo "pre=[$pre]"; fi
+  v "make-fs-$c" make-fs dev="$dev" allowed="$dev" ident="$ident" fs=hammer2
+  v "mount-$c" mount dev="$dev" fs=hammer2 mnt="$d/mnt"
+  echo "during-$c=[$(daemons)]"
+  v "teardown-$c" teardown dev="$dev" allowed="$dev" mnt="$d/mnt"
+  sleep 1
+  echo "after-$c=[$(daemons)]"
+  for p in $pre; do kill -0 "$p" 2>/dev/null && echo "survived-$c=$p"; done
+done
+v facts-after facts dev="$dev"
+for p in $(daemons); do kill "$p"; done
+zero
+rm -rf "$d"
+"#,
+    );
+    assert_eq!(
+        line_of(&text, "facts-before hammer2_service="),
+        "facts-before hammer2_service=not-running",
+        "{text}"
+    );
+    assert_eq!(
+        line_of(&text, "mount-started rc="),
+        "mount-started rc=0",
+        "{text}"
+    );
+    assert_ne!(
+        line_of(&text, "during-started="),
+        "during-started=[]",
+        "{text}"
+    );
+    assert_eq!(
+        line_of(&text, "teardown-started rc="),
+        "teardown-started rc=0",
+        "{text}"
+    );
+    assert_eq!(
+        line_of(&text, "after-started="),
+        "after-started=[]",
+        "{text}"
+    );
+    assert_eq!(
+        line_of(&text, "teardown-preexisting rc="),
+        "teardown-preexisting rc=0",
+        "{text}"
+    );
+    let pre = line_of(&text, "pre=[");
+    assert_ne!(pre, "pre=[]", "{text}");
+    assert!(
+        text.lines().any(|l| l.starts_with("survived-preexisting=")),
+        "{text}"
+    );
+    assert_eq!(
+        line_of(&text, "facts-after hammer2_service="),
+        "facts-after hammer2_service=running",
+        "{text}"
+    );
+    assert_clean_bsd(&lab.inv, &h);
+}

@@ -176,6 +176,10 @@ pub fn run(action: &LabAction) -> Result<u8, LabError> {
     run_script(&script_args(action)?)
 }
 
+/// The conformance table of docs/standin-hosts.md, held to the emulators.
+#[cfg(test)]
+mod conformance;
+
 #[cfg(test)]
 mod tests {
     use super::*;

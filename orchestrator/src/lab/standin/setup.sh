@@ -226,6 +226,12 @@ dragonfly)
 	EMUS[mount_ufs]=$ST/emu/dragonfly/mount ;;
 esac
 printf '%s\n' "$OS" >"$ST/os"
+# The release the stand-in is (uname, sysctl kern.osrelease and release-dependent formats
+# such as DragonFly's `hammer2 stat` read it); a test may rewrite it in the namespace.
+case $OS in
+freebsd) printf '14.1-RELEASE\n' >"$ST/release" ;;
+dragonfly) printf '6.4-RELEASE\n' >"$ST/release" ;;
+esac
 printf '%s\n' "$BSDNAME" >"$ST/disks"
 # From here on the tools come from the bind mounts.
 PATH=$R/sbin:$R/bin

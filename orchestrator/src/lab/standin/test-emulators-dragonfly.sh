@@ -51,6 +51,9 @@ mkdir -p "$mnt" "$B" "$work/state"
 export FSMX_STANDIN_STATE=$work/state
 printf '%s\n' "$NAME" >"$work/state/disks"
 printf 'dragonfly\n' >"$work/state/os"
+printf '6.4-RELEASE\n' >"$work/state/release"
+# hammer2 service daemons running before the checks (the checks stop only theirs)
+h2d_before=$(pgrep -f '^hammer2: hammer2 master listen' | tr '\n' ' ')
 fails=0
 
 # The DragonFly view: own emulators, the shared FreeBSD ones, mount_ufs.
@@ -87,9 +90,16 @@ same() { # same DESCRIPTION GOT WANTED
 	if [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "got:    $(printf '%q' "$2")
 wanted: $(printf '%q' "$3")"; fi
 }
+h2d_stop() { # stop the hammer2 service daemons these checks started
+	local p
+	for p in $(pgrep -f '^hammer2: hammer2 master listen'); do
+		case " $h2d_before " in *" $p "*) ;; *) kill "$p" 2>/dev/null ;; esac
+	done
+}
 cleanup() {
 	"$REAL/bin/umount" "$mnt" 2>/dev/null
 	"$REAL/bin/umount" "$mnt" 2>/dev/null
+	h2d_stop
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -312,6 +322,54 @@ run "$B/fstyp" -l "$dev"; expect "fstyp -l without the PFS: SUPROOT_<dev>" 0 "^h
 run "$B/newfs_hammer2" -L PGDATA "$dev"; expect "newfs_hammer2 -L PGDATA" 0 '^PFS "PGDATA"$'
 run "$B/mount_hammer2" "$dev@PGDATA" "$mnt"; expect "mount_hammer2 DEV@PGDATA" 0
 run "$B/umount" "$mnt"; expect "umount" 0
+
+echo "== hammer2 info, volume header copies, service daemon, release-dependent stat"
+hdr_at() { dd if="$dev" bs=65536 skip=$(($1 / 65536)) count=1 status=none | od -An -tx1 -N8 | tr -d ' \n'; }
+run "$B/hammer2" info "$dev"; same "hammer2 info: the device, then its PFSs (cmd_info.c)" "$(sort <<<"$OUT")" "    LOCAL
+    PGDATA
+$dev:"
+same "hammer2 info: header #0 carries HAMMER2_VOLUME_ID_HBO" "$(hdr_at 0)" 11201705324d4148
+if [ "$SIZE" -ge $((2147483648 + 65536)) ]; then
+	same "newfs_hammer2: a header copy at 2 GiB" "$(hdr_at 2147483648)" 11201705324d4148
+	run "$B/newfs_hammer2" -L BACKUP "$dev"; expect "newfs_hammer2 -L BACKUP" 0 '^PFS "BACKUP"$'
+	dd if=/dev/zero of="$dev" bs=65536 count=1 conv=notrunc status=none
+	run "$B/fstyp" "$dev"; expect "fstyp reads header #0 only: not recognized once it is gone" 1 '' "^fstyp: $dev: filesystem not recognized\$"
+	run "$B/hammer2" info "$dev"; same "hammer2 info reads the copy at 2 GiB" "$(sort <<<"$OUT")" "    BACKUP
+    LOCAL
+$dev:"
+	blank
+	run "$B/fstyp" "$dev"; expect "fstyp: first 8 MiB zeroed: not recognized" 1
+	run "$B/hammer2" info "$dev"; same "hammer2 info: the copy at 2 GiB outlives a zeroed start" "$(sort <<<"$OUT")" "    BACKUP
+    LOCAL
+$dev:"
+	run "$B/mount_hammer2" "$dev@BACKUP" "$mnt"; expect "mount_hammer2 mounts from the copy at 2 GiB" 0
+	run "$B/umount" "$mnt"; expect "umount" 0
+	dd if=/dev/zero of="$dev" bs=65536 seek=32768 count=1 conv=notrunc status=none
+	blank
+	run "$B/hammer2" info "$dev"; expect "hammer2 info: every header zeroed: nothing" 0 '^$' '^$'
+	run "$B/mount_hammer2" "$dev@BACKUP" "$mnt"; expect "mount_hammer2: no header left: Invalid argument" 1 '' '^mount: : Invalid argument$'
+else
+	skip "header copies: $dev is under 2 GiB + 64 KiB"
+fi
+printf 'x\n' >"$work/file"
+run "$B/hammer2" info "$work/file"; expect "hammer2 info of a regular file: DIOCGPART failed, exit 0" 0 '^$' "^DIOCGPART failed on \"$work/file\"\$"
+run "$B/hammer2" info "$work/nosuch"; expect "hammer2 info of a missing path: exit 0" 0 '^$' "^Unable to open \"$work/nosuch\"\$"
+run "$B/newfs_hammer2" -L fsmx "$dev"; expect "newfs_hammer2 -L fsmx" 0
+h2d_stop
+run "$B/mount_hammer2" "$dev@fsmx" "$mnt"; expect "mount_hammer2 DEV@fsmx" 0
+n=$(pgrep -f '^hammer2: hammer2 master listen' | wc -l)
+[ "$n" -ge 1 ] && pass "mount_hammer2 starts the hammer2 service daemon (hammer2 -q service)" || fail "mount_hammer2 starts the hammer2 service daemon"
+run "$B/hammer2" service; expect "hammer2 service with one running: already running, exit 0" 0 '^$' '^master listen: daemon already running$'
+run "$B/hammer2" -q service; expect "hammer2 -q service with one running: silent" 0 '^$' '^$'
+same "one daemon only" "$(pgrep -f '^hammer2: hammer2 master listen' | wc -l)" "$n"
+run "$B/hammer2" stat "$mnt"; same "hammer2 stat on 6.4: bare comp and check" "$(awk 'NR == 2 { print $5, $6 }' <<<"$OUT")" "lz4:default xxhash64"
+printf '6.2-RELEASE\n' >"$work/state/release"
+run "$B/hammer2" stat "$mnt"; expect "hammer2 stat on 6.2: the 2015 header" 0 '^PATH +ncp  data-use inode-use comp kaddr$'
+same "hammer2 stat on 6.2: comp= and check=" "$(awk 'NR == 2 { print $5, $6 }' <<<"$OUT")" "comp=lz4:default check=xxhash64"
+run "$B/uname" -r; same "uname -r follows the release file" "$OUT" "6.2-RELEASE"
+printf '6.4-RELEASE\n' >"$work/state/release"
+run "$B/umount" "$mnt"; expect "umount" 0
+h2d_stop
 
 echo "== newfs (UFS1), tunefs, mount -t ufs"
 run "$B/newfs" -j "$dev"; expect "newfs -j refused (no SU journaling)" 1 '' '^newfs: illegal option -- j
