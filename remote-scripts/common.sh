@@ -9,9 +9,27 @@
 # these names is a usage error: a typo must not silently become a default.
 FSMX_ARG_NAMES="dev allowed consent ident fs mkfs_opt zfs_prop pool_prop pool mount_opt comp mnt pg_bin pg_user client_user port pg_set cell out db scale init_opt sql builtin script clients jobs duration transactions progress rate latency_limit txlog sampling_rate per_statement pgbench_opt work path remove"
 
-# The label fsmatrix writes on every filesystem it makes (pools: name prefix).
+# fsmatrix's own mark: the label it writes on every filesystem it makes
+# (ufs, ext*, xfs, btrfs, hammer; HAMMER2: the PFS of that name), and the
+# name of every ZFS pool it makes (own_pool).  Anything else is foreign.
+# The table of marks per OS and filesystem: docs/remote-scripts.md.
 # shellcheck disable=SC2034 # used by the per-OS scripts
 FSMX_LABEL=fsmx
+
+# own_pool NAME: true when NAME is a pool name fsmatrix makes: `fsmx` for a
+# host's first device, `fsmx<k>` (k = 1, 2, ...: no leading zero) for its
+# device k (orchestrator/src/run/calls.rs POOL, HostPaths::for_slot).  A
+# name that only starts so (`fsmxdata`, `fsmx-old`, `fsmx01`) is not ours.
+own_pool() {
+	case $1 in
+	"$FSMX_LABEL") return 0 ;;
+	"$FSMX_LABEL"0*) return 1 ;;
+	esac
+	case ${1#"$FSMX_LABEL"} in
+	"$1" | '' | *[!0-9]*) return 1 ;;
+	esac
+	return 0
+}
 
 FSMX_VERB=${FSMX_VERB:-}
 
@@ -374,7 +392,7 @@ FSMX_HOOKS="resolve guard_in_use signature dev_ident dev_size_bytes device_facts
 # shellcheck disable=SC2034 # the interface, read by tests and readers
 FSMX_ZFS_HOOKS="zfs_txg_timeout"
 # shellcheck disable=SC2034 # the interface, read by tests and readers
-FSMX_OPTIONAL_HOOKS="after_mount after_teardown"
+FSMX_OPTIONAL_HOOKS="after_mount after_teardown zfs_loaded"
 
 # in_words WORD LIST: WORD is one of the newline/space separated LIST.
 in_words() {
@@ -446,6 +464,26 @@ facts_devices() {
 	done
 }
 
+# pg_user_shell_fact ARGS...: `pg_user_shell=` the login shell of pg_user=
+# (when given and the account exists): on the BSDs every PostgreSQL verb
+# runs `su USER -c LINE`, which runs that shell (as_pg_user), so a
+# `nologin` account fails them all; `check` refuses it up front.  `pw
+# usershow USER` prints the master.passwd line, the shell 10th of its
+# name:passwd:uid:gid:class:change:expire:gecos:home:shell [FB
+# usr.sbin/pw/pw_user.c pw_user_show -> print_user, 14.1]; without pw
+# (Linux) `getent passwd USER`, the shell 7th.
+pg_user_shell_fact() {
+	_ps_user=$(opt pg_user "" ${1+"$@"})
+	[ -n "$_ps_user" ] || return 0
+	case $_ps_user in *[!a-z0-9_-]*) usage_die "pg_user=$_ps_user is not [a-z0-9_-]+" ;; esac
+	if command -v pw >/dev/null 2>&1; then
+		_ps_line=$(pw usershow "$_ps_user" 2>/dev/null) || return 0
+		kv pg_user_shell "$(printf '%s\n' "$_ps_line" | cut -d: -f10)"
+	elif _ps_line=$(getent passwd "$_ps_user" 2>/dev/null); then
+		kv pg_user_shell "$(printf '%s\n' "$_ps_line" | cut -d: -f7)"
+	fi
+}
+
 # facts_pg_tools TOOLS ARGS...: the facts' PostgreSQL versions (from
 # pg_bin=) and `tools=`, the ones of TOOLS this host has.
 facts_pg_tools() {
@@ -459,6 +497,7 @@ facts_pg_tools() {
 			fi
 		done
 	fi
+	pg_user_shell_fact ${1+"$@"}
 	_fp_have=
 	for _fp_t in $_fp_tools; do
 		command -v "$_fp_t" >/dev/null 2>&1 && _fp_have="$_fp_have${_fp_have:+ }$_fp_t"
@@ -480,14 +519,10 @@ guard_args() {
 	G_REAL=$(resolve "$G_DEV")
 }
 
+# check_pool NAME: a pool name fsmatrix makes (own_pool): the guard knows
+# fsmatrix's pools by the name alone, so no other name is made.
 check_pool() {
-	case $1 in
-	"$FSMX_LABEL"*) ;;
-	*) usage_die "pool=$1 must start with $FSMX_LABEL (the guard recognises fsmatrix's pools by it)" ;;
-	esac
-	case $1 in
-	*[!A-Za-z0-9_.:-]*) usage_die "pool=$1 may hold only letters, digits and _.:-" ;;
-	esac
+	own_pool "$1" || usage_die "pool=$1 is not a pool name fsmatrix makes ($FSMX_LABEL, or $FSMX_LABEL<k> for the host's device k = 1, 2, ...: the guard recognises fsmatrix's pools by that name alone)"
 }
 
 # print_zfs_props POOL: every effective property of the pool's root dataset.
@@ -1180,6 +1215,13 @@ verb_mount() {
 	after_mount "$_m_fs" "$_m_mnt" "$_m_comp"
 }
 
+# zfs_loaded: whether ZFS may have pools imported, so that zpool may be
+# asked.  True by default; freebsd.sh asks kldstat, because there any zpool
+# call loads zfs.ko (see its zfs_loaded): teardown of a UFS cell must not.
+zfs_loaded() {
+	return 0
+}
+
 # after_mount FS MNT COMP: the OS's settings on a fresh mount and what they
 # are (dragonfly.sh: HAMMER2 compression).  None by default; a comp= no
 # hook takes is refused.
@@ -1246,8 +1288,9 @@ verb_teardown() {
 		done
 	fi
 	kv unmounted "$_t_unmounted"
-	# 3. The pool, if imported and built on our device.
-	if [ -n "$_t_pool" ] && command -v zpool >/dev/null 2>&1 &&
+	# 3. The pool, if imported and built on our device (no zfs module
+	#    loaded: no pool imported, and zpool is not asked: hook zfs_loaded).
+	if [ -n "$_t_pool" ] && command -v zpool >/dev/null 2>&1 && zfs_loaded &&
 		timeout 20 zpool list "$_t_pool" >/dev/null 2>&1; then
 		check_pool "$_t_pool"
 		if [ "$(pool_on_device "$_t_real" "$_t_pool")" = "$_t_pool" ]; then

@@ -58,7 +58,10 @@ sector_size() {
 }
 
 # kern_disks: the whole disks the kernel knows, one a line (`sysctl -n
-# kern.disks` is space-separated, newest first; cd and md devices included).
+# kern.disks` is space-separated, newest first).  Only the DISK class's
+# geoms: g_kern_disks walks g_disk_class.geom [FB sys/geom/geom_disk.c
+# g_kern_disks, 14.1], so cd(4) and ada/da/nvd disks are there but md(4)
+# memory disks (the MD class) are not: an md device is no disk to the guard.
 kern_disks() {
 	sysctl -n kern.disks 2>/dev/null | tr ' ' '\n' | sed '/^$/d'
 }
@@ -173,21 +176,33 @@ mounted_from() {
 	done
 }
 
+# zfs_loaded: true when the zfs kernel module is loaded, asked without
+# loading it: `kldstat -q -m zfs` exits 0 when modfind("zfs") finds it, 1
+# when not, printing nothing [FB sbin/kldstat/kldstat.c main, getopt
+# "dhi:m:n:qv", 14.x].  Every zpool or zfs subcommand run by root LOADS it
+# (libzfs_init -> libzfs_load_module: `if (modfind("zfs") < 0)
+# kldload(ZFS_KMOD)` [OZ zfs-2.2.6 lib/libzfs/os/freebsd/libzfs_compat.c:
+# 232-246, lib/libzfs/libzfs_util.c:1043]), so the read-only verbs (facts,
+# preflight) call neither unless this says yes.  Without kldstat nothing
+# can be told: true, so that the guard still asks zpool (safety first).
+zfs_loaded() {
+	command -v kldstat >/dev/null 2>&1 || return 0
+	kldstat -q -m zfs 2>/dev/null
+}
+
 # zpool_vdev_of NAMES [POOL]: the imported pool (or only POOL) with a vdev
 # on one of NAMES.  `zpool status -P` prints vdevs as full paths, indented
-# under "config:" [OZ cmd/zpool/zpool_main.c print_status_config].  Fails
-# closed: when zpool is there but `zpool status` fails (unless ZFS is not
-# loaded at all: no /dev/zfs and the error is about it), prints "?" and the
-# reason, and the guard refuses.
+# under "config:" [OZ cmd/zpool/zpool_main.c print_status_config].  No zfs
+# module loaded: no pool is imported, and zpool is not run (it would load
+# the module, see zfs_loaded).  Fails closed: when `zpool status` fails,
+# prints "?" and the reason, and the guard refuses.
 zpool_vdev_of() {
 	command -v zpool >/dev/null 2>&1 || return 0
+	zfs_loaded || return 0
 	if ! _zv_status=$(timeout 20 zpool status -P ${2:+"$2"} 2>&1); then
 		if [ -n "${2:-}" ]; then
 			return 0
 		fi
-		case $_zv_status in
-		*/dev/zfs*) [ -e /dev/zfs ] || return 0 ;;
-		esac
 		printf '?zpool status -P failed: %s\n' "$(printf '%s' "$_zv_status" | head -n 1)"
 		return 0
 	fi
@@ -224,7 +239,8 @@ root_disks() {
 		case $_rd in
 		'') ;;
 		/dev/*) disk_of "${_rd#/dev/}" && printf '\n' ;;
-		*) command -v zpool >/dev/null 2>&1 && pool_disks "${_rd%%/*}" ;;
+		# A ZFS root has the module loaded; without it, no ZFS root.
+		*) command -v zpool >/dev/null 2>&1 && zfs_loaded && pool_disks "${_rd%%/*}" ;;
 		esac
 	done | sed '/^$/d' | sort -u
 }
@@ -234,8 +250,15 @@ root_disks() {
 # "gpart: No such geom: da0." exit 1 [FB lib/geom/part/geom_part.c]) is
 # foreign (fsmatrix never writes one); `fstyp -l -u` prints "<type> <label>"
 # [FB usr.sbin/fstyp/fstyp.c; the zfs label is the pool name, zfs.c]: ufs
-# labelled fsmx and zfs pools fsmx* are ours; `zdb -l` finds ZFS labels
-# fstyp misses (the two at the end) [OZ cmd/zdb/zdb.c: exit 0 label, 2 none].
+# labelled fsmx and zfs pools named as own_pool says (common.sh) are ours;
+# `zdb -l` finds ZFS labels fstyp misses (the two at the end).  zdb -l
+# exits 0 when all 4 labels unpack, 2 when none does, 1 when some do not
+# ("failed to unpack label N" on stdout for each) [OZ zfs-2.2.6
+# cmd/zdb/zdb.c dump_label:5338-5372, `return (config_found == B_FALSE ? 2
+# : (error == B_TRUE ? 1 : 0))` :5399-5400]: a pool's labels at one end
+# only (an interrupted wipe, a resized disk).  With exit 1 the surviving
+# labels decide: every name they give fsmatrix's own pool -> ours (a
+# half-wiped pool of fsmatrix's, cleaned by teardown); anything else foreign.
 signature() {
 	SIG=none
 	SIG_DETAIL=
@@ -262,7 +285,7 @@ signature() {
 		SIG=foreign
 		case $_sg_type in
 		ufs) [ "$_sg_label" = "$FSMX_LABEL" ] && SIG=fsmx ;;
-		zfs) case $_sg_label in "$FSMX_LABEL"*) SIG=fsmx ;; esac ;;
+		zfs) own_pool "$_sg_label" && SIG=fsmx ;;
 		esac
 		[ "$SIG" = fsmx ] || return 0
 	else
@@ -278,20 +301,27 @@ signature() {
 	if command -v zdb >/dev/null 2>&1; then
 		_sg_rc=0
 		_sg_out=$(zdb -l "$1" 2>&1) || _sg_rc=$?
+		# The pool names of the labels that unpacked: "    name: 'fsmx'" at
+		# the top of each config [OZ cmd/zdb/zdb.c dump_nvlist, indent 4];
+		# exit 1 without one is zdb's own failure ("cannot open '%s': %s").
+		_sg_names=$(printf '%s\n' "$_sg_out" | sed -n "s/^    name: '\\(.*\\)'[[:space:]]*\$/\\1/p" | sort -u)
+		[ -n "$_sg_names" ] || [ "$_sg_rc" != 1 ] || _sg_rc="1 without a label"
 		case $_sg_rc in
-		0)
-			_sg_pool=$(printf '%s\n' "$_sg_out" | sed -n "s/^[[:space:]]*name: '\\(.*\\)'[[:space:]]*\$/\\1/p" | head -n 1)
-			case $_sg_pool in
-			"$FSMX_LABEL"*)
-				[ "$SIG" = fsmx ] || SIG_DETAIL="zfs label=$_sg_pool"
+		0 | 1)
+			_sg_half=
+			if [ "$_sg_rc" = 1 ]; then
+				_sg_half=", half-wiped: $(printf '%s\n' "$_sg_out" | grep -Ec '^failed to (unpack|read) label') of 4 labels unreadable (zdb -l exited 1)"
+			fi
+			if [ "$(printf '%s\n' "$_sg_names" | wc -l)" -eq 1 ] && own_pool "$_sg_names"; then
+				if [ "$SIG" != fsmx ] || [ -n "$_sg_half" ]; then
+					SIG_DETAIL="zfs label=$_sg_names$_sg_half"
+				fi
 				SIG=fsmx
-				;;
-			*)
+			else
 				SIG=foreign
-				SIG_DETAIL="zfs label=$_sg_pool (zdb -l)${SIG_DETAIL:+; $SIG_DETAIL}"
+				SIG_DETAIL="zfs label=$(printf '%s' "$_sg_names" | tr '\n' ' ') (zdb -l$_sg_half)${SIG_DETAIL:+; $SIG_DETAIL}"
 				return 0
-				;;
-			esac
+			fi
 			;;
 		2) ;;
 		*)
@@ -360,9 +390,15 @@ guard_in_use() {
 # wipe DEV: remove every signature and zero both ends: ZFS labels
 # (`zpool labelclear -f`), a partition table (`gpart destroy -F`), dd.
 wipe() {
-	if command -v zpool >/dev/null 2>&1 && command -v zdb >/dev/null 2>&1 && zdb -l "$1" >/dev/null 2>&1; then
-		try zpool labelclear -f "$1" || log "zpool labelclear -f $1 failed; the labels at both ends are zeroed next"
+	# zdb -l exit 1: some labels unpack (a half-wiped pool), see signature.
+	_w_rc=2
+	if command -v zpool >/dev/null 2>&1 && command -v zdb >/dev/null 2>&1; then
+		_w_rc=0
+		zdb -l "$1" >/dev/null 2>&1 || _w_rc=$?
 	fi
+	case $_w_rc in
+	0 | 1) try zpool labelclear -f "$1" || log "zpool labelclear -f $1 failed; the labels at both ends are zeroed next" ;;
+	esac
 	if command -v gpart >/dev/null 2>&1 && gpart show "$1" >/dev/null 2>&1; then
 		run gpart destroy -F "$1"
 	fi
@@ -451,10 +487,17 @@ verb_facts() {
 	_f_impl=$(zfs_impl)
 	kv zfs_impl "$_f_impl"
 	if [ "$_f_impl" != none ]; then
-		_f_zv=$(zfs version 2>/dev/null | head -n 1 || true)
+		# `zfs -V` is answered before libzfs_init (no module load): the
+		# userland's version first [OZ zfs-2.2.6 cmd/zfs/zfs_main.c:8870-8874,
+		# lib/libzfs/libzfs_util.c zfs_version_print]; `zfs version` would
+		# load zfs.ko.
+		_f_zv=$(zfs -V 2>/dev/null | head -n 1 || true)
 		[ -n "$_f_zv" ] || _f_zv=$(sysctl -n vfs.zfs.version.module 2>/dev/null || printf unknown)
 		kv zfs_version "$_f_zv"
-		if timeout 10 zpool list >/dev/null 2>&1; then kv zfs_running yes; else kv zfs_running no; fi
+		# zfs_running: the zfs module is loaded (kldstat), read without
+		# loading it; `no` on a host that has ZFS but does not use it now:
+		# the first zpool call of a ZFS cell's make-fs loads it.
+		if zfs_loaded; then kv zfs_running yes; else kv zfs_running no; fi
 	fi
 }
 

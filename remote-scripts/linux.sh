@@ -204,7 +204,9 @@ signature() {
 				[ "$_sg_label" = "$FSMX_LABEL" ] && SIG=fsmx
 				;;
 			zfs_member)
-				case $_sg_label in "$FSMX_LABEL"*) SIG=fsmx ;; esac
+				# The pool's name, exactly one fsmatrix makes (own_pool,
+				# common.sh): `fsmxdata` is someone else's.
+				own_pool "$_sg_label" && SIG=fsmx
 				;;
 			esac
 		fi

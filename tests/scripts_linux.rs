@@ -283,6 +283,22 @@ fn teardown_after_half_made_cells() {
     assert_eq!(o.get("teardown3_again.pool"), "absent");
 }
 
+/// issue 25: fsmatrix's own ZFS mark is the exact pool name it makes: a pool
+/// `fsmxdata` (a prefix is not the mark) is refused and left as it was; a pool
+/// name fsmatrix does not make is a usage error; its own `fsmx`, half-wiped
+/// (the labels at the end zeroed), is recognised and cleaned by teardown.
+#[test]
+fn zfs_pool_prefix_is_not_the_mark_and_a_half_wiped_own_pool_is_cleaned() {
+    let o = scenario("dash", 300, &["marks"]);
+    assert_eq!(o.get("bad_pool.exit"), "2");
+    assert_eq!(o.get("prefix.exit"), "3");
+    for c in ["prefix_pool_foreign", "own_half_wiped_pool_cleaned"] {
+        assert_eq!(o.get(&format!("check.{c}")), "ok", "check {c}");
+    }
+    assert_eq!(o.get("own_half.signature"), "fsmx");
+    assert_eq!(o.get("own_half_teardown.device"), "blank");
+}
+
 #[test]
 fn refused_mount_option_is_named() {
     let o = scenario("dash", 120, &["refused-opt"]);

@@ -98,8 +98,8 @@ v facts dev=$dev pg_bin=$pg > "$d/facts.out"; cat "$d/facts.out"
 ident=$(sed -n 's/^device\.0\.ident=//p' "$d/facts.out")
 v preflight dev=$dev allowed=$dev
 if [ "$fs" = zfs ]; then
-  v make-fs dev=$dev allowed=$dev ident="$ident" fs=zfs pool=fsmx-t mnt=$mnt zfs_prop=compression=gzip zfs_prop=atime=off
-  v mount dev=$dev fs=zfs mnt=$mnt pool=fsmx-t
+  v make-fs dev=$dev allowed=$dev ident="$ident" fs=zfs pool=fsmx mnt=$mnt zfs_prop=compression=gzip zfs_prop=atime=off
+  v mount dev=$dev fs=zfs mnt=$mnt pool=fsmx
 else
   v make-fs dev=$dev allowed=$dev ident="$ident" fs=$fs "$@"
   v mount dev=$dev fs=$fs mnt=$mnt mount_opt=noatime
@@ -109,11 +109,11 @@ v pg-start pg_bin=$pg mnt=$mnt cell=$cell
 v load pg_bin=$pg cell=$cell port=5433 out=$d/load scale=1
 v run pg_bin=$pg cell=$cell port=5433 out=$d/run builtin=select-only clients=1 duration=2
 v cat work=$d path=$d/run/stdout
-v sizes mnt=$mnt fs=$fs pool=fsmx-t
+v sizes mnt=$mnt fs=$fs pool=fsmx
 v pg-stop pg_bin=$pg mnt=$mnt cell=$cell
-v drop-caches fs=$fs dev=$dev pool=fsmx-t mnt=$mnt
-v mount dev=$dev fs=$fs mnt=$mnt pool=fsmx-t
-v teardown dev=$dev allowed=$dev fs=$fs mnt=$mnt pool=fsmx-t pg_bin=$pg cell=$cell
+v drop-caches fs=$fs dev=$dev pool=fsmx mnt=$mnt
+v mount dev=$dev fs=$fs mnt=$mnt pool=fsmx
+v teardown dev=$dev allowed=$dev fs=$fs mnt=$mnt pool=fsmx pg_bin=$pg cell=$cell
 v preflight dev=$dev allowed=$dev
 "#;
 
@@ -557,7 +557,7 @@ fn guard_refuses_on(os: &str) {
         &h,
         r#"os=$1; dev=$2; d=/var/tmp/fsmx-standin-test; real=/run/fsmx-standin/real
 # The set-up uses the real Linux tools (what another OS or person left on the disk).
-sum() { dd if=$dev bs=1048576 count=2 2>/dev/null | cksum; }
+sum() { dd if=$dev bs=1048576 count=2 2>/dev/null | $real/bin/cksum | grep . || echo "no checksum: $(date +%N)"; }
 pf() { c=$1; shift; /bin/sh $d/$os.sh preflight dev=$dev allowed=$dev "$@" >/dev/null 2>$d/pf.err; echo "$c rc=$? $(grep -m 1 '^refused: ' $d/pf.err || head -n 1 $d/pf.err)"; }
 zero() { dd if=/dev/zero of=$dev bs=1048576 count=8 2>/dev/null; }
 # A foreign ext2fs (what another OS left): fstyp knows it.
@@ -749,7 +749,7 @@ fn freebsd_zfs_sizes_count_what_was_written_just_before() {
 d={DIR}; s=$d/freebsd.sh; dev={dev}; mnt=$d/mnt
 cat >"$d/zpool.new"; chmod 0755 "$d/zpool.new"
 ident=$(/bin/sh "$s" facts dev="$dev" | sed -n 's/^device\.0\.ident=//p')
-/bin/sh "$s" make-fs dev="$dev" allowed="$dev" ident="$ident" fs=zfs pool=fsmx-t mnt="$mnt" \
+/bin/sh "$s" make-fs dev="$dev" allowed="$dev" ident="$ident" fs=zfs pool=fsmx mnt="$mnt" \
     zfs_prop=compression=gzip >"$d/make-fs.out" 2>&1 || {{ echo "make-fs failed"; cat "$d/make-fs.out"; }}
 $R/bin/unshare -m --propagation private $R/bin/sh -c '
     R=$1; d=$2; mnt=$3
@@ -757,12 +757,12 @@ $R/bin/unshare -m --propagation private $R/bin/sh -c '
     mkdir -p "$mnt/pgdata"
     head -c 20971520 /dev/urandom >"$mnt/pgdata/random"
     yes "fsmatrix: sizes that are true, a compressible line" | head -c 4194304 >"$mnt/pgdata/text"
-    echo "used_before=$(zfs get -H -p -o value used fsmx-t)"
+    echo "used_before=$(zfs get -H -p -o value used fsmx)"
     t0=$(date +%s)
-    /bin/sh "$d/freebsd.sh" sizes mnt="$mnt" fs=zfs pool=fsmx-t 2>"$d/sizes.err"; echo "sizes_rc=$?"
+    /bin/sh "$d/freebsd.sh" sizes mnt="$mnt" fs=zfs pool=fsmx 2>"$d/sizes.err"; echo "sizes_rc=$?"
     echo "took_s=$(($(date +%s) - t0))"
     cat "$d/sizes.err" >&2' sh "$R" "$d" "$mnt"
-/bin/sh "$s" teardown dev="$dev" allowed="$dev" fs=zfs mnt="$mnt" pool=fsmx-t >"$d/teardown.out" 2>&1
+/bin/sh "$s" teardown dev="$dev" allowed="$dev" fs=zfs mnt="$mnt" pool=fsmx >"$d/teardown.out" 2>&1
 sed -n 's/^device=/teardown_device=/p' "$d/teardown.out"
 rm -rf "$d"
 "#,
@@ -1415,4 +1415,214 @@ rm -rf "$d"
         "{text}"
     );
     assert_clean_bsd(&lab.inv, &h);
+}
+
+// issue 25: FreeBSD
+
+/// The `key=value` lines of `out` whose key is `key`, the last one.
+fn last_kv(out: &str, key: &str) -> Option<String> {
+    out.lines()
+        .filter_map(|l| l.strip_prefix(&format!("{key}=")))
+        .next_back()
+        .map(str::to_string)
+}
+
+/// W4: on FreeBSD every zpool or zfs subcommand run by root loads zfs.ko
+/// (libzfs_init -> libzfs_load_module: `if (modfind("zfs") < 0)
+/// kldload(ZFS_KMOD)`, openzfs zfs-2.2.6 lib/libzfs/os/freebsd/libzfs_compat.c),
+/// and the stand-in's zpool and zfs do it too (its kldstat shows it).  On a
+/// stand-in with zfs.ko not loaded, the read-only `facts` and `preflight` leave it
+/// unloaded and say `zfs_running=no`, and so does a UFS cell's make-fs and
+/// teardown; a ZFS make-fs still works (and loads it).
+#[test]
+fn freebsd_facts_and_preflight_leave_zfs_ko_unloaded() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = standin(&lab, "freebsd");
+    upload_scripts(&lab.inv, &h);
+    let out = ssh_ok(
+        &lab.inv,
+        &h,
+        r#"dev=$1; d=/var/tmp/fsmx-standin-test; s=$d/freebsd.sh; real=/run/fsmx-standin/real
+loaded() { if kldstat -q -m zfs; then echo yes; else echo no; fi; }
+# The stand-in's kldunload zfs: no pool is imported (asked of zfs-fuse itself).
+[ -z "$($real/sbin/zpool list -H -o name 2>/dev/null)" ] || { echo "a pool is imported"; exit 1; }
+rm -f /run/fsmx-standin/kld
+echo "at_start=$(loaded)"
+/bin/sh $s facts dev=$dev >$d/facts.out 2>$d/facts.err; echo "facts_rc=$?"
+sed -n 's/^zfs_running=/facts_zfs_running=/p; s/^zfs_version=/facts_zfs_version=/p' $d/facts.out
+echo "after_facts=$(loaded)"
+/bin/sh $s preflight dev=$dev allowed=$dev >$d/pf.out 2>$d/pf.err; echo "preflight_rc=$?"
+echo "after_preflight=$(loaded)"
+ident=$(sed -n 's/^device\.0\.ident=//p' $d/facts.out)
+# A UFS cell, torn down as a sweep does (pool= is always given): no zpool call.
+/bin/sh $s make-fs dev=$dev allowed=$dev ident="$ident" fs=ufs >$d/mf.out 2>$d/mf.err; echo "ufs_make_fs_rc=$?"
+/bin/sh $s teardown dev=$dev allowed=$dev fs=ufs mnt=$d/mnt pool=fsmx | sed -n 's/^device=/ufs_teardown_device=/p'
+echo "after_ufs_cell=$(loaded)"
+/bin/sh $s make-fs dev=$dev allowed=$dev ident="$ident" fs=zfs pool=fsmx mnt=$d/mnt >$d/mf.out 2>$d/mf.err; echo "make_fs_rc=$?"
+cat $d/mf.err >&2
+echo "after_make_fs=$(loaded)"
+/bin/sh $s facts dev=$dev | sed -n 's/^zfs_running=/facts_again_zfs_running=/p'
+/bin/sh $s teardown dev=$dev allowed=$dev fs=zfs mnt=$d/mnt pool=fsmx | sed -n 's/^device=/teardown_device=/p'
+"#,
+        &[&h.device],
+    );
+    let kv = |k: &str| last_kv(&out, k).unwrap_or_else(|| panic!("no {k}:\n{out}"));
+    assert_eq!(kv("at_start"), "no", "{out}");
+    assert_eq!(kv("facts_rc"), "0", "{out}");
+    assert_eq!(kv("facts_zfs_running"), "no", "{out}");
+    assert!(kv("facts_zfs_version").starts_with("zfs-2."), "{out}");
+    assert_eq!(kv("after_facts"), "no", "facts loaded zfs.ko:\n{out}");
+    assert_eq!(kv("preflight_rc"), "0", "{out}");
+    assert_eq!(
+        kv("after_preflight"),
+        "no",
+        "preflight loaded zfs.ko:\n{out}"
+    );
+    assert_eq!(kv("ufs_make_fs_rc"), "0", "{out}");
+    assert_eq!(kv("ufs_teardown_device"), "blank", "{out}");
+    assert_eq!(
+        kv("after_ufs_cell"),
+        "no",
+        "a UFS cell loaded zfs.ko:\n{out}"
+    );
+    assert_eq!(kv("make_fs_rc"), "0", "{out}");
+    assert_eq!(kv("after_make_fs"), "yes", "{out}");
+    assert_eq!(kv("facts_again_zfs_running"), "yes", "{out}");
+    assert_eq!(kv("teardown_device"), "blank", "{out}");
+    assert_clean_bsd(&lab.inv, &h);
+}
+
+/// fsmatrix's own mark (docs/remote-scripts.md) and W8 on the FreeBSD stand-in,
+/// each case made with the stand-in's own tools, then `preflight` (no consent) and
+/// `teardown`: a foreign UFS (`newfs -L other`), a foreign pool `tank`, a pool
+/// `fsmxdata` (a prefix is not the mark) and a half-wiped `tank` (labels 2 and 3
+/// zeroed: `zdb -l` exits 1) are refused and left as they were (by checksum of
+/// both ends); a half-wiped pool of fsmatrix's own (`fsmx`) is recognised and
+/// cleaned by teardown.
+#[test]
+fn freebsd_own_marks_foreign_refused_half_wiped_own_pool_cleaned() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = standin(&lab, "freebsd");
+    upload_scripts(&lab.inv, &h);
+    let out = ssh_ok(
+        &lab.inv,
+        &h,
+        r#"dev=$1; d=/var/tmp/fsmx-standin-test; s=$d/freebsd.sh; real=/run/fsmx-standin/real
+size=$($real/sbin/blockdev --getsize64 $dev)
+# Both ends: the first 2 MiB and the last 2 MiB (ZFS labels 0-1 and 2-3).
+sum() { { dd if=$dev bs=1048576 count=2 2>/dev/null; dd if=$dev bs=1048576 skip=$((size / 1048576 - 2)) count=2 2>/dev/null; } | $real/bin/cksum; }
+blank() { zpool labelclear -f $dev >/dev/null 2>&1; dd if=/dev/zero of=$dev bs=1048576 count=8 2>/dev/null; dd if=/dev/zero of=$dev bs=1048576 seek=$((size / 1048576 - 2)) count=2 2>/dev/null; }
+# zero_labels_2_3: the two labels at the end (256 KiB each, the size rounded down to 256 KiB).
+zero_labels_2_3() { dd if=/dev/zero of=$dev bs=262144 seek=$((size / 262144 - 2)) count=2 2>/dev/null; }
+pool() { zpool create -f "$1" $dev >/dev/null && zpool export "$1"; }
+# try CASE: preflight without consent, then teardown; the device's checksum before and after.
+try() {
+  before=$(sum)
+  /bin/sh $s preflight dev=$dev allowed=$dev >$d/pf.out 2>$d/pf.err; rc=$?
+  echo "$1.preflight_rc=$rc"
+  echo "$1.preflight=$(grep -m 1 '^refused: ' $d/pf.err || sed -n 's/^signature_detail=//p' $d/pf.out)"
+  echo "$1.signature=$(sed -n 's/^signature=//p' $d/pf.out)"
+  /bin/sh $s teardown dev=$dev allowed=$dev fs=zfs pool=fsmx >$d/td.out 2>$d/td.err; echo "$1.teardown_rc=$?"
+  echo "$1.teardown=$(sed -n 's/^device=//p' $d/td.out)"
+  after=$(sum)
+  if [ -z "$before" ] || [ -z "$after" ]; then echo "$1.device=no checksum"
+  elif [ "$after" = "$before" ]; then echo "$1.device=unchanged"; else echo "$1.device=changed"; fi
+  blank
+}
+blank
+newfs -L other $dev >/dev/null 2>&1; try ufs-other
+pool tank; try tank
+pool fsmxdata; try fsmxdata
+pool tank; zero_labels_2_3; zdb -l $dev >/dev/null 2>&1; echo "tank-half.zdb_rc=$?"; try tank-half
+pool fsmx; zero_labels_2_3; zdb -l $dev >/dev/null 2>&1; echo "fsmx-half.zdb_rc=$?"; try fsmx-half
+"#,
+        &[&h.device],
+    );
+    let kv = |k: &str| last_kv(&out, k).unwrap_or_else(|| panic!("no {k}:\n{out}"));
+    for case in ["ufs-other", "tank", "fsmxdata", "tank-half"] {
+        assert_eq!(kv(&format!("{case}.preflight_rc")), "3", "{case}:\n{out}");
+        assert!(
+            kv(&format!("{case}.preflight")).contains("foreign signature"),
+            "{case}:\n{out}"
+        );
+        assert!(
+            kv(&format!("{case}.teardown")).starts_with("untouched: foreign signature"),
+            "{case}:\n{out}"
+        );
+        assert_eq!(kv(&format!("{case}.device")), "unchanged", "{case}:\n{out}");
+    }
+    assert!(kv("fsmxdata.preflight").contains("fsmxdata"), "{out}");
+    // The real zdb -l: 1 when some of the 4 labels fail to unpack.
+    assert_eq!(kv("tank-half.zdb_rc"), "1", "{out}");
+    assert_eq!(kv("fsmx-half.zdb_rc"), "1", "{out}");
+    assert_eq!(kv("fsmx-half.preflight_rc"), "0", "{out}");
+    assert_eq!(kv("fsmx-half.signature"), "fsmx", "{out}");
+    assert!(kv("fsmx-half.preflight").contains("half-wiped"), "{out}");
+    assert_eq!(kv("fsmx-half.teardown_rc"), "0", "{out}");
+    assert_eq!(kv("fsmx-half.teardown"), "blank", "{out}");
+    assert_eq!(kv("fsmx-half.device"), "changed", "{out}");
+    assert_clean_bsd(&lab.inv, &h);
+}
+
+/// Puts the stand-in's /etc/passwd back as it was, also when the test fails.
+struct PasswdBack<'a>(&'a LabInventory, &'a LabHost);
+
+impl Drop for PasswdBack<'_> {
+    fn drop(&mut self) {
+        let _ = ssh(
+            self.0,
+            self.1,
+            "b=/var/tmp/fsmx-passwd.saved; [ ! -s $b ] || { cat $b > /etc/passwd && rm -f $b; }",
+            &[],
+        );
+    }
+}
+
+/// issue 25 (audit §d 4): on the BSDs every PostgreSQL verb runs `su postgres -c`,
+/// which runs the account's login shell; a `nologin` shell fails each of them late
+/// and unclearly.  `fsmatrix check` says so up front, naming the fix (`pw usermod
+/// postgres -s /bin/sh`).  The stand-in's private /etc/passwd is rewritten in place
+/// (it is bind-mounted) and put back at the end, also on failure.
+#[test]
+fn freebsd_check_refuses_a_nologin_postgres_account_with_the_fix() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = standin(&lab, "freebsd");
+    let user = lab.inv.pg_user.clone();
+    ssh_ok(
+        &lab.inv,
+        &h,
+        r#"u=$1; b=/var/tmp/fsmx-passwd.saved
+[ -s $b ] || cp /etc/passwd $b
+awk -F: -v OFS=: -v u="$u" '$1 == u { $7 = "/usr/sbin/nologin" } { print }' $b > /etc/passwd
+pw usershow "$u""#,
+        &[&user],
+    );
+    let _back = PasswdBack(&lab.inv, &h);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let inv = tmp.path().join("inventory.toml");
+    std::fs::write(&inv, inventory_for(&lab.inv, &[(&h, "")], "")).expect("inventory");
+    let c = fsmatrix()
+        .args(["check", "-i"])
+        .arg(&inv)
+        .stdin(Stdio::null())
+        .output()
+        .expect("check");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&c.stdout),
+        String::from_utf8_lossy(&c.stderr)
+    );
+    assert_eq!(c.status.code(), Some(1), "check says not ready: {text}");
+    assert!(
+        text.contains(&format!(
+            "pg_user {user} has the login shell \"/usr/sbin/nologin\""
+        )) && text.contains(&format!("pw usermod {user} -s /bin/sh")),
+        "{text}"
+    );
+    drop(_back);
+    let shell = ssh_ok(&lab.inv, &h, "pw usershow \"$1\" | cut -d: -f10", &[&user]);
+    assert_eq!(shell.trim(), "/bin/sh", "passwd put back");
 }

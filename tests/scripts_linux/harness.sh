@@ -6,7 +6,7 @@
 # filesystems and a real PostgreSQL.  Run as root, in a private mount
 # namespace (tests/scripts_linux.rs does this):
 #   unshare --mount --propagation private dash tests/scripts_linux/harness.sh SCENARIO [ARGS]
-# Scenarios: cell FS [mount_opt...] | guard | half | refused-opt | swap | sizes [FS...]
+# Scenarios: cell FS [mount_opt...] | guard | half | marks | refused-opt | swap | sizes [FS...]
 # Output: `step.key=value` lines (every data line of every verb, prefixed by
 # the step) and `check.<name>=ok` lines; any failed check exits non-zero with
 # `FAIL: ...` on stderr.  Everything it makes (loop device, image, zfs-fuse
@@ -18,7 +18,9 @@ SCRIPT=$(cd "$HERE/../../remote-scripts" && pwd)/linux.sh
 # The shell the remote script runs under (dash by default; busybox ash, posh).
 SCRIPT_SH=${FSMX_TEST_SH:-dash}
 PG_BIN=${FSMX_TEST_PG_BIN:-/usr/lib/postgresql/15/bin}
-POOL=fsmx-t$$
+# The pool name fsmatrix makes (own_pool in common.sh: the guard knows its pools
+# by that name alone); the zfs-fuse daemon is the harness's own, so no clash.
+POOL=fsmx
 # A port of our own: other helpers' PostgreSQL servers share this loopback.
 PORT=$((20000 + $$ % 20000))
 
@@ -471,6 +473,37 @@ scenario_half() {
 	[ "$(value pool)" = absent ] || fail "pool: $(value pool)"
 }
 
+# marks: fsmatrix's own mark for ZFS is the exact pool name it makes
+# (own_pool in common.sh): a pool `fsmxdata` (the old prefix rule's) is
+# foreign: refused, and left as it was by teardown; fsmatrix's own `fsmx`,
+# exported with the labels at its end zeroed (a half-wiped pool), is cleaned.
+scenario_marks() {
+	FS=zfs
+	setup 512M
+	zfs_daemon
+	step bad_pool 2 make-fs ident="$IDENT" dev="$LOOP" allowed="$LOOP" fs=zfs pool=fsmx-t mnt="$TMP/mnt"
+	if ! zpool create -f fsmxdata "$LOOP" >&2 || ! zpool export fsmxdata >&2; then fail "zpool create fsmxdata"; fi
+	_before=$(first_mib_sha)
+	step prefix 3 preflight dev="$LOOP" allowed="$LOOP"
+	grep -q "foreign signature (zfs_member label=fsmxdata" "$TMP/step.err" || fail "prefix: not refused as foreign: $(cat "$TMP/step.err")"
+	step prefix_teardown 0 teardown dev="$LOOP" allowed="$LOOP" fs=zfs pool="$POOL" mnt="$TMP/mnt"
+	case $(value device) in "untouched: foreign signature"*) ;; *) fail "teardown touched fsmxdata: $(value device)" ;; esac
+	[ "$(first_mib_sha)" = "$_before" ] || fail "fsmxdata's device was written"
+	ok prefix_pool_foreign
+	_size=$(blockdev --getsize64 "$LOOP")
+	wipefs -a -q "$LOOP"
+	dd if=/dev/zero of="$LOOP" bs=1048576 count=1 conv=notrunc 2>/dev/null
+	dd if=/dev/zero of="$LOOP" bs=1048576 seek=$((_size / 1048576 - 1)) count=1 conv=notrunc 2>/dev/null
+	if ! zpool create -f "$POOL" "$LOOP" >&2 || ! zpool export "$POOL" >&2; then fail "zpool create $POOL"; fi
+	# Labels 2 and 3: the last 512 KiB of the size rounded down to 256 KiB.
+	dd if=/dev/zero of="$LOOP" bs=262144 seek=$((_size / 262144 - 2)) count=2 conv=notrunc 2>/dev/null
+	step own_half 0 preflight dev="$LOOP" allowed="$LOOP"
+	[ "$(value signature)" = fsmx ] || fail "own half-wiped pool: $(value signature_detail)"
+	step own_half_teardown 0 teardown dev="$LOOP" allowed="$LOOP" fs=zfs pool="$POOL" mnt="$TMP/mnt"
+	[ "$(value device)" = blank ] || fail "own half-wiped pool not cleaned: $(value device)"
+	ok own_half_wiped_pool_cleaned
+}
+
 # refused-opt: xfs nobarrier is refused by this kernel: exit 4 naming it.
 scenario_refused_opt() {
 	FS=xfs
@@ -540,6 +573,7 @@ main() {
 	guard) scenario_guard ;;
 	half) scenario_half ;;
 	refused-opt) scenario_refused_opt ;;
+	marks) scenario_marks ;;
 	swap) scenario_swap ;;
 	sizes) scenario_sizes "$@" ;;
 	*) fail "unknown scenario '$_scenario' (cell FS [opts] | guard | half | refused-opt | swap | sizes [FS...])" ;;

@@ -85,6 +85,25 @@ pub struct OsProfile {
     /// The lab can dress a Linux host as this OS: its emulators are in
     /// `orchestrator/src/lab/standin/<name>/` (docs/standin-hosts.md).
     pub standin: bool,
+    /// The longest Unix socket path (bytes, without the NUL) PostgreSQL can
+    /// listen on: `sizeof(sun_path) - 1` (PostgreSQL's pqcomm.c refuses a
+    /// path of `UNIXSOCK_PATH_BUFLEN` = `sizeof(sun_path)` bytes or more).
+    /// Linux: `UNIX_PATH_MAX 108` (include/uapi/linux/un.h); FreeBSD and
+    /// DragonFly: `char sun_path[104]` (sys/sys/un.h of both trees).
+    pub socket_path_max: usize,
+    /// Whether a `zpool`/`zfs` call loads the ZFS kernel module by itself,
+    /// so `zfs_running = no` in the facts (module not loaded) does not stop
+    /// a ZFS cell: FreeBSD's libzfs_init -> libzfs_load_module does
+    /// `if (modfind("zfs") < 0) kldload(ZFS_KMOD)` (openzfs zfs-2.2.6
+    /// lib/libzfs/os/freebsd/libzfs_compat.c:232-246).  Linux's facts say
+    /// `zfs_running` from `zpool list` (a loaded module or a zfs-fuse
+    /// daemon that answers).
+    pub zfs_loads_on_demand: bool,
+    /// How to give `pg_user` a Bourne shell, `{user}` standing for it, when
+    /// the PostgreSQL verbs run its login shell (the BSDs: `su USER -c
+    /// LINE` runs it, remote-scripts/common.sh `as_pg_user`); `None` where
+    /// they do not (Linux: `runuser -u USER -- CMD` runs CMD itself).
+    pub login_shell_fix: Option<&'static str>,
     /// Device sizes a filesystem's making tool refuses on this OS: `check`
     /// refuses such a cell before anything is formatted.
     pub device_limits: &'static [DeviceLimit],
@@ -184,6 +203,9 @@ pub const PROFILES: [OsProfile; 3] = [
         ],
         ansible_prefixes: &["opensuse"],
         standin: false,
+        socket_path_max: 107,
+        zfs_loads_on_demand: false,
+        login_shell_fix: None,
         device_limits: &[],
     },
     OsProfile {
@@ -198,6 +220,9 @@ pub const PROFILES: [OsProfile; 3] = [
         ansible_names: &["freebsd"],
         ansible_prefixes: &[],
         standin: true,
+        socket_path_max: 103,
+        zfs_loads_on_demand: true,
+        login_shell_fix: Some("pw usermod {user} -s /bin/sh"),
         device_limits: &[],
     },
     OsProfile {
@@ -212,6 +237,9 @@ pub const PROFILES: [OsProfile; 3] = [
         ansible_names: &["dragonfly", "dragonflybsd", "dragonfly bsd"],
         ansible_prefixes: &[],
         standin: true,
+        socket_path_max: 103,
+        zfs_loads_on_demand: false,
+        login_shell_fix: Some("pw usermod {user} -s /bin/sh"),
         device_limits: &[DeviceLimit {
             fs: FsType::Ufs,
             // "if (geom.d_media_size / 512 >= 0x80000000ULL)": UFS1 cannot

@@ -33,10 +33,6 @@ type Known = (
 );
 #[rustfmt::skip]
 const KNOWN_DIFFERENCES: &[Known] = &[
-    // zdb.c:9075 @zfs-2.2.6 also has -r -T -Y -Z (H3 owns zdb).
-    ("freebsd", "zdb", "rTYZ", "refused as illegal", "conformance: zdb getopt"),
-    // zfs_main.c:4243 @zfs-2.2.6: zfs set -u (set without remounting).
-    ("freebsd", "zfs set", "u", "refused as invalid", "conformance: zfs set -u"),
 ];
 
 /// One row of the table.

@@ -11,8 +11,9 @@ use crate::generator::{self, Invocation, ScriptVerb};
 use crate::model::FsSettings;
 use crate::plan::Cell;
 
-/// The pool name fsmatrix gives every ZFS pool it makes (the guard knows
-/// `fsmx*` pools as its own).
+/// The pool name fsmatrix gives every ZFS pool it makes: `fsmx`, and
+/// `fsmx<k>` for the host's device k (the guard knows exactly these names
+/// as its own: common.sh `own_pool`; `fsmxdata` is someone else's).
 pub const POOL: &str = "fsmx";
 
 /// On-disk size of one pgbench scale unit (100 000 accounts rows with their
@@ -27,7 +28,8 @@ pub struct HostPaths {
     /// Where the filesystem under test is mounted.
     pub mnt: String,
     /// The benchmark cluster's socket folder and server log: short, for
-    /// the 107-byte socket path limit.
+    /// the socket path limit of the host's OS (107 bytes on Linux, 103 on
+    /// the BSDs: `OsProfile::socket_path_max`, checked at inventory load).
     pub pg_dir: String,
     /// One folder per run's output.
     pub runs: String,
@@ -133,6 +135,7 @@ impl Calls<'_> {
         Call::new(Verb::Facts)
             .args("dev", self.devices())
             .arg("pg_bin", self.host.pg_bin_or_hint())
+            .arg("pg_user", self.host.pg_user.as_str())
     }
 
     pub fn preflight(&self) -> Call {
@@ -365,5 +368,35 @@ pub fn fs_settings(kv: &Kv, c: &Cell) -> FsSettings {
         zfs_properties,
         hammer2_properties: kv.with_prefix("hammer2").into_iter().collect(),
         ignored_options: ignored,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The socket path the inventory checks against the OS's limit
+    /// (`config::inventory::pg_socket_path`) is the one the cells use: the
+    /// slot's `cell` folder, `sock` in it (common.sh) and `.s.PGSQL.<port>`.
+    #[test]
+    fn the_checked_socket_path_is_the_cells_own() {
+        let text = "[[host]]\nname = \"a\"\naddress = \"10.0.0.1\"\nos = \"freebsd\"\n\
+                    devices = [\"/dev/ada1\", \"/dev/ada2\", \"/dev/ada3\"]\n\
+                    work_dir = \"/var/tmp/fx/\"\npg_port = 6000\n";
+        let inv = crate::config::Inventory::parse(std::path::Path::new("inv.toml"), text.into())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let host = &inv.hosts[0];
+        let base = HostPaths::new(host).expect("paths");
+        for slot in 0..3u32 {
+            let p = base.for_slot(host, slot).expect("a slot");
+            assert_eq!(
+                crate::config::inventory::pg_socket_path(
+                    host.work_dir.as_str(),
+                    host.pg_port,
+                    slot as usize
+                ),
+                format!("{}/sock/.s.PGSQL.{}", p.pg_dir, p.port)
+            );
+        }
     }
 }

@@ -382,8 +382,22 @@ fn judge(
             ));
         }
         problems.extend(size_problems(host, needs, f));
+        if let Some(p) = login_shell_problem(host, f) {
+            problems.push(p);
+        }
         if needs.contains(&FsType::Zfs) && f.zfs_running != Some(true) {
-            problems.push("zfs is installed but not running (module or zfs-fuse daemon)".into());
+            if host.os.profile().zfs_loads_on_demand {
+                // FreeBSD: facts read zfs_running without loading zfs.ko;
+                // the first zpool call of a ZFS cell's make-fs loads it.
+                report.warnings.push(format!(
+                    "the zfs kernel module is not loaded on this {} host; the first ZFS \
+                     make-fs loads it (libzfs kldloads zfs.ko), and it stays loaded",
+                    host.os.profile().name
+                ));
+            } else {
+                problems
+                    .push("zfs is installed but not running (module or zfs-fuse daemon)".into());
+            }
         }
     }
     report.problems.extend(problems);
@@ -435,6 +449,27 @@ pub fn unchecked_holders(host: &Host, facts: &BTreeMap<String, String>) -> Vec<S
         host.os.as_str(),
         devices.join(", ")
     )]
+}
+
+/// Where the PostgreSQL verbs run `pg_user`'s login shell (the BSDs' `su
+/// USER -c`: the OS row's `login_shell_fix`), an account whose shell
+/// refuses to run a command (`nologin`, `false`) or has none would fail
+/// every one of them, late and unclearly ("This account is currently not
+/// available"): said at check, with the fix.
+fn login_shell_problem(host: &Host, f: &HostFacts) -> Option<String> {
+    let fix = host.os.profile().login_shell_fix?;
+    let shell = f.pg_user_shell.as_deref()?;
+    let name = shell.rsplit('/').next().unwrap_or(shell);
+    if !matches!(name, "" | "nologin" | "false" | "true") {
+        return None;
+    }
+    let user = host.pg_user.as_str();
+    Some(format!(
+        "pg_user {user} has the login shell {:?}, which runs no command: every PostgreSQL \
+         step runs `su {user} -c ...`, which runs that shell; give it a Bourne shell: {}",
+        shell,
+        fix.replace("{user}", user)
+    ))
 }
 
 /// The inventory's `platform` against the hypervisor the host reports
@@ -512,6 +547,102 @@ mod tests {
             standin: standin.map(str::to_string),
             ..HostFacts::default()
         }
+    }
+
+    /// zfs_running=no stops a ZFS cell where nothing would load the module
+    /// (Linux), and is only a warning on FreeBSD, whose libzfs kldloads
+    /// zfs.ko at the first zpool call (its OS row's `zfs_loads_on_demand`).
+    #[test]
+    fn zfs_not_loaded_stops_linux_but_only_warns_on_freebsd() {
+        let judged = |os: &str, running: &str| {
+            let text = format!(
+                "[[host]]\nname = \"h\"\naddress = \"127.0.0.1\"\nos = \"{os}\"\ndevices = [\"/dev/vdb\"]\n"
+            );
+            let h = crate::config::Inventory::parse(Path::new("inv.toml"), text)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .hosts[0]
+                .clone();
+            let mut r = HostReport::new(&h);
+            let facts = Kv::parse(&format!(
+                "os={os}\nuid=0\nuser=root\npostgres_version=x\npgbench_version=x\n\
+                 tools=zpool newfs\nzfs_impl=openzfs\nzfs_running={running}\n"
+            ));
+            judge(
+                &mut r,
+                &h,
+                &[FsType::Zfs],
+                Ok(facts),
+                Ok(Kv::parse("guard=ok\n")),
+            );
+            r
+        };
+        let linux = judged("linux", "no");
+        assert!(
+            linux
+                .problems
+                .iter()
+                .any(|p| p.contains("zfs is installed but not running")),
+            "{:?}",
+            linux.problems
+        );
+        let fb = judged("freebsd", "no");
+        assert!(
+            !fb.problems.iter().any(|p| p.contains("zfs")),
+            "{:?}",
+            fb.problems
+        );
+        assert!(
+            fb.warnings
+                .iter()
+                .any(|w| w.contains("first ZFS make-fs loads it")),
+            "{:?}",
+            fb.warnings
+        );
+        let fb = judged("freebsd", "yes");
+        assert!(
+            !fb.warnings.iter().any(|w| w.contains("zfs")),
+            "{:?}",
+            fb.warnings
+        );
+    }
+
+    /// issue 25: a BSD pg_user whose login shell is nologin is refused at
+    /// check with the fix; Linux runs PostgreSQL through runuser (no login
+    /// shell), so its shell does not matter.
+    #[test]
+    fn a_nologin_pg_user_is_refused_where_su_runs_its_shell() {
+        let host = |os: &str| {
+            let text = format!(
+                "[[host]]\nname = \"h\"\naddress = \"127.0.0.1\"\nos = \"{os}\"\ndevices = [\"/dev/vdb\"]\n"
+            );
+            crate::config::Inventory::parse(Path::new("inv.toml"), text)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .hosts[0]
+                .clone()
+        };
+        let shell = |s: Option<&str>| HostFacts {
+            pg_user_shell: s.map(str::to_string),
+            ..HostFacts::default()
+        };
+        for os in ["freebsd", "dragonfly"] {
+            for bad in ["/usr/sbin/nologin", "/sbin/nologin", "/usr/bin/false", ""] {
+                let p = login_shell_problem(&host(os), &shell(Some(bad)))
+                    .unwrap_or_else(|| panic!("{os}: {bad:?} not refused"));
+                assert!(
+                    p.contains("pg_user postgres") && p.contains("pw usermod postgres -s /bin/sh"),
+                    "{p}"
+                );
+            }
+            assert_eq!(
+                login_shell_problem(&host(os), &shell(Some("/bin/sh"))),
+                None
+            );
+            assert_eq!(login_shell_problem(&host(os), &shell(None)), None);
+        }
+        assert_eq!(
+            login_shell_problem(&host("linux"), &shell(Some("/usr/sbin/nologin"))),
+            None
+        );
     }
 
     #[test]

@@ -96,6 +96,9 @@ pub struct HostFacts {
     pub vm_guest: Option<String>,
     /// A lab stand-in host: the OS it is dressed as (docs/standin-hosts.md).
     pub standin: Option<String>,
+    /// The login shell of `pg_user` (`None`: not reported, or no such
+    /// account).
+    pub pg_user_shell: Option<String>,
 }
 
 impl HostFacts {
@@ -133,6 +136,7 @@ impl HostFacts {
             postgres_version: s("postgres_version"),
             pgbench_version: s("pgbench_version"),
             zfs_running: kv.get("zfs_running").map(|v| v == "yes"),
+            pg_user_shell: s("pg_user_shell"),
         }
     }
 

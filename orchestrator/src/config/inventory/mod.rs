@@ -183,6 +183,43 @@ fn default_client_user() -> UserName {
 
 const DEFAULT_WORK_DIR: &str = "/var/tmp/fsmatrix";
 
+/// The Unix socket PostgreSQL listens on for the host's device `slot`:
+/// `<work_dir>/pg<k>/sock/.s.PGSQL.<pg_port + k>` (`pg` for slot 0): the
+/// cell folder of `run::calls::HostPaths::for_slot`, its `sock` folder
+/// (common.sh `pg_common`: `SOCK=${CELL%/}/sock`) and PostgreSQL's socket
+/// name (`.s.PGSQL.%d`, src/include/libpq/pqcomm.h `UNIXSOCK_PATH`).
+pub fn pg_socket_path(work_dir: &str, pg_port: u16, slot: usize) -> String {
+    let w = work_dir.trim_end_matches('/');
+    let k = if slot == 0 {
+        String::new()
+    } else {
+        slot.to_string()
+    };
+    format!(
+        "{w}/pg{k}/sock/.s.PGSQL.{}",
+        u64::from(pg_port) + slot as u64
+    )
+}
+
+/// Why the PostgreSQL socket of one of `devices` device slots would be
+/// longer than `os` allows ([`super::os::OsProfile::socket_path_max`]):
+/// PostgreSQL would refuse to start ("Unix-domain socket path ... is too
+/// long") only after the disk was formatted.  `None` when every slot fits.
+pub fn socket_path_problem(os: Os, work_dir: &str, pg_port: u16, devices: usize) -> Option<String> {
+    let max = os.profile().socket_path_max;
+    let longest = (0..devices.max(1))
+        .map(|slot| pg_socket_path(work_dir, pg_port, slot))
+        .max_by_key(|p| p.len())?;
+    let over = longest.len().checked_sub(max).filter(|n| *n > 0)?;
+    Some(format!(
+        "`work_dir` {work_dir:?} is too long for {os}: the PostgreSQL socket {longest} is {} bytes and {os} allows {max} (sun_path holds {} with its NUL); valid: a work_dir of at most {} bytes",
+        longest.len(),
+        max + 1,
+        work_dir.trim_end_matches('/').len() - over,
+        os = os.profile().name,
+    ))
+}
+
 /// Folders that other people and the system share: fsmatrix unmounts,
 /// writes scripts into and (as root) runs from `work_dir`, so it must be a
 /// folder of its own, never one of these (no side doors: fsmatrix writes
@@ -333,6 +370,47 @@ const DEFAULT_KNOWN_HOSTS: &str = "~/.ssh/known_hosts";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// issue 25: PostgreSQL's socket path against the OS's sun_path: 107
+    /// bytes on Linux, 103 on the BSDs (sun_path[104]); checked at load for
+    /// the host's longest slot (`pg<k>`, `pg_port + k`), naming work_dir.
+    #[test]
+    fn the_socket_path_is_held_to_the_os_limit_at_load() {
+        assert_eq!(
+            pg_socket_path("/var/tmp/fsmatrix/", 5432, 0),
+            "/var/tmp/fsmatrix/pg/sock/.s.PGSQL.5432"
+        );
+        assert_eq!(pg_socket_path("/w", 5432, 12), "/w/pg12/sock/.s.PGSQL.5444");
+        // 104 bytes with one device: over FreeBSD's 103, within Linux's 107.
+        let w = format!("/{}", "w".repeat(104 - "/pg/sock/.s.PGSQL.5432".len() - 1));
+        assert_eq!(pg_socket_path(&w, 5432, 0).len(), 104);
+        assert!(socket_path_problem(Os::Linux, &w, 5432, 1).is_none());
+        let e = socket_path_problem(Os::Freebsd, &w, 5432, 1).expect("too long for FreeBSD");
+        assert!(
+            e.contains("104 bytes and freebsd allows 103")
+                && e.contains(&format!("at most {} bytes", w.len() - 1)),
+            "{e}"
+        );
+        assert!(socket_path_problem(Os::Dragonfly, &w, 5432, 1).is_some());
+        // One byte shorter fits the BSDs; a second device (pg1) does not.
+        let w = &w[..w.len() - 1];
+        assert!(socket_path_problem(Os::Freebsd, w, 5432, 1).is_none());
+        assert!(socket_path_problem(Os::Freebsd, w, 5432, 2).is_some());
+        let inv = |os: &str| {
+            format!(
+                "[[host]]\nname = \"a\"\naddress = \"10.0.0.1\"\nos = \"{os}\"\ndevices = [\"/dev/ada1\"]\nwork_dir = \"{w}x\"\n"
+            )
+        };
+        assert!(Inventory::parse(Path::new("/etc/fsm/inv.toml"), inv("linux")).is_ok());
+        let e = Inventory::parse(Path::new("/etc/fsm/inv.toml"), inv("freebsd"))
+            .expect_err("refused for freebsd")
+            .to_string();
+        assert!(
+            e.contains("/etc/fsm/inv.toml:6:12: error: `work_dir`")
+                && e.contains("freebsd allows 103"),
+            "{e}"
+        );
+    }
 
     fn parse(text: &str) -> Inventory {
         match Inventory::parse(Path::new("/etc/fsm/inv.toml"), text.to_string()) {

@@ -723,6 +723,16 @@ fn parse_host(
         },
         None => Some(Vec::new()),
     };
+    // The PostgreSQL socket of every device slot fits the OS's sun_path.
+    if let (Some(o), Some(w), Some(p)) = (os, work_dir.as_ref(), pg_port) {
+        if let Some(msg) = super::socket_path_problem(o, w.as_str(), p, dev_list.len()) {
+            let span = pick(h, d, "work_dir")
+                .and_then(|t| t.get("work_dir").map(|v| v.span()))
+                .unwrap_or_else(|| h.span.clone());
+            errs.push(&span, format!("{msg} (in {})", h.ctx));
+            ok = false;
+        }
+    }
     if !ok {
         return None;
     }

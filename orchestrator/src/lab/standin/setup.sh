@@ -57,6 +57,7 @@ emu_dir() {
 	freebsd:sysctl|freebsd:geom|freebsd:gpart|freebsd:mount|freebsd:umount) echo /usr/sbin ;;
 	freebsd:newfs|freebsd:tunefs|freebsd:zpool|freebsd:zfs|freebsd:sha256) echo /usr/sbin ;;
 	freebsd:diskinfo|freebsd:fstyp|freebsd:swapinfo|freebsd:pw) echo /usr/sbin ;;
+	freebsd:kldstat) echo /usr/sbin ;; # sbin/kldstat -> /sbin (usr-merged: /usr/sbin)
 	# DragonFly: bin/ and usr.bin/ -> /usr/bin; sbin/ and usr.sbin/ -> /usr/sbin
 	dragonfly:uname|dragonfly:kenv|dragonfly:du|dragonfly:stat|dragonfly:readlink) echo /usr/bin ;;
 	dragonfly:su|dragonfly:lockf) echo /usr/bin ;;

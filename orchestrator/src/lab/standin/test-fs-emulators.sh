@@ -83,7 +83,7 @@ run "$E/mount" -Z; expect "mount -Z: usage, exit 1" 1 '' 'usage: mount \[-adflpr
 run "$E/mount" --bind / "$mnt"; expect "mount --bind refused" 1 '' 'illegal option -- -'
 run "$E/umount" -Z "$mnt"; expect "umount -Z: usage, exit 1" 1 '' 'usage: umount \[-fNnv\]'
 run "$E/umount" "$work"; expect "umount of a plain directory" 1 '' 'not a file system root directory'
-run "$E/zdb" -Z; expect "zdb -Z refused" 1 '' 'illegal option -- Z'
+run "$E/zdb" -j; expect "zdb -j refused (not in zdb.c's getopt string, zfs-2.2.6)" 1 '' 'illegal option -- j'
 
 # A clean start: no filesystem signature at the head of the device.
 dd if=/dev/zero of="$dev" bs=1M count=4 conv=notrunc status=none
