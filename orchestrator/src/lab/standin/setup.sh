@@ -312,8 +312,10 @@ if [ "$OS" = dragonfly ]; then
 			die "check failed: '$t' is visible, DragonFly has none"
 		fi
 	done
-	if readlink -f / >/dev/null 2>&1; then
-		die "check failed: readlink -f works, DragonFly's readlink has no -f"
+	# DragonFly's readlink is stat(1)'s (getopt "fn", usr.bin/stat/stat.c:227-230
+	# @f875a8ee): -f works there, GNU's long options do not.
+	if readlink --version >/dev/null 2>&1 || [ "$(readlink -f /dev/serno/..)" != /dev ]; then
+		die "check failed: readlink is not DragonFly's (GNU's --version works, or -f does not)"
 	fi
 	[ "$(realpath "/dev/serno/$SERIAL")" = "/dev/$BSDNAME" ] ||
 		die "check failed: /dev/serno/$SERIAL does not lead to /dev/$BSDNAME"
