@@ -1112,7 +1112,7 @@ fn become_sudo_timeout_kills_the_root_command() {
         identity_file: Some(lab.inv.identity_file.clone()),
         known_hosts: lab.inv.known_hosts.clone(),
         connect_timeout: Duration::from_secs(10),
-        sudo: true,
+        become_: Some(fsmatrix::remote::Become::Sudo),
         jump: Vec::new(),
     };
     let rt = tokio::runtime::Runtime::new().expect("runtime");
