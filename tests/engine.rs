@@ -1244,64 +1244,6 @@ fn become_sudo_timeout_kills_the_root_command() {
     assert_eq!(left.trim(), "none", "the timed-out root command still runs");
 }
 
-/// The same under `become = "doas"`: OpenDoas execs the command in its own
-/// place (no doas process stays between), and the kill runs through doas.
-#[test]
-fn become_doas_timeout_kills_the_root_command() {
-    use fsmatrix::remote::{
-        Become, ExecOptions, ExitStatus, Remote, RemoteCommand, SshRemote, SshTarget,
-    };
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
-    let h = &lab.inv.hosts[1];
-    let target = SshTarget {
-        host_name: h.name.clone(),
-        address: h.address.clone(),
-        port: 22,
-        user: "fsmxdoas".into(),
-        identity_file: Some(lab.inv.identity_file.clone()),
-        known_hosts: lab.inv.known_hosts.clone(),
-        connect_timeout: Duration::from_secs(10),
-        become_: Some(Become::Doas),
-        jump: Vec::new(),
-    };
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let status = rt.block_on(async {
-        let remote = SshRemote::connect(&target)
-            .await
-            .expect("connect as fsmxdoas");
-        let who = remote
-            .exec(
-                &RemoteCommand::raw("id -u"),
-                ExecOptions::with_timeout(Duration::from_secs(20)),
-            )
-            .await
-            .expect("id -u");
-        assert_eq!(
-            String::from_utf8_lossy(&who.stdout).trim(),
-            "0",
-            "through doas"
-        );
-        let out = remote
-            .exec(
-                &RemoteCommand::raw("sleep 318"),
-                ExecOptions::with_timeout(Duration::from_secs(2)),
-            )
-            .await
-            .expect("exec");
-        remote.disconnect().await;
-        out.status
-    });
-    assert!(matches!(status, ExitStatus::TimedOut { .. }), "{status:?}");
-    let left = ssh_ok(
-        &lab.inv,
-        h,
-        "sleep 1; pgrep -f -x 'sleep 318' || echo none",
-        &[],
-    );
-    assert_eq!(left.trim(), "none", "the timed-out root command still runs");
-}
-
 /// `plan --commands` is what a run sends: the same inventory and matrix,
 /// planned and then run on two lab hosts (one as root, one through sudo),
 /// give the same commands, line for line, as each host's
