@@ -1095,6 +1095,100 @@ fn become_sudo_runs_a_sweep_as_a_non_root_user() {
     );
 }
 
+/// `become = "doas"`: the lab's doas user `fsmxdoas` (`permit nopass` in its
+/// host's doas.conf, no sudo) runs a real sweep as root through `doas -n`;
+/// `fsmx`, which has no doas.conf line, is refused by `check` with the fix.
+#[test]
+fn become_doas_runs_a_sweep_as_a_non_root_user() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let h = &lab.inv.hosts[0];
+    let who = ssh_ok(&lab.inv, h, "id -u fsmxdoas", &[]);
+    assert_eq!(who.trim(), "64124", "the lab host has its doas user");
+    let matrix = write(
+        tmp.path(),
+        "matrix.toml",
+        "name = \"doas\"\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n[[workload]]\nname = \"sel\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"3s\"\n",
+    );
+    // A work folder made by an earlier test as root is no proof: start without.
+    ssh_ok(&lab.inv, h, "rm -rf /var/tmp/fsmatrix", &[]);
+    let doas = write(
+        tmp.path(),
+        "doas.toml",
+        &inventory(
+            &lab.inv,
+            &[(h, "user = \"fsmxdoas\"\nbecome = \"doas\"\n")],
+            "",
+        ),
+    );
+    let o = fsmatrix()
+        .args(["check", "--inventory"])
+        .arg(&doas)
+        .arg("--matrix")
+        .arg(&matrix)
+        .output()
+        .expect("check");
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let out = tmp.path().join("results");
+    let o = run(&doas, &matrix, &out);
+    assert_eq!(o.status.code(), Some(0));
+    let bundle = bundle_in(&out);
+    assert_verifies(&bundle);
+    let rs = results(&bundle);
+    assert_eq!(rs.len(), 1);
+    assert!(rs.iter().all(|r| r["status"]["state"] == "done"), "{rs:?}");
+    let facts: Value = serde_json::from_str(
+        &std::fs::read_to_string(bundle.join(format!("data/hosts/{}/facts.json", h.name)))
+            .expect("facts.json"),
+    )
+    .expect("facts.json is JSON");
+    assert_eq!(facts["uid"], "0", "the scripts ran as root through doas");
+    let sent = std::fs::read_to_string(bundle.join(format!("data/hosts/{}/commands.log", h.name)))
+        .expect("commands.log");
+    let commands: Vec<&str> = sent.lines().filter(|l| l.starts_with("$ ")).collect();
+    assert!(!commands.is_empty(), "{sent}");
+    assert!(
+        commands
+            .iter()
+            .all(|l| l.starts_with("$ doas -n /bin/sh -c ")),
+        "every command went through doas:\n{sent}"
+    );
+    // Uploads went through doas too: the work folder and scripts are root's.
+    let owners = ssh_ok(
+        &lab.inv,
+        h,
+        "stat -c %U /var/tmp/fsmatrix /var/tmp/fsmatrix/scripts-*/linux.sh | sort -u",
+        &[],
+    );
+    assert_eq!(owners.trim(), "root");
+    assert_clean(&lab.inv, h);
+
+    let refused = write(
+        tmp.path(),
+        "refused.toml",
+        &inventory(&lab.inv, &[(h, "user = \"fsmx\"\nbecome = \"doas\"\n")], ""),
+    );
+    let o = fsmatrix()
+        .args(["check", "--inventory"])
+        .arg(&refused)
+        .arg("--matrix")
+        .arg(&matrix)
+        .output()
+        .expect("check");
+    let err = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("become = \"doas\": `doas -n true` fails for `fsmx` on this host")
+            && err.contains("add the line `permit nopass fsmx as root` to /etc/doas.conf"),
+        "{err}"
+    );
+}
+
 /// A command that times out under `become = "sudo"` runs as root; it must
 /// not run on after the timeout (sudo relays the TERM, and the kill itself
 /// runs through sudo).
@@ -1112,7 +1206,7 @@ fn become_sudo_timeout_kills_the_root_command() {
         identity_file: Some(lab.inv.identity_file.clone()),
         known_hosts: lab.inv.known_hosts.clone(),
         connect_timeout: Duration::from_secs(10),
-        sudo: true,
+        become_: Some(fsmatrix::remote::Become::Sudo),
         jump: Vec::new(),
     };
     let rt = tokio::runtime::Runtime::new().expect("runtime");

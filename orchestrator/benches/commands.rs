@@ -51,7 +51,7 @@ fn main() {
         identity_file: Some(lab.identity_file.clone()),
         known_hosts: lab.known_hosts.clone(),
         connect_timeout: Duration::from_secs(10),
-        sudo: false,
+        become_: None,
         jump: Vec::new(),
     };
     let dir = tempfile::tempdir().expect("tempdir");

@@ -217,3 +217,41 @@ mod tests {
         assert!(now_rfc3339().ends_with('Z'));
     }
 }
+
+/// How a login user that is not root becomes root (inventory `become`).
+/// Here, below both the inventory (which reads it) and the transport
+/// (which wraps every command in it: `RemoteCommand::via`), so the two
+/// share one enum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Become {
+    Sudo,
+    /// doas(1): OpenBSD's, FreeBSD/DragonFly ports `security/doas`, Debian's
+    /// `doas` (OpenDoas).
+    Doas,
+}
+
+impl Become {
+    pub const ALL: [Become; 2] = [Become::Sudo, Become::Doas];
+
+    /// The inventory value and the program's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Become::Sudo => "sudo",
+            Become::Doas => "doas",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Become> {
+        Become::ALL.into_iter().find(|b| b.as_str() == name)
+    }
+
+    /// The valid inventory values, for messages: `"sudo", "doas"`.
+    pub fn valid() -> String {
+        Become::ALL
+            .iter()
+            .map(|b| format!("{:?}", b.as_str()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}

@@ -85,6 +85,50 @@ fn bad_input_exits_2_with_every_error() {
         .stderr(predicate::str::contains("2 errors"));
 }
 
+/// `become = "doas"`: `plan --commands` shows every command (the host lock,
+/// the uploads, every verb) as the SSH layer sends it, inside
+/// `doas -n /bin/sh -c '…'`, and a root host's commands unwrapped.
+#[test]
+fn commands_of_a_doas_host_run_through_doas_n() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inv = dir.path().join("inv.toml");
+    std::fs::write(
+        &inv,
+        "[defaults]\nos = \"linux\"\nplatform = \"lab\"\n\
+         [[host]]\nname = \"d1\"\naddress = \"10.0.0.1\"\nuser = \"ops\"\nbecome = \"doas\"\ndevices = [\"/dev/vdb\"]\n\
+         [[host]]\nname = \"r1\"\naddress = \"10.0.0.2\"\ndevices = [\"/dev/vdb\"]\n",
+    )
+    .expect("write");
+    let out = fsmatrix()
+        .args(["plan", "-m", "matrix/quick.toml", "--commands", "-i"])
+        .arg(&inv)
+        .output()
+        .expect("run fsmatrix");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let section = |name: &str| -> Vec<String> {
+        text.split("\n## ")
+            .find(|s| s.starts_with(&format!("{name}\n")))
+            .unwrap_or_else(|| panic!("no {name} section: {text}"))
+            .lines()
+            .filter(|l| l.starts_with("$ "))
+            .map(str::to_string)
+            .collect()
+    };
+    let (d1, r1) = (section("d1"), section("r1"));
+    assert!(d1.len() > 5, "{text}");
+    for l in &d1 {
+        assert!(l.starts_with("$ doas -n /bin/sh -c '"), "{l}");
+    }
+    assert!(r1.iter().all(|l| !l.contains("doas")), "{text}");
+    assert_eq!(d1.len(), r1.len(), "the same commands, wrapped");
+}
+
 #[test]
 fn commands_shows_every_remote_command_quoted() {
     let out = fsmatrix()

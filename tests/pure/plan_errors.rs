@@ -61,7 +61,7 @@ fn cases() -> Vec<(Kind, String, &'static str)> {
         // Unknown enumerations.
         (Inv, host("os = @@\"windows\"\n"), "unknown os `windows` in [[host]] `h1`; valid: linux, freebsd, dragonfly"),
         (Inv, host("platform = @@\"cloud\"\n"), "unknown platform `cloud` in [[host]] `h1`; valid: physical, kvm, lab"),
-        (Inv, host("become = @@\"doas\"\n"), "unknown `become` method `doas`"),
+        (Inv, host("become = @@\"su\"\n"), "unknown `become` method `su` in [[host]] `h1`; valid: \"sudo\", \"doas\""),
         (Mat, format!("name = \"m\"\n{WL}[[filesystem]]\nname = \"f\"\ntype = @@\"ntfs\"\n"), "unknown filesystem type `ntfs` in [[filesystem]] `f`; valid: ext3, ext4, xfs, btrfs, zfs, ufs, hammer, hammer2"),
         (Mat, wl("builtin = @@\"tpcb\"\nscale = 1\nclients = [1]\nduration = \"5s\"\n"), "unknown builtin `tpcb` in [[workload]] `w`; valid: tpcb-like, simple-update, select-only"),
         // Hostile values in every field that reaches a host.

@@ -223,7 +223,7 @@ impl Sshd {
             identity_file: Some(self.path("client")),
             known_hosts,
             connect_timeout: Duration::from_secs(10),
-            sudo: false,
+            become_: None,
             jump: Vec::new(),
         }
     }

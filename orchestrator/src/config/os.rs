@@ -104,6 +104,14 @@ pub struct OsProfile {
     /// LINE` runs it, remote-scripts/common.sh `as_pg_user`); `None` where
     /// they do not (Linux: `runuser -u USER -- CMD` runs CMD itself).
     pub login_shell_fix: Option<&'static str>,
+    /// The doas(1) configuration file, where a `become = "doas"` login user
+    /// needs `permit nopass USER as root`.  Linux: `/etc/doas.conf`
+    /// (OpenDoas 6.8.2 doas.conf.5 FILES, Debian 12 `opendoas`); FreeBSD:
+    /// `/usr/local/etc/doas.conf` (ports security/doas: pkg-plist
+    /// `@sample etc/doas.conf.sample`, commit 98c6ce07; pkg-message.in
+    /// "%%PREFIX%%/etc/doas.conf must be created", commit 0620dda4);
+    /// DragonFly: the same port through DPorts, PREFIX /usr/local.
+    pub doas_conf: &'static str,
     /// Device sizes a filesystem's making tool refuses on this OS: `check`
     /// refuses such a cell before anything is formatted.
     pub device_limits: &'static [DeviceLimit],
@@ -206,6 +214,7 @@ pub const PROFILES: [OsProfile; 3] = [
         socket_path_max: 107,
         zfs_loads_on_demand: false,
         login_shell_fix: None,
+        doas_conf: "/etc/doas.conf",
         device_limits: &[],
     },
     OsProfile {
@@ -223,6 +232,7 @@ pub const PROFILES: [OsProfile; 3] = [
         socket_path_max: 103,
         zfs_loads_on_demand: true,
         login_shell_fix: Some("pw usermod {user} -s /bin/sh"),
+        doas_conf: "/usr/local/etc/doas.conf",
         device_limits: &[],
     },
     OsProfile {
@@ -240,6 +250,7 @@ pub const PROFILES: [OsProfile; 3] = [
         socket_path_max: 103,
         zfs_loads_on_demand: false,
         login_shell_fix: Some("pw usermod {user} -s /bin/sh"),
+        doas_conf: "/usr/local/etc/doas.conf",
         device_limits: &[DeviceLimit {
             fs: FsType::Ufs,
             // "if (geom.d_media_size / 512 >= 0x80000000ULL)": UFS1 cannot

@@ -100,7 +100,7 @@ missing_packages() {
 	for pair in /usr/sbin/sshd:openssh-server ssh:openssh-client ssh-keygen:openssh-client \
 		mkfs.ext4:e2fsprogs mkfs.xfs:xfsprogs mkfs.btrfs:btrfs-progs \
 		zfs-fuse:zfs-fuse zpool:zfs-fuse ip:iproute2 nsenter:util-linux unshare:util-linux \
-		runuser:util-linux flock:util-linux losetup:mount sudo:sudo; do
+		runuser:util-linux flock:util-linux losetup:mount sudo:sudo doas:doas; do
 		cmd=${pair%%:*}
 		pkg=${pair#*:}
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin command -v "$cmd" >/dev/null 2>&1 ||
@@ -175,6 +175,12 @@ record() { printf '%s\n' "$*" >>"$DIR/created"; }
 # hosts and sudoers.d are private copies (host_etc) bind-mounted by its init.
 readonly SUDO_USER_NAME=fsmx
 readonly SUDO_USER_ID=64123
+# A second login user with passwordless doas(1) (Debian's `doas`, OpenDoas) and no
+# sudo, for inventories with become = "doas"; fsmx has no doas line, so a test can
+# see a refused doas.  Its doas.conf is the host's private copy (host_etc), bind-
+# mounted over /etc/doas.conf (OpenDoas's path: doas.conf.5 FILES) by the init.
+readonly DOAS_USER_NAME=fsmxdoas
+readonly DOAS_USER_ID=64124
 
 # The init of a host: PID 1 of its pid namespace, owner of its mount/uts/ipc namespaces.
 # Arguments: host name, its etc folder (host_etc).  It makes the private mounts, sets the hostname, then reaps
@@ -184,7 +190,7 @@ INIT_SCRIPT='
 set -eu
 host=$1 etc=$2
 # Accounts of this host: the machine ones plus a sudo user (see host_etc).
-for f in passwd group shadow hosts sudoers.d; do
+for f in passwd group shadow hosts sudoers.d doas.conf; do
 	mount --bind "$etc/$f" "/etc/$f"
 done
 for d in '"$PRIVATE_DIRS"'; do
@@ -203,6 +209,7 @@ chmod 1777 /tmp /var/tmp /run/lock
 # The BSD host lock folder (/var/run/fsmatrix): root'"'"'s own, as mkdir under umask 077 makes it.
 chmod 0700 /run/fsmatrix
 install -d -m 0755 -o '"$SUDO_USER_NAME"' -g '"$SUDO_USER_NAME"' /var/tmp/'"$SUDO_USER_NAME"'
+install -d -m 0755 -o '"$DOAS_USER_NAME"' -g '"$DOAS_USER_NAME"' /var/tmp/'"$DOAS_USER_NAME"'
 chown postgres:postgres /run/postgresql 2>/dev/null || true
 chmod 2775 /run/postgresql
 mkdir -p /run/lock/zfs
@@ -366,6 +373,12 @@ host_etc() {
 		# '*': no password, so only the lab key logs in; not '!' (locked).
 		printf '%s:*:20000:0:99999:7:::\n' "$SUDO_USER_NAME" >>"$etc/shadow"
 	fi
+	if ! grep -q "^$DOAS_USER_NAME:" "$etc/passwd"; then
+		printf '%s:x:%d:%d:fsmatrix lab doas user:/var/tmp/%s:/bin/sh\n' \
+			"$DOAS_USER_NAME" "$DOAS_USER_ID" "$DOAS_USER_ID" "$DOAS_USER_NAME" >>"$etc/passwd"
+		printf '%s:x:%d:\n' "$DOAS_USER_NAME" "$DOAS_USER_ID" >>"$etc/group"
+		printf '%s:*:20000:0:99999:7:::\n' "$DOAS_USER_NAME" >>"$etc/shadow"
+	fi
 	# sudo looks the host name up; without it in /etc/hosts every call may wait on DNS.
 	{
 		cat /etc/hosts
@@ -374,6 +387,12 @@ host_etc() {
 	printf '%s ALL=(ALL:ALL) NOPASSWD: ALL\n' "$SUDO_USER_NAME" >"$etc/sudoers.d/$SUDO_USER_NAME"
 	chmod 0440 "$etc/sudoers.d/$SUDO_USER_NAME"
 	chmod 0755 "$etc/sudoers.d"
+	# doas.conf(5): `permit nopass USER as root`.  OpenDoas 6.8.2 refuses a config
+	# that "is not owned by root" or "is writable by group or other" (doas.c
+	# parseconfig; the strings of Debian 12's /usr/bin/doas), so root's, 0600.
+	printf 'permit nopass %s as root\n' "$DOAS_USER_NAME" >"$etc/doas.conf"
+	chown root:root "$etc/doas.conf"
+	chmod 0600 "$etc/doas.conf"
 }
 
 write_inventory() {
@@ -507,6 +526,12 @@ cmd_up() {
 			mkdir -p "$d"
 		}
 	done
+	# Each host bind-mounts its own doas.conf over /etc/doas.conf, which Debian's doas
+	# package does not ship: an empty one (it permits nothing) is the mount point.
+	[ -e /etc/doas.conf ] || {
+		record file /etc/doas.conf
+		install -m 0600 -o root -g root /dev/null /etc/doas.conf
+	}
 
 	rm -f "$DIR/id_ed25519" "$DIR/id_ed25519.pub"
 	ssh-keygen -q -t ed25519 -N '' -C "fsmatrix-lab" -f "$DIR/id_ed25519"
@@ -675,6 +700,8 @@ down_all() {
 				if mountpoint -q "$what" && [ -z "$(ls -A "$what")" ]; then umount "$what" || rc=1; fi
 				;;
 			dir) rmdir "$what" 2>/dev/null || true ;;
+			# Only the empty mount point up made: a doas.conf someone filled since stays.
+			file) [ -s "$what" ] || rm -f "$what" ;;
 			esac
 		done < <(tac "$DIR/created")
 	fi

@@ -19,6 +19,7 @@ pub mod quote;
 pub mod recording;
 pub mod ssh;
 
+pub use crate::text::Become;
 pub use quote::{login_shell_safe, sh_quote, QuoteError, RemoteCommand};
 pub use recording::{Recorded, RecordingRemote};
 pub use ssh::{JumpHop, SshRemote, SshTarget};

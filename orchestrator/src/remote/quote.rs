@@ -8,6 +8,7 @@
 //! [`login_shell_safe`] then wraps a finished command so that it runs under
 //! `/bin/sh` whatever the user's login shell is (FreeBSD root had csh before
 //! 14; csh breaks on newlines inside quotes and expands `!`).
+use crate::text::Become;
 use std::fmt;
 
 /// A value that cannot be put on a shell command line.
@@ -123,11 +124,21 @@ impl RemoteCommand {
         self
     }
 
-    /// The same command run as root through sudo (`become = "sudo"`):
-    /// `sudo -n /bin/sh -c '<command>'`.  `-n`: never wait for a password
-    /// (a host that asks for one fails at once, with sudo's own message).
-    pub fn via_sudo(&self) -> RemoteCommand {
-        let mut cmd = RemoteCommand::raw("sudo -n /bin/sh -c").arg(&self.text);
+    /// The same command run as root through `how` (inventory `become`), the
+    /// one place that wraps: `sudo -n /bin/sh -c '<command>'` or
+    /// `doas -n /bin/sh -c '<command>'`.  `-n`: never wait for a password
+    /// (a host that asks for one fails at once, with the tool's own
+    /// message).  sudo: sudo(8) `-n, --non-interactive`.  doas: OpenBSD
+    /// doas.1 and OpenDoas 6.8.2 doas.1 (Debian 12 `opendoas`): "-n Non
+    /// interactive mode, fail if the matching rule doesn't have the nopass
+    /// option"; `-u` is not given: "The default is root" (both doas.1).
+    /// Only these fixed words reach the shell besides the quoted command.
+    pub fn via(&self, how: Become) -> RemoteCommand {
+        let wrapper = match how {
+            Become::Sudo => "sudo -n /bin/sh -c",
+            Become::Doas => "doas -n /bin/sh -c",
+        };
+        let mut cmd = RemoteCommand::raw(wrapper).arg(&self.text);
         if cmd.error.is_none() {
             cmd.error = self.error.clone();
         }
@@ -287,41 +298,59 @@ mod tests {
     }
 
     #[test]
-    fn via_sudo_keeps_every_hostile_value_one_argument() {
-        // A stand-in sudo that insists on -n and runs the rest as given.
-        let dir = tempfile::tempdir().expect("tempdir");
-        let fake = dir.path().join("sudo");
-        std::fs::write(
-            &fake,
-            "#!/bin/sh\n[ \"$1\" = -n ] || exit 9\nshift\nexec \"$@\"\n",
-        )
-        .expect("write the stand-in");
-        let chmod = Command::new("chmod").arg("755").arg(&fake).status();
-        assert!(chmod.is_ok_and(|s| s.success()));
-        let path = format!(
-            "{}:{}",
-            dir.path().display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        for v in HOSTILE {
-            let cmd = RemoteCommand::new("printf").arg("%s").arg(v).via_sudo();
-            let text = cmd.to_shell().expect("quotes");
-            assert!(text.starts_with("sudo -n /bin/sh -c "), "{text}");
-            let out = Command::new("dash")
-                .arg("-c")
-                .arg(text)
-                .env("PATH", &path)
-                .output()
-                .expect("dash runs");
-            assert!(out.status.success(), "{text:?}: {out:?}");
-            assert_eq!(out.stdout, v.as_bytes(), "{text}");
+    fn via_sudo_and_doas_keep_every_hostile_value_one_argument() {
+        for how in Become::ALL {
+            // A stand-in sudo/doas that insists on -n and runs the rest as given.
+            let dir = tempfile::tempdir().expect("tempdir");
+            let fake = dir.path().join(how.as_str());
+            std::fs::write(
+                &fake,
+                "#!/bin/sh\n[ \"$1\" = -n ] || exit 9\nshift\nexec \"$@\"\n",
+            )
+            .expect("write the stand-in");
+            let chmod = Command::new("chmod").arg("755").arg(&fake).status();
+            assert!(chmod.is_ok_and(|s| s.success()));
+            let path = format!(
+                "{}:{}",
+                dir.path().display(),
+                std::env::var("PATH").unwrap_or_default()
+            );
+            for v in HOSTILE {
+                let cmd = RemoteCommand::new("printf").arg("%s").arg(v).via(how);
+                let text = cmd.to_shell().expect("quotes");
+                let want = format!("{} -n /bin/sh -c ", how.as_str());
+                assert!(text.starts_with(&want), "{text}");
+                let out = Command::new("dash")
+                    .arg("-c")
+                    .arg(text)
+                    .env("PATH", &path)
+                    .output()
+                    .expect("dash runs");
+                assert!(out.status.success(), "{text:?}: {out:?}");
+                assert_eq!(out.stdout, v.as_bytes(), "{text}");
+            }
+            // A value that cannot be quoted stays an error through the wrap.
+            assert!(RemoteCommand::new("echo")
+                .arg("a\0b")
+                .via(how)
+                .to_shell()
+                .is_err());
         }
-        // A value that cannot be quoted stays an error through the wrap.
-        assert!(RemoteCommand::new("echo")
-            .arg("a\0b")
-            .via_sudo()
-            .to_shell()
-            .is_err());
+        // The exact wrapper text: what `plan --commands` shows is what runs.
+        assert_eq!(
+            RemoteCommand::raw("id -u")
+                .via(Become::Doas)
+                .to_shell()
+                .ok(),
+            Some("doas -n /bin/sh -c 'id -u'")
+        );
+        assert_eq!(
+            RemoteCommand::raw("id -u")
+                .via(Become::Sudo)
+                .to_shell()
+                .ok(),
+            Some("sudo -n /bin/sh -c 'id -u'")
+        );
     }
 
     #[test]

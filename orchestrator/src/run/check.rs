@@ -17,7 +17,7 @@ use super::sink::Sink;
 use super::worker::Worker;
 use crate::config::inventory::expand_tilde;
 use crate::config::values::AbsPath;
-use crate::config::{Auth, FsType, Host};
+use crate::config::{Auth, Become, FsType, Host};
 use crate::plan::Plan;
 use crate::remote::{ExecOptions, JumpHop, Remote, RemoteCommand, RemoteError, SshTarget};
 
@@ -130,7 +130,7 @@ pub fn ssh_target(inv_path: &Path, host: &Host) -> SshTarget {
         identity_file,
         known_hosts,
         connect_timeout: crate::timeouts::CONNECT,
-        sudo: host.uses_sudo(),
+        become_: host.become_,
         jump,
     }
 }
@@ -231,9 +231,17 @@ pub async fn prepare<R: Remote>(
     if host.pg_bin.is_none() {
         match detect_pg_bin(remote).await.map(|p| AbsPath::new(&p)) {
             Some(Ok(p)) => host.pg_bin = Some(p),
-            _ => report
-                .problems
-                .push("no PostgreSQL binaries found (set pg_bin in the inventory)".into()),
+            _ => {
+                // A become that is refused fails every command: say that alone.
+                if let Some(p) = become_refused(remote, &host).await {
+                    report.problems.push(p);
+                    report.elapsed_ms = t0.elapsed().as_millis();
+                    return (report, None);
+                }
+                report
+                    .problems
+                    .push("no PostgreSQL binaries found (set pg_bin in the inventory)".into())
+            }
         }
     }
     let scratch = Sink::discard();
@@ -251,10 +259,21 @@ pub async fn prepare<R: Remote>(
     // One round trip when the scripts are already there (the usual case).
     let (facts, guard) = match w.facts_and_guard().await {
         Ok(Some((facts, guard))) => (Ok(facts), guard),
-        Err(e) => (Err(e), w.guard().await),
+        Err(e) => {
+            if let Some(p) = become_refused(remote, &host).await {
+                report.problems.push(p);
+                report.elapsed_ms = t0.elapsed().as_millis();
+                return (report, None);
+            }
+            (Err(e), w.guard().await)
+        }
         Ok(None) => {
             if let Err(e) = w.upload_scripts().await {
-                report.problems.push(upload_problem(remote, &e).await);
+                let p = match become_refused(remote, &host).await {
+                    Some(p) => p,
+                    None => upload_problem(remote, &e).await,
+                };
+                report.problems.push(p);
                 report.elapsed_ms = t0.elapsed().as_millis();
                 return (report, None);
             }
@@ -523,7 +542,58 @@ async fn upload_problem<R: Remote>(remote: &R, e: &RemoteError) -> String {
 fn not_root(user: &str, uid: &str) -> String {
     format!(
         "the scripts run as `{user}` (uid {uid}), not root: mkfs, mount and the benchmark cluster need root; \
-         log in as root or set become = \"sudo\" for this host (passwordless: sudo -n)"
+         log in as root or set become = \"sudo\" or become = \"doas\" for this host \
+         (passwordless: sudo -n, doas -n)"
+    )
+}
+
+/// After a failed first command on a `become` host: whether the become
+/// itself is refused (`true` through the same wrapper fails), and then
+/// the problem with its fix; `None` when it works (the failure is another).
+async fn become_refused<R: Remote>(remote: &R, host: &Host) -> Option<String> {
+    let how = host.become_?;
+    let out = remote
+        .exec(
+            &RemoteCommand::raw("true"),
+            ExecOptions::with_timeout(crate::timeouts::PROBE),
+        )
+        .await;
+    let why = match out {
+        Ok(o) if o.status.success() => return None,
+        Ok(o) => {
+            let e = String::from_utf8_lossy(&o.stderr).trim().to_string();
+            if e.is_empty() {
+                format!("{:?}", o.status)
+            } else {
+                e
+            }
+        }
+        Err(e) => e.to_string(),
+    };
+    Some(become_problem(how, host, &why))
+}
+
+/// The problem of a host whose `become` does not give root without a
+/// password, with the fix for its method and OS.
+fn become_problem(how: Become, host: &Host, why: &str) -> String {
+    let user = host.user.as_str();
+    let fix = match how {
+        Become::Sudo => format!(
+            "give `{user}` passwordless sudo to root (a sudoers line `{user} ALL=(ALL) NOPASSWD: ALL`)"
+        ),
+        // doas.conf(5) (OpenBSD; OpenDoas 6.8.2): `permit nopass USER as root`
+        // lets USER run any command as root without a password; `-n` fails
+        // unless the matching rule has nopass (doas.1).
+        Become::Doas => format!(
+            "add the line `permit nopass {user} as root` to {} (doas.conf(5))",
+            host.os.profile().doas_conf
+        ),
+    };
+    format!(
+        "become = {:?}: `{} -n true` fails for `{user}` on this host ({why}): fsmatrix needs root \
+         without a password; {fix}, or log in as root",
+        how.as_str(),
+        how.as_str()
     )
 }
 
@@ -539,6 +609,44 @@ mod tests {
             .unwrap_or_else(|e| panic!("{e}"))
             .hosts[0]
             .clone()
+    }
+
+    /// A refused become names the method, the user and the fix for the
+    /// host's OS: doas.conf's `permit nopass` line in that OS's doas.conf.
+    #[test]
+    fn a_refused_become_says_the_fix() {
+        let on = |os: &str| -> Host {
+            let text = format!(
+                "[[host]]\nname = \"h\"\naddress = \"127.0.0.1\"\nuser = \"ops\"\nbecome = \"doas\"\nos = \"{os}\"\ndevices = [\"/dev/vdb\"]\n"
+            );
+            crate::config::Inventory::parse(Path::new("inv.toml"), text)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .hosts[0]
+                .clone()
+        };
+        for (os, conf) in [
+            ("linux", "/etc/doas.conf"),
+            ("freebsd", "/usr/local/etc/doas.conf"),
+            ("dragonfly", "/usr/local/etc/doas.conf"),
+        ] {
+            let p = become_problem(Become::Doas, &on(os), "doas: Operation not permitted");
+            assert_eq!(
+                p,
+                format!(
+                    "become = \"doas\": `doas -n true` fails for `ops` on this host \
+                     (doas: Operation not permitted): fsmatrix needs root without a password; \
+                     add the line `permit nopass ops as root` to {conf} (doas.conf(5)), \
+                     or log in as root"
+                )
+            );
+        }
+        let p = become_problem(Become::Sudo, &on("linux"), "sudo: a password is required");
+        assert!(
+            p.starts_with("become = \"sudo\": `sudo -n true` fails for `ops`")
+                && p.contains("`ops ALL=(ALL) NOPASSWD: ALL`"),
+            "{p}"
+        );
+        assert!(not_root("ops", "1000").contains("set become = \"sudo\" or become = \"doas\""));
     }
 
     fn facts(vm_guest: Option<&str>, standin: Option<&str>) -> HostFacts {

@@ -47,7 +47,7 @@ pub const LIVE_VALUES: &str = "\
 # - adaptive repeats past min run only while the 95% CI is wider than the target (all are shown);
 # - a step that fails ends its filesystem variant early: its cells are recorded as failed, then
 #   pg-stop and teardown run.
-# become = \"sudo\" hosts show each command as sudo runs it.";
+# become = \"sudo\" or \"doas\" hosts show each command as sudo or doas runs it.";
 
 /// A recording remote that answers as a ready `host` would for a plan
 /// that needs `needs` there (its PostgreSQL accepts every setting).
@@ -99,7 +99,7 @@ pub async fn commands(inv: &Inventory, p: &Plan) -> Vec<(String, String)> {
         let cells: Vec<&Cell> = p.cells.iter().filter(|c| c.host == hp.host).collect();
         let needs = needs_of(p, hp.host.as_str());
         let remote = stand_in(host, &needs);
-        let logged = Logged::new(&remote, host.uses_sudo());
+        let logged = Logged::new(&remote, host.become_);
         let job = HostJob {
             host,
             cells,

@@ -9,33 +9,34 @@ use std::future::Future;
 use std::sync::Mutex;
 
 use crate::remote::{
-    upload_command, ExecOptions, ExecOutput, HoldOutcome, Remote, RemoteCommand, RemoteError,
+    upload_command, Become, ExecOptions, ExecOutput, HoldOutcome, Remote, RemoteCommand,
+    RemoteError,
 };
 use crate::text::sha256_hex;
 
 pub struct Logged<'a, R: Remote> {
     inner: &'a R,
-    /// `become = "sudo"`: the SSH layer wraps every command in `sudo -n`;
-    /// the log shows the wrapped form.
-    sudo: bool,
+    /// `become`: the SSH layer wraps every command in `sudo -n`/`doas -n`
+    /// ([`RemoteCommand::via`]); the log shows the wrapped form.
+    become_: Option<Become>,
     lines: Mutex<Vec<String>>,
 }
 
 impl<'a, R: Remote> Logged<'a, R> {
-    pub fn new(inner: &'a R, sudo: bool) -> Self {
+    pub fn new(inner: &'a R, become_: Option<Become>) -> Self {
         Logged {
             inner,
-            sudo,
+            become_,
             lines: Mutex::new(Vec::new()),
         }
     }
 
     /// Go on with the lines an earlier wrapper of the same connection
     /// logged (the host lock, taken before the sweep starts).
-    pub fn with_lines(inner: &'a R, sudo: bool, lines: Vec<String>) -> Self {
+    pub fn with_lines(inner: &'a R, become_: Option<Become>, lines: Vec<String>) -> Self {
         Logged {
             inner,
-            sudo,
+            become_,
             lines: Mutex::new(lines),
         }
     }
@@ -64,10 +65,9 @@ impl<'a, R: Remote> Logged<'a, R> {
     }
 
     fn shown(&self, cmd: &RemoteCommand, stdin: Option<&[u8]>) -> String {
-        let cmd = if self.sudo {
-            cmd.via_sudo()
-        } else {
-            cmd.clone()
+        let cmd = match self.become_ {
+            Some(how) => cmd.via(how),
+            None => cmd.clone(),
         };
         let mut line = match cmd.to_shell() {
             Ok(t) => format!("$ {t}"),

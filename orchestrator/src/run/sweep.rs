@@ -379,7 +379,7 @@ async fn claim(
             };
             return (name, Ok(claim), None);
         }
-        let logged = Logged::new(&ssh, host.uses_sudo());
+        let logged = Logged::new(&ssh, host.become_);
         let result = lock_host(&logged, host, holder).await;
         let lines = logged.into_lines();
         let (held, problem, busy) = match result {
@@ -603,7 +603,7 @@ async fn run_claimed(
         lines,
         problem,
     } = claim;
-    let logged = Logged::with_lines(&ssh, host.uses_sudo(), lines);
+    let logged = Logged::with_lines(&ssh, host.become_, lines);
     let tally = match problem {
         Some(problem) => {
             let mut report = HostReport::new(host);

@@ -238,7 +238,7 @@ impl Call {
     }
 
     /// The command for `host`: `/bin/sh <dir>/<os>.sh VERB words…` (with
-    /// `become = "sudo"` the SSH layer runs every command through sudo).
+    /// `become` the SSH layer runs every command through sudo or doas).
     pub fn command(&self, host: &Host, dir: &str) -> RemoteCommand {
         let script = format!("{dir}/{}.sh", host.os.as_str());
         RemoteCommand::new("/bin/sh")

@@ -1,17 +1,18 @@
 //! The connection variables: SSH or not, become, jump hosts and the
 //! options fsmatrix does not take.
-use super::map::{ansible_bool, HostVars, SUDO_METHODS};
+use super::map::{ansible_bool, HostVars, BECOME_METHODS};
 use super::python::shlex_split;
 use super::{Cx, ImportError};
 use crate::config::values::shown;
+use crate::config::Become;
 
-/// `become = "sudo"` when Ansible becomes root with sudo; other methods
-/// and other target users are warned about.
-pub(super) fn become_sudo(
+/// `become = "sudo"` / `"doas"` when Ansible becomes root with sudo / doas;
+/// other methods and other target users are warned about.
+pub(super) fn become_method(
     cx: &mut Cx<'_>,
     hv: &HostVars<'_>,
     checks: &mut Vec<String>,
-) -> Result<bool, ImportError> {
+) -> Result<Option<Become>, ImportError> {
     let on = match hv.get(&["ansible_become"]) {
         None => false,
         Some((_, l)) => ansible_bool(&l.value).ok_or_else(|| {
@@ -23,26 +24,28 @@ pub(super) fn become_sudo(
         })?,
     };
     if !on {
-        return Ok(false);
+        return Ok(None);
     }
     // Ansible's default method (ansible.cfg's become_method) is sudo.
-    let sudo = match hv.text(cx, &["ansible_become_method"])? {
-        None => true,
-        Some(m) if SUDO_METHODS.contains(&m.value.as_str()) => true,
-        Some(m) => {
-            hv.check(
-                cx,
-                checks,
-                m.line,
-                format!(
-                    "Ansible becomes root here with `{}`; fsmatrix knows only become = \"sudo\", \
-                     so none was written: set up passwordless sudo and add become = \"sudo\", or \
-                     log in as root",
+    let how = match hv.text(cx, &["ansible_become_method"])? {
+        None => Some(Become::Sudo),
+        Some(m) => match BECOME_METHODS.iter().find(|(n, _)| *n == m.value.as_str()) {
+            Some((_, b)) => Some(*b),
+            None => {
+                hv.check(
+                    cx,
+                    checks,
+                    m.line,
+                    format!(
+                    "Ansible becomes root here with `{}`; fsmatrix knows only become = \"sudo\" \
+                     or become = \"doas\", so none was written: set up passwordless sudo or doas \
+                     and add that become, or log in as root",
                     shown(&m.value)
                 ),
-            );
-            false
-        }
+                );
+                None
+            }
+        },
     };
     if let Some(u) = hv.text(cx, &["ansible_become_user"])? {
         if u.value != "root" {
@@ -57,7 +60,7 @@ pub(super) fn become_sudo(
             );
         }
     }
-    Ok(sudo)
+    Ok(how)
 }
 
 /// The jump hosts of `-J HOPS`, `-o ProxyJump=HOPS` or `-o "ProxyJump HOPS"`
@@ -160,7 +163,7 @@ pub(super) fn connection_checks(
                 l.line,
                 format!(
                     "{key} is not imported: fsmatrix logs in with a key file or ssh-agent and \
-                     needs passwordless sudo"
+                     needs passwordless sudo or doas"
                 ),
             );
         }
@@ -188,12 +191,22 @@ mod tests {
             (
                 "ansible_become=True ansible_become_method=su",
                 None,
-                Some("with `su`; fsmatrix knows only become = \"sudo\""),
+                Some("with `su`; fsmatrix knows only become = \"sudo\" or become = \"doas\""),
             ),
             (
                 "ansible_become=on ansible_become_method=doas",
+                Some(Become::Doas),
                 None,
-                Some("with `doas`"),
+            ),
+            (
+                "ansible_become=on ansible_become_method=community.general.doas",
+                Some(Become::Doas),
+                None,
+            ),
+            (
+                "ansible_become=yes ansible_become_method=pbrun",
+                None,
+                Some("with `pbrun`; fsmatrix knows only"),
             ),
             ("ansible_become=false ansible_become_method=su", None, None),
             ("", None, None),

@@ -1,7 +1,7 @@
 //! From Ansible's variables to fsmatrix keys.
 use std::collections::HashMap;
 
-use super::connection::{become_sudo, connection_checks};
+use super::connection::{become_method, connection_checks};
 use super::model::{Located, Resolved, Var, Vars};
 use super::{Cx, ImportError};
 use crate::config::inventory::machine_key;
@@ -17,7 +17,7 @@ pub(super) struct Entry {
     pub(super) address: String,
     pub(super) port: Option<u16>,
     pub(super) user: Option<String>,
-    pub(super) become_sudo: bool,
+    pub(super) become_: Option<crate::config::Become>,
     pub(super) identity_file: Option<String>,
     /// Jump hosts from a ProxyJump (`-J`) in the ssh arguments.
     pub(super) proxy_jump: Option<String>,
@@ -41,8 +41,15 @@ const SSH_CONNECTIONS: &[&str] = &[
     "ansible.legacy.ssh",
 ];
 
-/// Become methods fsmatrix can do: only sudo (`become = "sudo"`).
-pub(super) const SUDO_METHODS: &[&str] = &["sudo", "ansible.builtin.sudo"];
+/// Become methods fsmatrix can do, by their Ansible names: sudo (Ansible's
+/// built-in plugin) and doas (the `community.general.doas` plugin, once
+/// Ansible's own `doas`).
+pub(super) const BECOME_METHODS: &[(&str, crate::config::Become)] = &[
+    ("sudo", crate::config::Become::Sudo),
+    ("ansible.builtin.sudo", crate::config::Become::Sudo),
+    ("doas", crate::config::Become::Doas),
+    ("community.general.doas", crate::config::Become::Doas),
+];
 
 /// Systems Ansible reports that fsmatrix cannot benchmark.
 const OTHER_SYSTEMS: &[&str] = &[
@@ -428,7 +435,7 @@ pub(super) fn map_host(cx: &mut Cx<'_>, h: &Resolved<'_>) -> Result<Option<Entry
     };
 
     let mut checks = Vec::new();
-    let become_sudo = become_sudo(cx, &hv, &mut checks)?;
+    let become_ = become_method(cx, &hv, &mut checks)?;
     let proxy_jump = connection_checks(cx, &hv, &address, &mut checks)?;
     if user.is_none() {
         checks.push("no ansible_user: fsmatrix logs in as root unless `user` is set".into());
@@ -450,7 +457,7 @@ pub(super) fn map_host(cx: &mut Cx<'_>, h: &Resolved<'_>) -> Result<Option<Entry
         address,
         port,
         user,
-        become_sudo,
+        become_,
         identity_file,
         proxy_jump,
         os,

@@ -83,8 +83,8 @@ pub(super) fn render(source: &Path, format: AnsibleFormat, entries: &[Entry]) ->
         if let Some(u) = &e.user {
             push_kv(&mut out, "user", s(u), None);
         }
-        if e.become_sudo {
-            push_kv(&mut out, "become", s("sudo"), None);
+        if let Some(b) = e.become_ {
+            push_kv(&mut out, "become", s(b.as_str()), None);
         }
         if let Some(p) = &e.identity_file {
             push_kv(&mut out, "identity_file", s(p), None);

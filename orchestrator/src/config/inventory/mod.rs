@@ -45,12 +45,9 @@ impl Platform {
     }
 }
 
-/// How the SSH user gets root: it is root, or it runs commands through sudo.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Become {
-    Sudo,
-}
+/// How the SSH user gets root: it is root (no `become`), or it runs
+/// commands through sudo or doas.
+pub use crate::text::Become;
 
 /// How to authenticate: a private key file, or the running ssh-agent.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,11 +119,6 @@ impl Host {
     /// The device the sweep builds its filesystems on (the first listed).
     pub fn device(&self) -> &DevicePath {
         &self.devices[0]
-    }
-
-    /// Whether commands on this host run through `sudo -n` (`become = "sudo"`).
-    pub fn uses_sudo(&self) -> bool {
-        self.become_ == Some(Become::Sudo)
     }
 }
 
@@ -417,6 +409,42 @@ mod tests {
             Ok(i) => i,
             Err(e) => panic!("{e}"),
         }
+    }
+
+    /// `become = "doas"` reads as the doas method, from a host or the
+    /// defaults, and renders back as written; each method once.
+    #[test]
+    fn become_doas_reads_and_renders() {
+        let inv = parse(
+            r#"
+[defaults]
+become = "doas"
+os = "freebsd"
+[[host]]
+name = "a"
+address = "10.0.0.1"
+user = "ops"
+devices = ["/dev/ada1"]
+[[host]]
+name = "b"
+address = "10.0.0.2"
+become = "sudo"
+os = "linux"
+devices = ["/dev/vdb"]
+"#,
+        );
+        assert_eq!(
+            inv.hosts.iter().map(|h| h.become_).collect::<Vec<_>>(),
+            [Some(Become::Doas), Some(Become::Sudo)]
+        );
+        let text = render(&inv);
+        assert!(text.contains("become = \"doas\""), "{text}");
+        let again = Inventory::parse(Path::new("/etc/fsm/inv.toml"), text.clone())
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(
+            again.hosts.iter().map(|h| h.become_).collect::<Vec<_>>(),
+            [Some(Become::Doas), Some(Become::Sudo)]
+        );
     }
 
     #[test]

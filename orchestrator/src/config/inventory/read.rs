@@ -497,14 +497,15 @@ fn parse_host(
         .unwrap_or_else(|| UserName::new("root").ok());
     let become_ = match pick(h, d, "become") {
         Some(t) => match t.str(errs, "become") {
-            Some(s) if s.get_ref() == "sudo" => Some(Become::Sudo),
+            Some(s) if Become::from_name(s.get_ref()).is_some() => Become::from_name(s.get_ref()),
             Some(s) => {
                 errs.push(
                     &s.span(),
                     format!(
-                        "unknown `become` method `{}` in {}; valid: \"sudo\"",
+                        "unknown `become` method `{}` in {}; valid: {}",
                         s.get_ref(),
-                        t.ctx
+                        t.ctx,
+                        Become::valid()
                     ),
                 );
                 ok = false;

@@ -5,7 +5,7 @@
 //! `ssh_config = "none"` and loads to the same hosts at the same path.
 use toml::{Table, Value};
 
-use super::{Auth, Become, Inventory};
+use super::{Auth, Inventory};
 
 fn strs<T: AsRef<str>>(v: impl IntoIterator<Item = T>) -> Value {
     Value::Array(
@@ -33,8 +33,8 @@ pub fn render(inv: &Inventory) -> String {
             t.insert("address".into(), s(&h.address));
             t.insert("port".into(), Value::Integer(i64::from(h.port)));
             t.insert("user".into(), s(h.user.as_str()));
-            if let Some(Become::Sudo) = h.become_ {
-                t.insert("become".into(), s("sudo"));
+            if let Some(b) = h.become_ {
+                t.insert("become".into(), s(b.as_str()));
             }
             match &h.auth {
                 Auth::IdentityFile(p) => {

@@ -36,10 +36,11 @@ pub struct SshTarget {
     pub known_hosts: PathBuf,
     /// Limit for TCP connect + handshake + authentication.
     pub connect_timeout: Duration,
-    /// Run every command through `sudo -n` (inventory `become = "sudo"`):
-    /// uploads, checksums and fetches too, so that the files fsmatrix makes
-    /// and reads on the host are root's whichever user logs in.
-    pub sudo: bool,
+    /// Run every command through `sudo -n` or `doas -n` (inventory
+    /// `become`, [`crate::remote::RemoteCommand::via`]): uploads, checksums
+    /// and fetches too, so that the files fsmatrix makes and reads on the
+    /// host are root's whichever user logs in.  `None`: as the login user.
+    pub become_: Option<crate::text::Become>,
     /// Jump hosts, first hop first (OpenSSH `ProxyJump`); empty: direct.
     /// `connect_timeout` applies to each hop.
     pub jump: Vec<JumpHop>,

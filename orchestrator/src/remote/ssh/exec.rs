@@ -40,12 +40,11 @@ while [ \"$i\" -lt 20 ] && sig 0 \"$pg\"; do sleep 0.1; i=$((i + 1)); done; \
 sig KILL \"$pg\"; exit 0";
 
 impl SshRemote {
-    /// `command` as the host's shell gets it (through sudo when asked).
+    /// `command` as the host's shell gets it (through sudo/doas when asked).
     pub(super) fn shell_text(&self, command: &RemoteCommand) -> Result<String, RemoteError> {
-        Ok(if self.target.sudo {
-            command.via_sudo().to_shell()?.to_string()
-        } else {
-            command.to_shell()?.to_string()
+        Ok(match self.target.become_ {
+            Some(how) => command.via(how).to_shell()?.to_string(),
+            None => command.to_shell()?.to_string(),
         })
     }
 
@@ -210,11 +209,10 @@ impl SshRemote {
         // Under sudo the group's commands are root's.  sudo relays the TERM
         // it gets from the login user (the lab test passes without this),
         // but not a KILL, nor anything to a command it put in its own pty
-        // session: the kill runs as root too.
-        if self.target.sudo {
-            cmd.via_sudo()
-        } else {
-            cmd
+        // session: the kill runs as root too (through doas alike).
+        match self.target.become_ {
+            Some(how) => cmd.via(how),
+            None => cmd,
         }
     }
 

@@ -76,7 +76,7 @@ pub(super) struct Shell {
     nonce: String,
     /// The driver's process group (= its session), when known.
     pub(super) pgid: Option<u32>,
-    /// The command that kills that group (sh text, through sudo if the
+    /// The command that kills that group (sh text, through sudo or doas if the
     /// host's commands are).
     kill: Option<String>,
     /// A command was sent and its end not yet seen.
