@@ -35,7 +35,15 @@ teardown() {
 	if grep -q " $mnt " /proc/mounts; then umount "$mnt" >&2; fi
 	return 0
 }
-trap teardown EXIT
+# Leaves the device blank for the suites after this one: a destroyed pool keeps its ZFS
+# labels (two in the first and two in the last 512 KiB), and a pool named fsmxtest is not
+# fsmatrix's own (only the names it makes are), so a later sweep would refuse the device.
+blank() {
+	size=$(blockdev --getsize64 "$dev")
+	dd if=/dev/zero of="$dev" bs=1M count=4 conv=notrunc,fsync 2>/dev/null
+	dd if=/dev/zero of="$dev" bs=1M count=4 seek=$((size / 1048576 - 4)) conv=notrunc,fsync 2>/dev/null
+}
+trap 'teardown; blank' EXIT
 teardown
 mkdir -p "$mnt"
 # The previous filesystem's signatures (a zfs label at the device's end) confuse mount.
