@@ -3,6 +3,7 @@
 //! them from here.
 use serde::{Deserialize, Serialize};
 
+use super::inventory::vm::Accel;
 use super::FsType;
 
 /// Operating system of a host; checked against `uname -s` by `check`.
@@ -115,6 +116,13 @@ pub struct OsProfile {
     /// Device sizes a filesystem's making tool refuses on this OS: `check`
     /// refuses such a cell before anything is formatted.
     pub device_limits: &'static [DeviceLimit],
+    /// The accelerators fsmatrix's guests (`guest_of`, `[host.vm]`) can use
+    /// on a physical host of this OS: they are `qemu-system-x86_64`
+    /// processes started by common.sh `vm-start`.  Linux: KVM, and TCG
+    /// (software emulation, the lab's).  Empty on the BSDs: bhyve (FreeBSD)
+    /// and NVMM (DragonFly) are not built in, so a guest of a BSD host is
+    /// refused at load.
+    pub vm_accels: &'static [Accel],
 }
 
 /// A device size at and above which a filesystem's making tool on an OS
@@ -216,6 +224,7 @@ pub const PROFILES: [OsProfile; 3] = [
         login_shell_fix: None,
         doas_conf: "/etc/doas.conf",
         device_limits: &[],
+        vm_accels: &[Accel::Kvm, Accel::Tcg],
     },
     OsProfile {
         os: Os::Freebsd,
@@ -234,6 +243,7 @@ pub const PROFILES: [OsProfile; 3] = [
         login_shell_fix: Some("pw usermod {user} -s /bin/sh"),
         doas_conf: "/usr/local/etc/doas.conf",
         device_limits: &[],
+        vm_accels: &[],
     },
     OsProfile {
         os: Os::Dragonfly,
@@ -260,6 +270,7 @@ pub const PROFILES: [OsProfile; 3] = [
             source: "DragonFlyBSD sbin/newfs/newfs.c main() @088b2e68, in the tree since 2007",
             instead: "a slice or partition under 1 TiB (fdisk and disklabel64 make them; list e.g. /dev/da2s1a), or no ufs cells on this device",
         }],
+        vm_accels: &[],
     },
 ];
 

@@ -19,11 +19,13 @@ mod given;
 mod jump;
 mod read;
 mod render;
+pub mod vm;
 
 pub use given::{GivenPaths, RecordedPaths};
 pub use jump::{parse_proxy_jump, JumpSpec, MAX_JUMP_HOPS};
 pub use read::machine_key;
 pub use render::render;
+pub use vm::Vm;
 
 /// Where the host runs; report metadata (and `lab` tells the run engine the
 /// host is a namespace of the local lab, on a loop device).
@@ -106,6 +108,13 @@ pub struct Host {
     /// of them (key: the inventory key); empty otherwise.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub ssh_sources: BTreeMap<String, Sourced>,
+    /// A guest: the `[[host]]` it runs on (its physical host, which boots
+    /// it, gives it `vm.disk` and is its last jump hop).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_of: Option<HostName>,
+    /// A guest's machine (`[host.vm]`); set exactly when `guest_of` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm: Option<Vm>,
 }
 
 impl Host {
@@ -163,6 +172,8 @@ const HOST_KEYS: &[&str] = &[
     "allow_script_commands",
     "client_user",
     "proxy_jump",
+    "guest_of",
+    "vm",
 ];
 
 /// The OS user psql and pgbench run as when the inventory names none:

@@ -76,7 +76,8 @@ fn parse_doc(
             span,
             ctx: &dctx,
         };
-        d.check_keys(errs, &HOST_KEYS[1..]);
+        // Not `guest_of` and `vm`: every guest names its own physical host.
+        d.check_keys(errs, &HOST_KEYS[1..HOST_KEYS.len() - 2]);
         recorded_paths(errs, &d, base_of(src), given, resolver.home.as_deref());
         if let Some(v) = d.get("name") {
             errs.push(
@@ -96,18 +97,24 @@ fn parse_doc(
     let base = base_of(src);
     let dt = dtbl.as_ref().map(|(t, _)| *t);
     let mut ssh = SshAliases::resolve(errs, &root, dt, &host_tables, base, resolver, given);
-    let mut hosts = Vec::new();
     let mut seen: BTreeMap<String, ()> = BTreeMap::new();
+    let mut hosts: Vec<(Host, Tbl<'_, '_>)> = Vec::new();
     // (normalised address, port) of every host so far, where, and its name.
     let mut reach: Vec<((String, u16), std::ops::Range<usize>, String)> = Vec::new();
-    for (t, span) in &host_tables {
-        let label = t
-            .iter()
-            .find(|(k, _)| k.get_ref().as_ref() == "name")
-            .and_then(|(_, v)| v.get_ref().as_str().map(str::to_string))
-            .unwrap_or_else(|| "?".into());
-        let ctx = format!("[[host]] `{label}`");
-        let h = Tbl { t, span, ctx: &ctx };
+    // Each host's name for messages, kept as long as its table is.
+    let ctxs: Vec<String> = host_tables
+        .iter()
+        .map(|(t, _)| {
+            let label = t
+                .iter()
+                .find(|(k, _)| k.get_ref().as_ref() == "name")
+                .and_then(|(_, v)| v.get_ref().as_str().map(str::to_string))
+                .unwrap_or_else(|| "?".into());
+            format!("[[host]] `{label}`")
+        })
+        .collect();
+    for ((t, span), ctx) in host_tables.iter().zip(&ctxs) {
+        let h = Tbl { t, span, ctx };
         h.check_keys(errs, HOST_KEYS);
         recorded_paths(errs, &h, base, given, resolver.home.as_deref());
         let d = dtbl.as_ref().map(|(t, span)| Tbl {
@@ -129,30 +136,34 @@ fn parse_doc(
             if !ssh.apply(errs, &h, d.as_ref(), &mut host) {
                 continue;
             }
-            let at = h.get("name").map_or(span.clone(), |v| v.span());
-            let key = (reach_key(&host), host.port);
-            match reach.iter().find(|(k, _, _)| *k == key) {
-                Some((_, first_at, first_name)) => {
-                    let (line, _) = src.line_col(first_at.start);
-                    errs.push(
-                        &at,
-                        format!(
-                            "[[host]] `{}` reaches the same machine as [[host]] `{first_name}` ({}:{line}): \
-                             address `{}` port {}; two entries for one machine would let two sweeps \
-                             format its devices at once; valid: one [[host]] per machine (another \
-                             port on the same address is another machine)",
-                            host.name,
-                            src.path.display(),
-                            host.address,
-                            host.port
-                        ),
-                    );
-                }
-                None => reach.push((key, at, host.name.to_string())),
-            }
-            hosts.push(host);
+            hosts.push((host, h));
         }
     }
+    vm::resolve_guests(errs, &mut hosts);
+    for (host, h) in &hosts {
+        let at = h.get("name").map_or(h.span.clone(), |v| v.span());
+        let key = (reach_key(host), host.port);
+        match reach.iter().find(|(k, _, _)| *k == key) {
+            Some((_, first_at, first_name)) => {
+                let (line, _) = src.line_col(first_at.start);
+                errs.push(
+                    &at,
+                    format!(
+                        "[[host]] `{}` reaches the same machine as [[host]] `{first_name}` ({}:{line}): \
+                         address `{}` port {}; two entries for one machine would let two sweeps \
+                         format its devices at once; valid: one [[host]] per machine (another \
+                         port on the same address is another machine)",
+                        host.name,
+                        src.path.display(),
+                        host.address,
+                        host.port
+                    ),
+                );
+            }
+            None => reach.push((key, at, host.name.to_string())),
+        }
+    }
+    let hosts = hosts.into_iter().map(|(h, _)| h).collect();
     Some(Inventory {
         path: src.path.clone(),
         hosts,
@@ -479,9 +490,20 @@ fn parse_host(
             None
         }
     };
-    let address = match pick(h, d, "address") {
-        Some(t) => t.typed(errs, "address", Address::new),
-        None => {
+    // A guest is reached through its physical host: 127.0.0.1:ssh_port
+    // there, that host as the last jump hop (set once every host is read,
+    // [`resolve_guests`]); none of its own reach keys apply.
+    let guest = guest_part(errs, h);
+    if guest.is_none() {
+        ok = false;
+    }
+    let guest = guest.flatten();
+    let is_guest = h.get("guest_of").is_some() || h.get("vm").is_some();
+    let address = match (&guest, pick(h, d, "address")) {
+        (Some(_), _) => Address::new(vm::GUEST_ADDRESS).ok(),
+        (None, _) if is_guest => None,
+        (None, Some(t)) => t.typed(errs, "address", Address::new),
+        (None, None) => {
             errs.push(
                 h.span,
                 format!("{} has no `address` (a DNS name or an IP address)", h.ctx),
@@ -489,9 +511,12 @@ fn parse_host(
             None
         }
     };
-    let port = pick(h, d, "port")
-        .map(|t| t.int(errs, "port", 1, 65535).map(|p| *p.get_ref() as u16))
-        .unwrap_or(Some(22));
+    let port = match &guest {
+        Some((_, vm)) => Some(vm.ssh_port),
+        None => pick(h, d, "port")
+            .map(|t| t.int(errs, "port", 1, 65535).map(|p| *p.get_ref() as u16))
+            .unwrap_or(Some(22)),
+    };
     let user = pick(h, d, "user")
         .map(|t| t.typed(errs, "user", UserName::new))
         .unwrap_or_else(|| UserName::new("root").ok());
@@ -587,6 +612,7 @@ fn parse_host(
                     None
                 }
             }),
+        None if guest.is_some() => Some(Platform::Kvm),
         None => Some(Platform::Physical),
     };
     let disk_bus = pick(h, d, "disk_bus").map(|t| t.typed(errs, "disk_bus", Label::new));
@@ -689,7 +715,7 @@ fn parse_host(
     let client_user = pick(h, d, "client_user")
         .map(|t| t.typed(errs, "client_user", client_user_name))
         .unwrap_or_else(|| UserName::new(DEFAULT_CLIENT_USER).ok());
-    let proxy_jump = match pick(h, d, "proxy_jump") {
+    let proxy_jump = match pick(h, d, "proxy_jump").filter(|_| guest.is_none()) {
         Some(t) => match t.str(errs, "proxy_jump") {
             Some(v) => match parse_proxy_jump(v.get_ref()) {
                 Ok(hops) => {
@@ -772,5 +798,75 @@ fn parse_host(
         client_user: client_user?,
         proxy_jump: proxy_jump?,
         ssh_sources: BTreeMap::new(),
+        guest_of: guest.as_ref().map(|(of, _)| of.clone()),
+        vm: guest.map(|(_, vm)| vm),
     })
+}
+
+/// A guest's own part of its `[[host]]`: `guest_of` and `[host.vm]`, both
+/// or neither, and none of the keys that say how to reach a host directly.
+/// `Some(None)`: not a guest; `None`: errors pushed.
+fn guest_part(errs: &mut Errors<'_>, h: &Tbl<'_, '_>) -> Option<Option<(HostName, vm::Vm)>> {
+    let of = h.get("guest_of");
+    let table = h.get("vm");
+    match (of, table) {
+        (None, None) => return Some(None),
+        (Some(v), None) => {
+            errs.push(
+                &v.span(),
+                format!(
+                    "{} has `guest_of` but no [host.vm] table; a guest needs its machine: \
+                     image, disk (one of the physical host's devices), memory_mib, cpus, … \
+                     (docs/formats.md \"Guests\")",
+                    h.ctx
+                ),
+            );
+            return None;
+        }
+        (None, Some(v)) => {
+            errs.push(
+                &v.span(),
+                format!(
+                    "{} has a [host.vm] table but no `guest_of`; valid: guest_of = \"<the \
+                     [[host]] it runs on>\"",
+                    h.ctx
+                ),
+            );
+            return None;
+        }
+        (Some(_), Some(_)) => {}
+    }
+    let mut ok = true;
+    for key in ["address", "port", "proxy_jump"] {
+        if let Some(v) = h.get(key) {
+            errs.push(
+                &v.span(),
+                format!(
+                    "`{key}` in {} is not for a guest: fsmatrix reaches a guest at {}:<vm.ssh_port> \
+                     through the host it runs on (guest_of), so nothing new is exposed on the \
+                     network; valid: remove `{key}` (set the port with ssh_port in [host.vm])",
+                    h.ctx,
+                    vm::GUEST_ADDRESS
+                ),
+            );
+            ok = false;
+        }
+    }
+    let of = h.typed(errs, "guest_of", HostName::new);
+    let vctx = format!("[host.vm] of {}", h.ctx);
+    let vm = h.table(errs, "vm").and_then(|v| match v.get_ref() {
+        DeValue::Table(t) => vm::parse_vm(
+            errs,
+            &Tbl {
+                t,
+                span: &v.span(),
+                ctx: &vctx,
+            },
+        ),
+        _ => None,
+    });
+    match (of, vm, ok) {
+        (Some(of), Some(vm), true) => Some(Some((of, vm))),
+        _ => None,
+    }
 }

@@ -30,8 +30,15 @@ pub fn render(inv: &Inventory) -> String {
         .map(|h| {
             let mut t = Table::new();
             t.insert("name".into(), s(h.name.as_str()));
-            t.insert("address".into(), s(&h.address));
-            t.insert("port".into(), Value::Integer(i64::from(h.port)));
+            // A guest is reached through its physical host: its address,
+            // port and jump chain follow from guest_of and [host.vm].
+            if let (Some(of), Some(vm)) = (&h.guest_of, &h.vm) {
+                t.insert("guest_of".into(), s(of.as_str()));
+                t.insert("vm".into(), Value::Table(vm_table(vm)));
+            } else {
+                t.insert("address".into(), s(&h.address));
+                t.insert("port".into(), Value::Integer(i64::from(h.port)));
+            }
             t.insert("user".into(), s(h.user.as_str()));
             if let Some(b) = h.become_ {
                 t.insert("become".into(), s(b.as_str()));
@@ -75,17 +82,49 @@ pub fn render(inv: &Inventory) -> String {
             }
             t.insert("client_user".into(), s(h.client_user.as_str()));
             let jump: Vec<String> = h.proxy_jump.iter().map(|j| j.to_string()).collect();
-            t.insert(
-                "proxy_jump".into(),
-                s(if jump.is_empty() {
-                    "none".to_string()
-                } else {
-                    jump.join(",")
-                }),
-            );
+            if h.guest_of.is_none() {
+                t.insert(
+                    "proxy_jump".into(),
+                    s(if jump.is_empty() {
+                        "none".to_string()
+                    } else {
+                        jump.join(",")
+                    }),
+                );
+            }
             Value::Table(t)
         })
         .collect();
     root.insert("host".into(), Value::Array(hosts));
     toml::to_string(&root).unwrap_or_default()
+}
+
+fn vm_table(vm: &super::Vm) -> Table {
+    let mut t = Table::new();
+    t.insert("image".into(), s(vm.image.as_str()));
+    t.insert("image_format".into(), s(vm.image_format));
+    for (k, v) in [("kernel", &vm.kernel), ("initrd", &vm.initrd)] {
+        if let Some(p) = v {
+            t.insert(k.into(), s(p.as_str()));
+        }
+    }
+    if let Some(c) = &vm.cmdline {
+        t.insert("cmdline".into(), s(c));
+    }
+    t.insert(
+        "memory_mib".into(),
+        Value::Integer(i64::from(vm.memory_mib)),
+    );
+    t.insert("cpus".into(), Value::Integer(i64::from(vm.cpus)));
+    t.insert("disk_bus".into(), s(vm.disk_bus));
+    t.insert("cache".into(), s(vm.cache));
+    t.insert("aio".into(), s(vm.aio));
+    t.insert("accel".into(), s(vm.accel));
+    t.insert("disk".into(), s(vm.disk.as_str()));
+    t.insert("ssh_port".into(), Value::Integer(i64::from(vm.ssh_port)));
+    t.insert(
+        "boot_timeout".into(),
+        Value::Integer(vm.boot_timeout as i64),
+    );
+    t
 }
