@@ -83,3 +83,13 @@ pub const MAX_CELL_OUTPUT: u64 = 512 << 20;
 /// How long a sweep that lost a host lock asks the host whether another
 /// sweep ended it (run/lock.rs): short, the connection may be the cause.
 pub const LOST_LOCK_WHY: Duration = Duration::from_secs(5);
+
+/// `vm-start`: the overlay made and `qemu-system-x86_64 -daemonize`
+/// returned (the guest boots afterwards; its SSH is waited for up to the
+/// guest's `boot_timeout`).
+pub const VM_START: Duration = Duration::from_secs(60);
+/// How long `vm-stop` waits for the guest to power off after ACPI's
+/// `system_powerdown` before it sends SIGTERM.
+pub const VM_POWERDOWN: Duration = Duration::from_secs(60);
+/// SIGTERM's and then SIGKILL's waits for a guest's QEMU to exit.
+pub const VM_KILL: Duration = Duration::from_secs(30);

@@ -52,6 +52,15 @@ pub mod eta {
     pub const DROP_CACHES_SECS: u64 = 6;
     /// Transactions per second assumed to turn `transactions` into time.
     pub const ASSUMED_TPS: u64 = 500;
+    /// A guest's start to its SSH, plus its ACPI shutdown, per variant: a
+    /// KVM guest's boot takes tens of seconds; the lab's TCG guest about
+    /// a minute to SSH (docs/lab.md).
+    pub fn guest_boot_secs(accel: crate::config::inventory::vm::Accel) -> u64 {
+        match accel {
+            crate::config::inventory::vm::Accel::Kvm => 45,
+            crate::config::inventory::vm::Accel::Tcg => 120,
+        }
+    }
 }
 
 /// One benchmark run: everything the run engine needs, nothing it must look up.
@@ -679,7 +688,14 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
         // estimator (secs_min: without the repeats adaptive repeats may
         // not need).
         let host_cells: Vec<&Cell> = cells[first..].iter().collect();
-        let (secs, secs_min) = work::prior_total(&work::work_of(&host_cells));
+        let (mut secs, mut secs_min) = work::prior_total(&work::work_of(&host_cells));
+        // A guest boots and stops once per variant (metal and guest
+        // alternate per variant on one disk: crate::run::guest::segments).
+        if let Some(vm) = &host.vm {
+            let boots = variants.len() as u64 * eta::guest_boot_secs(vm.accel);
+            secs += boots;
+            secs_min += boots;
+        }
         hosts.push(HostPlan {
             host: host.name.clone(),
             os: host.os,
@@ -691,8 +707,28 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
             batches,
         });
     }
-    let eta = hosts.iter().map(|h| h.eta).max().unwrap_or_default();
-    let eta_min = hosts.iter().map(|h| h.eta_min).max().unwrap_or_default();
+    // Machines run in parallel; a physical host and its guests one after
+    // the other (one disk).
+    let machine_of = |h: &HostName| -> HostName {
+        inv.hosts
+            .iter()
+            .find(|x| &x.name == h)
+            .and_then(|x| x.guest_of.clone())
+            .unwrap_or_else(|| h.clone())
+    };
+    let mut machines: Vec<(HostName, Duration, Duration)> = Vec::new();
+    for h in &hosts {
+        let m = machine_of(&h.host);
+        match machines.iter_mut().find(|(n, _, _)| *n == m) {
+            Some((_, e, e_min)) => {
+                *e += h.eta;
+                *e_min += h.eta_min;
+            }
+            None => machines.push((m, h.eta, h.eta_min)),
+        }
+    }
+    let eta = machines.iter().map(|m| m.1).max().unwrap_or_default();
+    let eta_min = machines.iter().map(|m| m.2).max().unwrap_or_default();
     let scripts = m
         .workloads
         .iter()

@@ -88,43 +88,117 @@ pub fn stand_in(host: &Host, needs: &Needs) -> RecordingRemote {
     r
 }
 
+/// `plan --commands`' link to a guest: a stand-in that answers as a ready
+/// guest would.
+struct RecordingLink<'a> {
+    p: &'a Plan,
+}
+
+impl super::guest::GuestLink for RecordingLink<'_> {
+    type R = RecordingRemote;
+    async fn connect(
+        &self,
+        guest: &Host,
+        _deadline: std::time::Instant,
+    ) -> Result<RecordingRemote, crate::remote::RemoteError> {
+        Ok(stand_in(guest, &needs_of(self.p, guest.name.as_str())))
+    }
+    async fn close(&self, _r: RecordingRemote) {}
+}
+
 /// Every host's commands, in plan order: (host name, log text).  A host
 /// the stand-in cannot prepare (no script for its OS) says why instead.
+/// A physical host's log holds its guests' start and stop; each guest's
+/// log what is sent to it once it is up (a run writes the same two logs).
 pub async fn commands(inv: &Inventory, p: &Plan) -> Vec<(String, String)> {
-    let mut out = Vec::new();
+    let mut out: Vec<(String, String)> = Vec::new();
     for hp in &p.hosts {
         let Some(host) = inv.hosts.iter().find(|h| h.name == hp.host) else {
             continue;
         };
-        let cells: Vec<&Cell> = p.cells.iter().filter(|c| c.host == hp.host).collect();
-        let needs = needs_of(p, hp.host.as_str());
-        let remote = stand_in(host, &needs);
-        let logged = Logged::new(&remote, host.become_);
+        if out.iter().any(|(n, _)| n == host.name.as_str()) {
+            continue;
+        }
+        let job_of = |h: &'_ Host| -> (Vec<&Cell>, Needs) {
+            (
+                p.cells.iter().filter(|c| c.host == h.name).collect(),
+                needs_of(p, h.name.as_str()),
+            )
+        };
+        let physical = super::sweep::physical_of(inv, host);
+        let guests: Vec<&Host> = inv
+            .hosts
+            .iter()
+            .filter(|g| g.guest_of.as_ref() == Some(&physical.name))
+            .filter(|g| p.hosts.iter().any(|x| x.host == g.name))
+            .collect();
+        let (cells, needs) = job_of(physical);
+        let remote = stand_in(physical, &needs);
+        let logged = Logged::new(&remote, physical.become_);
         let job = HostJob {
-            host,
+            host: physical,
             cells,
             needs,
             pre_clean: true,
             counted: Counted::default(),
-            batches: hp.batches.clone(),
+            batches: p
+                .hosts
+                .iter()
+                .find(|x| x.host == physical.name)
+                .map(|x| x.batches.clone())
+                .unwrap_or_default(),
         };
         // A run locks the host first (a host without a script is not touched).
-        let held = match HostPaths::new(host) {
-            Some(_) => lock_host(&logged, host, &Holder::here(p.matrix.as_str()))
+        let held = match HostPaths::new(physical) {
+            Some(_) => lock_host(&logged, physical, &Holder::here(p.matrix.as_str()))
                 .await
                 .ok(),
             None => None,
         };
         let (_cancel_tx, cancel) = watch::channel(false);
-        let (report, _) = host_sweep(&logged, job, &Sink::discard(), cancel).await;
+        let mut guest_texts = Vec::new();
+        let ready_note = if guests.is_empty() {
+            let (report, _) = host_sweep(&logged, job, &Sink::discard(), cancel).await;
+            (!report.ready).then(|| format!("# not run: {}\n", report.problems.join("; ")))
+        } else {
+            let gjobs: Vec<HostJob> = guests
+                .iter()
+                .map(|g| {
+                    let (cells, needs) = job_of(g);
+                    HostJob {
+                        host: g,
+                        cells,
+                        needs,
+                        pre_clean: true,
+                        counted: Counted::default(),
+                        batches: Vec::new(),
+                    }
+                })
+                .collect();
+            let link = RecordingLink { p };
+            let outcome = super::guest::machine_sweep(
+                &logged,
+                physical,
+                job,
+                gjobs,
+                &link,
+                &Sink::discard(),
+                cancel,
+            )
+            .await;
+            guest_texts = outcome.guest_logs;
+            None
+        };
         if let Some(h) = held {
             h.release().await;
         }
         let mut text = logged.text();
-        if !report.ready {
-            text.push_str(&format!("# not run: {}\n", report.problems.join("; ")));
+        if let Some(n) = ready_note {
+            text.push_str(&n);
         }
-        out.push((host.name.as_str().to_string(), text));
+        out.push((physical.name.as_str().to_string(), text));
+        out.extend(guest_texts);
     }
+    // In plan order (a guest listed before its physical host comes after it).
     out
 }

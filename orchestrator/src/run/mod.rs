@@ -20,6 +20,7 @@ pub mod dry;
 pub mod error;
 pub mod events;
 pub mod facts;
+pub mod guest;
 pub mod lock;
 pub mod logged;
 pub mod pgsettings;

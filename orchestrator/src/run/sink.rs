@@ -280,6 +280,29 @@ impl Sink {
         });
     }
 
+    /// Record every cell in `cells` as failed at `step` before any of them
+    /// started (a guest that did not come up: `stderr_tail` holds the tail
+    /// of its serial console); one new estimate for them all.
+    pub fn record_failed(&self, cells: &[&Cell], step: &str, stderr_tail: &str, tally: &mut HostTally) {
+        for c in cells {
+            let status = CellStatus::Failed {
+                step: step.to_string(),
+                exit_status: None,
+                stderr_tail: stderr_tail.to_string(),
+            };
+            self.record_only(c, &unrun(c, status), &[], tally);
+        }
+        let Some(first) = cells.first() else {
+            return;
+        };
+        self.eta_update(first.host.as_str(), |eta, now| {
+            cells
+                .iter()
+                .filter_map(|c| eta.cell_ended(&c.id, false, now))
+                .collect::<Vec<_>>()
+        });
+    }
+
     /// Record an adaptive repeat that the CI target made unnecessary.
     pub fn record_not_needed(&self, c: &Cell, reason: &str, tally: &mut HostTally) {
         let status = CellStatus::NotNeeded {

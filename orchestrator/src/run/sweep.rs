@@ -321,17 +321,30 @@ async fn claim(
     keep: &Kept,
     all_hosts: bool,
 ) -> Result<Claims, RunError> {
+    // A guest is not claimed itself (it is not up): its physical host is,
+    // whose lock covers the guest's use of its disk.
     let wanted: Vec<&Host> = p
         .hosts
         .iter()
-        .filter(|hp| {
-            all_hosts
-                || p.cells
-                    .iter()
-                    .any(|c| c.host == hp.host && !keep.contains_key(&c.id))
-        })
         .filter_map(|hp| inv.hosts.iter().find(|h| h.name == hp.host))
-        .collect();
+        .map(|h| physical_of(inv, h))
+        .filter(|h| {
+            all_hosts
+                || p.cells.iter().any(|c| {
+                    !keep.contains_key(&c.id)
+                        && inv
+                            .hosts
+                            .iter()
+                            .find(|x| x.name == c.host)
+                            .is_some_and(|x| physical_of(inv, x).name == h.name)
+                })
+        })
+        .fold(Vec::new(), |mut v: Vec<&Host>, h| {
+            if !v.iter().any(|x| x.name == h.name) {
+                v.push(h);
+            }
+            v
+        });
     let connected = futures::future::join_all(wanted.iter().map(|host| async move {
         let t0 = Instant::now();
         let r = SshRemote::connect(&ssh_target(&inv.path, host)).await;
@@ -408,14 +421,39 @@ async fn claim(
     Ok(claims)
 }
 
+/// `host`'s cells of `p` not in `keep`, as one job.
+fn job_for<'a>(p: &'a Plan, keep: &Kept, host: &'a Host) -> HostJob<'a> {
+    let hp = p.hosts.iter().find(|hp| hp.host == host.name);
+    HostJob {
+        host,
+        cells: p
+            .cells
+            .iter()
+            .filter(|c| c.host == host.name && !keep.contains_key(&c.id))
+            .collect(),
+        needs: needs_of(p, host.name.as_str()),
+        pre_clean: true,
+        counted: kept_counted(p, &host.name, keep),
+        batches: hp.map(|hp| hp.batches.clone()).unwrap_or_default(),
+    }
+}
+
+/// The host whose machine `h` runs on: itself, or a guest's physical host.
+pub fn physical_of<'a>(inv: &'a Inventory, h: &'a Host) -> &'a Host {
+    h.guest_of
+        .as_ref()
+        .and_then(|of| inv.hosts.iter().find(|x| &x.name == of))
+        .unwrap_or(h)
+}
+
 /// Run the cells of `p` not in `keep` into `bundle` and close it.
 /// The hosts were claimed (connected, locked) by [`claim`]; under the lock
 /// each is torn down after its checks (what a killed sweep left); a resume
 /// (`claims.all_hosts`) keeps its own commands log.
-async fn execute_hooked(
+async fn execute_hooked<'a>(
     bundle: Bundle,
-    inv: &Inventory,
-    p: &Plan,
+    inv: &'a Inventory,
+    p: &'a Plan,
     snapshot_of: Option<(&Matrix, &Inputs)>,
     keep: &Kept,
     claims: Claims,
@@ -503,56 +541,87 @@ async fn execute_hooked(
         let _ = cancel_tx.send(true);
     });
 
-    let futs = p.hosts.iter().filter_map(|hp| {
-        let host = inv.hosts.iter().find(|h| h.name == hp.host)?;
-        let cells: Vec<&Cell> = p
-            .cells
-            .iter()
-            .filter(|c| c.host == hp.host && !keep.contains_key(&c.id))
-            .collect();
-        let job = HostJob {
-            host,
-            cells,
-            needs: needs_of(p, hp.host.as_str()),
-            pre_clean: true,
-            counted: kept_counted(p, &host.name, keep),
-            batches: hp.batches.clone(),
+    let job_of = |host: &'a Host| job_for(p, keep, host);
+    // One future per machine: a physical host (with its guests, if the
+    // plan has cells for them) or a host of its own.
+    let mut machines: Vec<&Host> = Vec::new();
+    for hp in &p.hosts {
+        let Some(h) = inv.hosts.iter().find(|h| h.name == hp.host) else {
+            continue;
         };
+        let m = physical_of(inv, h);
+        if !machines.iter().any(|x| x.name == m.name) {
+            machines.push(m);
+        }
+    }
+    let futs = machines.into_iter().map(|host| {
+        let job = job_of(host);
+        let guests: Vec<HostJob> = inv
+            .hosts
+            .iter()
+            .filter(|g| g.guest_of.as_ref() == Some(&host.name))
+            .filter(|g| p.hosts.iter().any(|hp| hp.host == g.name))
+            .map(job_of)
+            .collect();
         let claim = claimed.remove(host.name.as_str());
-        let (sink, cancel, log_name) = (&sink, cancel_rx.clone(), &log_name);
-        let first = sink.eta_begin(
-            host.name.as_str(),
-            &job.cells,
-            history.of(host.name.as_str()).to_vec(),
-        );
-        Some(async move {
-            let name = host.name.as_str().to_string();
-            sink.emit(RunEvent::HostStarted {
-                host: name.clone(),
-                cells: job.cells.len(),
-                eta: first.remaining(),
-            });
-            let tally = match claim {
-                None => HostTally::default(),
-                Some(Ok(claim)) => run_claimed(claim, host, job, sink, cancel, log_name).await,
+        let (sink, cancel, log_name, history) = (&sink, cancel_rx.clone(), &log_name, &history);
+        let inv_path = inv.path.as_path();
+        async move {
+            let members: Vec<(&Host, usize)> = std::iter::once((host, job.cells.len()))
+                .chain(guests.iter().map(|g| (g.host, g.cells.len())))
+                .collect();
+            for (h, n) in &members {
+                let cells = if h.name == host.name {
+                    &job.cells
+                } else {
+                    &guests.iter().find(|g| g.host.name == h.name).expect("a member").cells
+                };
+                let first = sink.eta_begin(h.name.as_str(), cells, history.of(h.name.as_str()).to_vec());
+                sink.emit(RunEvent::HostStarted {
+                    host: h.name.as_str().to_string(),
+                    cells: *n,
+                    eta: first.remaining(),
+                });
+            }
+            let tallies: Vec<(String, HostTally)> = match claim {
+                None => members
+                    .iter()
+                    .map(|(h, _)| (h.name.as_str().to_string(), HostTally::default()))
+                    .collect(),
+                Some(Ok(claim)) => run_claimed(claim, host, job, guests, inv_path, sink, cancel, log_name).await,
                 Some(Err((e, t0))) => {
                     let report = HostReport::unreachable(host, &e, t0);
                     write_report(sink, &report);
+                    let mut out = Vec::new();
                     let mut tally = HostTally::default();
                     not_ready(sink, &report, &job.cells, &mut tally);
-                    tally
+                    out.push((host.name.as_str().to_string(), tally));
+                    for g in &guests {
+                        let mut tally = HostTally::default();
+                        sink.record_not_run(
+                            &g.cells,
+                            &format!("its physical host {} is not reachable: {e}", host.name),
+                            &mut tally,
+                        );
+                        out.push((g.host.name.as_str().to_string(), tally));
+                    }
+                    out
                 }
             };
-            sink.eta_finish(&name);
-            sink.emit(RunEvent::HostFinished {
-                host: name,
-                done: tally.done,
-                failed: tally.failed,
-                not_run: tally.not_run,
-                not_needed: tally.not_needed,
-            });
-            tally
-        })
+            let mut total = HostTally::default();
+            for (name, tally) in tallies {
+                sink.eta_finish(&name);
+                sink.emit(RunEvent::HostFinished {
+                    host: name,
+                    done: tally.done,
+                    failed: tally.failed,
+                    not_run: tally.not_run,
+                    not_needed: tally.not_needed,
+                });
+                total = total + tally;
+            }
+            total
+        }
     });
     let tallies = futures::future::join_all(futs).await;
     signals.abort();
@@ -588,14 +657,22 @@ async fn execute_hooked(
 /// One claimed host's part: its cells, stopped like an interrupt when its
 /// lock is lost; then the lock released, the commands log written, the
 /// connection closed.
+#[allow(clippy::too_many_arguments)]
 async fn run_claimed(
     claim: Claim,
     host: &Host,
     job: HostJob<'_>,
+    guests: Vec<HostJob<'_>>,
+    inv_path: &Path,
     sink: &Sink,
     cancel: watch::Receiver<bool>,
     log_name: &str,
-) -> HostTally {
+) -> Vec<(String, HostTally)> {
+    let guest_names: Vec<String> = guests
+        .iter()
+        .map(|g| g.host.name.as_str().to_string())
+        .collect();
+    let guest_jobs = guests;
     let name = host.name.as_str().to_string();
     let Claim {
         ssh,
@@ -604,14 +681,25 @@ async fn run_claimed(
         problem,
     } = claim;
     let logged = Logged::with_lines(&ssh, host.become_, lines);
-    let tally = match problem {
+    let mut guest_logs: Vec<(String, String)> = Vec::new();
+    let tallies: Vec<(String, HostTally)> = match problem {
         Some(problem) => {
             let mut report = HostReport::new(host);
             report.problems.push(problem);
             write_report(sink, &report);
             let mut tally = HostTally::default();
             not_ready(sink, &report, &job.cells, &mut tally);
-            tally
+            let mut out = vec![(name.clone(), tally)];
+            for g in &guest_jobs {
+                let mut tally = HostTally::default();
+                sink.record_not_run(
+                    &g.cells,
+                    &format!("its physical host {name} is not ready: {}", report.problems.join("; ")),
+                    &mut tally,
+                );
+                out.push((g.host.name.as_str().to_string(), tally));
+            }
+            out
         }
         None => {
             let (host_tx, host_rx) = watch::channel(false);
@@ -637,9 +725,22 @@ async fn run_claimed(
                 let _ = host_tx.send(true);
                 futures::future::pending::<()>().await
             };
-            let work = host_sweep(&logged, job, sink, host_rx);
-            let tally = tokio::select! {
-                (_, tally) = work => tally,
+            let work = async {
+                if guest_jobs.is_empty() {
+                    let (_, tally) = host_sweep(&logged, job, sink, host_rx).await;
+                    vec![(name.clone(), tally)]
+                } else {
+                    let link = super::guest::SshLink { inv_path };
+                    let out = super::guest::machine_sweep(
+                        &logged, host, job, guest_jobs, &link, sink, host_rx,
+                    )
+                    .await;
+                    guest_logs = out.guest_logs;
+                    out.tallies
+                }
+            };
+            let tallies = tokio::select! {
+                t = work => t,
                 _ = watcher => unreachable!("the watcher never ends"),
             };
             if was_lost.load(std::sync::atomic::Ordering::SeqCst) {
@@ -652,9 +753,19 @@ async fn run_claimed(
                     message: format!("{why}: no new step starts on this host; `fsmatrix resume` finishes its cells"),
                 });
             }
-            tally
+            tallies
         }
     };
+    for (g, text) in &guest_logs {
+        let rel = format!("hosts/{g}/{log_name}");
+        if let Err(e) = sink.write(&rel, text.as_bytes()) {
+            sink.emit(RunEvent::Note {
+                host: g.clone(),
+                message: format!("failed to write {rel}: {e}"),
+            });
+        }
+    }
+    let _ = guest_names;
     if let Some(h) = held {
         h.release().await;
     }
@@ -666,7 +777,7 @@ async fn run_claimed(
         });
     }
     ssh.disconnect().await;
-    tally
+    tallies
 }
 
 /// Ctrl-C or SIGTERM.

@@ -33,10 +33,13 @@ pub enum Verb {
     DropCaches,
     Teardown,
     Cat,
+    VmStart,
+    VmStop,
+    VmReap,
 }
 
 impl Verb {
-    pub const ALL: [Verb; 14] = [
+    pub const ALL: [Verb; 17] = [
         Verb::Facts,
         Verb::Preflight,
         Verb::PgCheckSettings,
@@ -51,6 +54,9 @@ impl Verb {
         Verb::DropCaches,
         Verb::Teardown,
         Verb::Cat,
+        Verb::VmStart,
+        Verb::VmStop,
+        Verb::VmReap,
     ];
 
     /// The verb's word on the script's command line.
@@ -70,6 +76,9 @@ impl Verb {
             Verb::DropCaches => "drop-caches",
             Verb::Teardown => "teardown",
             Verb::Cat => "cat",
+            Verb::VmStart => "vm-start",
+            Verb::VmStop => "vm-stop",
+            Verb::VmReap => "vm-reap",
         }
     }
 
@@ -91,6 +100,10 @@ impl Verb {
             Verb::DropCaches => t::DROP_CACHES,
             Verb::Teardown => t::TEARDOWN,
             Verb::Cat => t::CAT,
+            Verb::VmStart => t::VM_START,
+            // ACPI's bound plus SIGTERM's and SIGKILL's waits.
+            Verb::VmStop => t::VM_POWERDOWN + t::VM_KILL,
+            Verb::VmReap => t::VM_KILL,
         }
     }
 
@@ -104,7 +117,10 @@ impl Verb {
     /// persistent shell, so that it works when that shell is gone
     /// ([`crate::remote::ExecOptions::own_session`]).
     pub fn cleanup(self) -> bool {
-        matches!(self, Verb::PgStop | Verb::Teardown)
+        matches!(
+            self,
+            Verb::PgStop | Verb::Teardown | Verb::VmStop | Verb::VmReap
+        )
     }
 
     /// The OSes whose script implements the verb.
