@@ -548,3 +548,111 @@ fn plan_refuses_scripts_that_run_commands_without_the_host_s_consent() {
             .success();
     }
 }
+
+/// issue 26: a physical host and its guest in `plan --commands`: the
+/// physical host's log reaps leftovers first, then per variant runs its own
+/// cells, starts the guest with every [host.vm] value as it is sent, stops
+/// it and fetches its console; the guest's log is its own cells only; a
+/// hostile value never reaches the plan.
+#[test]
+fn commands_show_the_guest_s_start_and_stop_as_they_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inv = dir.path().join("inv.toml");
+    let text = r#"
+[defaults]
+os = "linux"
+[[host]]
+name = "metal1"
+address = "10.0.0.1"
+devices = ["/dev/sdb"]
+[[host]]
+name = "metal1-kvm"
+guest_of = "metal1"
+devices = ["/dev/vdb"]
+[host.vm]
+image = "/var/lib/images/debian12.img"
+kernel = "/var/lib/images/vmlinuz"
+initrd = "/var/lib/images/initrd.img"
+cmdline = "root=LABEL=fsmx-guest ro console=ttyS0"
+accel = "tcg"
+cache = "writeback"
+disk_bus = "nvme"
+disk = "/dev/sdb"
+ssh_port = 10031
+"#;
+    std::fs::write(&inv, text).expect("write");
+    let out = fsmatrix()
+        .args(["plan", "-m", "matrix/quick.toml", "--commands", "-i"])
+        .arg(&inv)
+        .output()
+        .expect("run");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let all = String::from_utf8(out.stdout).expect("utf-8");
+    let (metal, guest) = all
+        .split_once("## metal1-kvm\n")
+        .expect("a section for the guest");
+    let verbs: Vec<&str> = metal
+        .lines()
+        .filter_map(|l| l.strip_prefix("$ "))
+        .filter_map(|l| {
+            [
+                "vm-reap",
+                "vm-start",
+                "vm-stop",
+                "make-fs",
+                "metal1-kvm.console",
+            ]
+            .into_iter()
+            .find(|v| l.contains(v))
+        })
+        .collect();
+    // quick.toml has four variants: metal's make-fs, then the guest's turn.
+    let turn = ["make-fs", "vm-start", "vm-stop", "metal1-kvm.console"];
+    let mut want = vec!["vm-reap"];
+    for _ in 0..4 {
+        want.extend(turn);
+    }
+    assert_eq!(verbs, want, "{metal}");
+    let start = metal
+        .lines()
+        .find(|l| l.contains(" vm-start "))
+        .expect("vm-start");
+    assert!(
+        start.ends_with(
+            "linux.sh vm-start dir=/var/tmp/fsmatrix/vm guest=metal1-kvm image=/var/lib/images/debian12.img format=raw kernel=/var/lib/images/vmlinuz initrd=/var/lib/images/initrd.img 'cmdline=root=LABEL=fsmx-guest ro console=ttyS0' memory=1024 cpus=1 bus=nvme cache=writeback aio=threads accel=tcg disk=/dev/sdb port=10031"
+        ),
+        "{start}"
+    );
+    assert!(
+        metal.contains("linux.sh vm-stop dir=/var/tmp/fsmatrix/vm guest=metal1-kvm timeout=60"),
+        "{metal}"
+    );
+    // The guest builds on its own name of the disk, never the host's.
+    assert!(
+        guest.contains("make-fs dev=/dev/vdb allowed=/dev/vdb "),
+        "{guest}"
+    );
+    assert!(
+        !guest.contains("/dev/sdb") && !guest.contains("vm-start"),
+        "{guest}"
+    );
+    // A hostile value is refused by plan, so it reaches no command.
+    std::fs::write(
+        &inv,
+        text.replace("cache = \"writeback\"", "cache = \"none' ; reboot '\""),
+    )
+    .expect("write");
+    fsmatrix()
+        .args(["plan", "-m", "matrix/quick.toml", "--commands", "-i"])
+        .arg(&inv)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "inv.toml:18:9: error: cache `none' ; reboot '`",
+        ))
+        .stdout(predicate::str::is_empty());
+}

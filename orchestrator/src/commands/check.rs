@@ -37,6 +37,16 @@ pub fn check(args: &CheckArgs) -> CmdResult {
             let inv_path = &inv.path;
             async move {
                 let t = Instant::now();
+                if let Some(of) = &h.guest_of {
+                    // Not booted by `check`: `run` boots it for its cells
+                    // and checks it then, as any host (host key, guard, tools).
+                    let mut r = HostReport::new(h);
+                    r.ready = true;
+                    r.warnings.push(format!(
+                        "a guest of {of}: fsmatrix boots it only for its cells, so `check` looked at {of} only; `run` checks the guest (host key, login, guard, tools) once it is up"
+                    ));
+                    return (r, None);
+                }
                 match SshRemote::connect(&ssh_target(inv_path, h)).await {
                     Ok(remote) => {
                         let (r, _) = prepare(&remote, h, &needs, false).await;
@@ -50,7 +60,30 @@ pub fn check(args: &CheckArgs) -> CmdResult {
         });
         futures::future::join_all(futs).await
     });
-    let reports = mark_same_machines(checked);
+    let mut reports = mark_same_machines(checked);
+    // A guest is ready as far as `check` can tell when its physical host is.
+    let ready_of: Vec<(String, bool, Vec<String>)> = reports
+        .iter()
+        .map(|r| (r.host.clone(), r.ready, r.problems.clone()))
+        .collect();
+    for r in &mut reports {
+        let of = inv
+            .hosts
+            .iter()
+            .find(|h| h.name.as_str() == r.host)
+            .and_then(|h| h.guest_of.as_ref());
+        if let Some((_, ready, problems)) =
+            of.and_then(|of| ready_of.iter().find(|x| x.0 == of.as_str()))
+        {
+            if !ready {
+                r.ready = false;
+                r.problems.push(format!(
+                    "its physical host is not ready: {}",
+                    problems.join("; ")
+                ));
+            }
+        }
+    }
     if args.json {
         // One object per line: each host's report, then the summary.
         for r in &reports {

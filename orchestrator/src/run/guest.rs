@@ -78,7 +78,10 @@ pub fn vm_reap(physical: &Host) -> Call {
 pub fn console_cat(guest: &Host, physical: &Host) -> Call {
     Call::new(Verb::Cat)
         .arg("work", physical.work_dir.as_str().trim_end_matches('/'))
-        .arg("path", format!("{}/{}.console", vm_dir(physical), guest.name))
+        .arg(
+            "path",
+            format!("{}/{}.console", vm_dir(physical), guest.name),
+        )
 }
 
 /// Who runs a segment: the physical host, or its guest number `i`.
@@ -139,8 +142,11 @@ pub trait GuestLink {
     type R: Remote;
     /// Connect, retrying until `deadline` while the guest boots; a host-key
     /// problem is final at once (never accepted, never retried).
-    fn connect(&self, guest: &Host, deadline: Instant)
-        -> impl Future<Output = Result<Self::R, RemoteError>>;
+    fn connect(
+        &self,
+        guest: &Host,
+        deadline: Instant,
+    ) -> impl Future<Output = Result<Self::R, RemoteError>>;
     fn close(&self, r: Self::R) -> impl Future<Output = ()>;
 }
 
@@ -223,18 +229,37 @@ pub async fn machine_sweep<R: Remote, L: GuestLink>(
                 Target::Metal => (physical, &mut tallies[0]),
                 Target::Guest(i) => (guests[i].host, &mut tallies[i + 1]),
             };
-            sink.record_not_run(&seg.cells, &format!("interrupted before {} ran", name.name), tally);
+            sink.record_not_run(
+                &seg.cells,
+                &format!("interrupted before {} ran", name.name),
+                tally,
+            );
             continue;
         }
         match seg.target {
             Target::Metal => {
-                let (_, t) = host_sweep(metal, job_of(&metal_job, seg.cells.clone()), sink, cancel.clone()).await;
+                let (_, t) = host_sweep(
+                    metal,
+                    job_of(&metal_job, seg.cells.clone()),
+                    sink,
+                    cancel.clone(),
+                )
+                .await;
                 tallies[0] = tallies[0] + t;
             }
             Target::Guest(i) => {
                 let g = &guests[i];
                 let job = job_of(g, seg.cells.clone());
-                let t = guest_segment(metal, physical, job, link, sink, cancel.clone(), &mut logs[i]).await;
+                let t = guest_segment(
+                    metal,
+                    physical,
+                    job,
+                    link,
+                    sink,
+                    cancel.clone(),
+                    &mut logs[i],
+                )
+                .await;
                 tallies[i + 1] = tallies[i + 1] + t;
             }
         }
@@ -246,8 +271,10 @@ pub async fn machine_sweep<R: Remote, L: GuestLink>(
     for (i, g) in guests.iter().enumerate() {
         out.tallies
             .push((g.host.name.as_str().to_string(), tallies[i + 1]));
-        out.guest_logs
-            .push((g.host.name.as_str().to_string(), std::mem::take(&mut logs[i])));
+        out.guest_logs.push((
+            g.host.name.as_str().to_string(),
+            std::mem::take(&mut logs[i]),
+        ));
     }
     out
 }
@@ -305,7 +332,11 @@ async fn guest_segment<R: Remote, L: GuestLink>(
     let guest = job.host;
     let mut tally = HostTally::default();
     let (Some(vm), Some(scripts)) = (guest.vm.as_ref(), scripts_dir(physical)) else {
-        sink.record_not_run(&job.cells, "no [host.vm] or no script for the physical host", &mut tally);
+        sink.record_not_run(
+            &job.cells,
+            "no [host.vm] or no script for the physical host",
+            &mut tally,
+        );
         return tally;
     };
     let name = guest.name.as_str().to_string();
@@ -365,13 +396,19 @@ async fn stop<R: Remote>(metal: &R, physical: &Host, scripts: &str, guest: &Host
             message: format!("stopping guest {name}: {e}; the next sweep's vm-reap ends it"),
         });
     }
-    if let Ok((_, text)) = exec_call(metal, physical, scripts, &console_cat(guest, physical)).await {
+    if let Ok((_, text)) = exec_call(metal, physical, scripts, &console_cat(guest, physical)).await
+    {
         let _ = sink.write(&format!("hosts/{name}/console.log"), text.as_bytes());
     }
 }
 
 /// The last lines of the guest's serial console, for a failure record.
-async fn console_tail<R: Remote>(metal: &R, physical: &Host, scripts: &str, guest: &Host) -> String {
+async fn console_tail<R: Remote>(
+    metal: &R,
+    physical: &Host,
+    scripts: &str,
+    guest: &Host,
+) -> String {
     match exec_call(metal, physical, scripts, &console_cat(guest, physical)).await {
         Ok((_, text)) => {
             let lines: Vec<&str> = text.lines().collect();

@@ -283,7 +283,13 @@ impl Sink {
     /// Record every cell in `cells` as failed at `step` before any of them
     /// started (a guest that did not come up: `stderr_tail` holds the tail
     /// of its serial console); one new estimate for them all.
-    pub fn record_failed(&self, cells: &[&Cell], step: &str, stderr_tail: &str, tally: &mut HostTally) {
+    pub fn record_failed(
+        &self,
+        cells: &[&Cell],
+        step: &str,
+        stderr_tail: &str,
+        tally: &mut HostTally,
+    ) {
         for c in cells {
             let status = CellStatus::Failed {
                 step: step.to_string(),

@@ -574,9 +574,14 @@ async fn execute_hooked<'a>(
                 let cells = if h.name == host.name {
                     &job.cells
                 } else {
-                    &guests.iter().find(|g| g.host.name == h.name).expect("a member").cells
+                    &guests
+                        .iter()
+                        .find(|g| g.host.name == h.name)
+                        .expect("a member")
+                        .cells
                 };
-                let first = sink.eta_begin(h.name.as_str(), cells, history.of(h.name.as_str()).to_vec());
+                let first =
+                    sink.eta_begin(h.name.as_str(), cells, history.of(h.name.as_str()).to_vec());
                 sink.emit(RunEvent::HostStarted {
                     host: h.name.as_str().to_string(),
                     cells: *n,
@@ -588,7 +593,9 @@ async fn execute_hooked<'a>(
                     .iter()
                     .map(|(h, _)| (h.name.as_str().to_string(), HostTally::default()))
                     .collect(),
-                Some(Ok(claim)) => run_claimed(claim, host, job, guests, inv_path, sink, cancel, log_name).await,
+                Some(Ok(claim)) => {
+                    run_claimed(claim, host, job, guests, inv_path, sink, cancel, log_name).await
+                }
                 Some(Err((e, t0))) => {
                     let report = HostReport::unreachable(host, &e, t0);
                     write_report(sink, &report);
@@ -694,7 +701,10 @@ async fn run_claimed(
                 let mut tally = HostTally::default();
                 sink.record_not_run(
                     &g.cells,
-                    &format!("its physical host {name} is not ready: {}", report.problems.join("; ")),
+                    &format!(
+                        "its physical host {name} is not ready: {}",
+                        report.problems.join("; ")
+                    ),
                     &mut tally,
                 );
                 out.push((g.host.name.as_str().to_string(), tally));

@@ -20,7 +20,7 @@ macro_rules! word_enum {
             pub fn parse(s: &str) -> Result<$name, ValueError> {
                 $name::ALL.iter().copied().find(|v| v.as_str() == s).ok_or_else(|| {
                     ValueError(format!(
-                        "{} `{}` is not one fsmatrix can start; valid: {}",
+                        "{} `{}` is not a value fsmatrix gives QEMU; valid: {}",
                         $what,
                         shown(s),
                         $name::ALL.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", ")
