@@ -360,7 +360,7 @@ verb_facts() {
 	kv mem_bytes "$(awk '$1 == "MemTotal:" { printf "%.0f", $2 * 1024 }' /proc/meminfo)"
 	kv page_size "$(getconf PAGESIZE)"
 	facts_devices ${1+"$@"}
-	facts_pg_tools "mkfs.ext3 mkfs.ext4 mkfs.xfs mkfs.btrfs zpool" ${1+"$@"}
+	facts_pg_tools "mkfs.ext3 mkfs.ext4 mkfs.xfs mkfs.btrfs zpool qemu-system-x86_64 qemu-img" ${1+"$@"}
 	if command -v mke2fs >/dev/null 2>&1; then
 		kv mkfs_ext4_version "$(mke2fs -V 2>&1 | awk 'NR == 1 { print $2 }')"
 	fi

@@ -30,10 +30,11 @@ pub fn check(args: &CheckArgs) -> CmdResult {
     let t0 = Instant::now();
     let checked: Vec<(HostReport, Option<String>)> = super::runtime()?.block_on(async {
         let futs = inv.hosts.iter().map(|h| {
-            let needs = p
+            let mut needs = p
                 .as_ref()
                 .map(|p| needs_of(p, h.name.as_str()))
                 .unwrap_or_default();
+            needs.guests = inv.hosts.iter().any(|g| g.guest_of.as_ref() == Some(&h.name));
             let inv_path = &inv.path;
             async move {
                 let t = Instant::now();

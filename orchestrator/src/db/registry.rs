@@ -350,6 +350,28 @@ pub fn narrow(registry: &Inventory, submitted: &str) -> Result<Vec<Host>, String
         h.allow_script_commands = w.allow_script_commands && r.allow_script_commands;
         out.push(h);
     }
+    // A guest runs on its physical host's disk, under its lock: that host
+    // must be in the sweep too, with the device it gives the guest.
+    for g in &out {
+        let (Some(of), Some(vm)) = (&g.guest_of, &g.vm) else {
+            continue;
+        };
+        let name = crate::text::terminal_safe(g.name.as_str()).into_owned();
+        match out.iter().find(|h| &h.name == of) {
+            None => {
+                return Err(format!(
+                    "host `{name}` is a guest of `{of}` in the agent's registry; a guest runs on its                      physical host's disk under that host's lock; valid: name `{of}` too"
+                ))
+            }
+            Some(p) if !p.devices.contains(&vm.disk) => {
+                return Err(format!(
+                    "host `{of}`: the submission leaves out {}, the disk its guest `{name}` gets;                      valid: keep {} in its devices, or leave `{name}` out",
+                    vm.disk, vm.disk
+                ))
+            }
+            Some(_) => {}
+        }
+    }
     Ok(out)
 }
 

@@ -149,7 +149,13 @@ pub struct Needs {
     /// the host's memory; `None`: not known before the host's PostgreSQL
     /// reads the values).
     pub shared: Option<pgsettings::SharedPeak>,
+    /// The host boots guests (`guest_of` it): QEMU must be installed.
+    pub guests: bool,
 }
+
+/// What a physical host needs to boot its guests (common.sh `vm-start`),
+/// as its facts list them (`tools=`).
+pub const GUEST_TOOLS: [&str; 2] = ["qemu-system-x86_64", "qemu-img"];
 
 /// What the plan needs of `host`.
 pub fn needs_of(plan: &Plan, host: &str) -> Needs {
@@ -165,6 +171,7 @@ pub fn needs_of(plan: &Plan, host: &str) -> Needs {
             .unwrap_or(1)
             .max(1),
         shared: pgsettings::shared_peak(plan, host),
+        guests: false,
     }
 }
 
@@ -298,6 +305,16 @@ pub async fn prepare<R: Remote>(
         guard
     };
     judge(&mut report, &host, &needs.fs, facts, guard);
+    // A physical host that boots guests needs QEMU (common.sh vm-start).
+    if needs.guests && !report.facts.is_empty() {
+        for t in GUEST_TOOLS {
+            if !report.parsed.has_tool(t) {
+                report.problems.push(format!(
+                    "{t} is not installed (a guest of this host needs it: fsmatrix starts guests with QEMU; Debian: apt-get install qemu-system-x86 qemu-utils)"
+                ));
+            }
+        }
+    }
     // The clusters running at once must leave the host memory for its
     // page cache (order interleaved: one cluster per device).
     if let (Some(peak), Some(mem)) = (&needs.shared, report.parsed.mem_bytes) {

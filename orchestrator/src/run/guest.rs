@@ -214,6 +214,8 @@ pub async fn machine_sweep<R: Remote, L: GuestLink>(
     let mut logs: Vec<String> = vec![String::new(); guests.len()];
     let guest_cells: Vec<Vec<&Cell>> = guests.iter().map(|g| g.cells.clone()).collect();
     let segs = segments(&metal_job.cells, &guest_cells);
+    let mut metal_job = metal_job;
+    metal_job.needs.guests = true;
     // First what a killed sweep left: its guests (they hold the disk).
     if let Some(dir) = scripts_dir(physical) {
         // The scripts must be there to reap: the metal's preparation
@@ -344,6 +346,20 @@ async fn guest_segment<R: Remote, L: GuestLink>(
     let vm_facts = match started {
         Ok((kv, text)) => {
             let _ = sink.write(&format!("hosts/{name}/vm-start.txt"), text.as_bytes());
+            // What the hypervisor ran: the guest's machine as the inventory
+            // gave it and as vm-start started it (command line with the
+            // accelerator, CPU model, memory, bus, cache and aio; the
+            // physical host's CPU; QEMU's version).
+            let started: std::collections::BTreeMap<&str, &str> =
+                text.lines().filter_map(|l| l.split_once('=')).collect();
+            let _ = sink.write_json(
+                &format!("hosts/{name}/vm.json"),
+                &serde_json::json!({
+                    "guest_of": physical.name.as_str(),
+                    "vm": vm,
+                    "started": started,
+                }),
+            );
             Some(kv)
         }
         Err(e) => {

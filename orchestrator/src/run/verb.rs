@@ -103,7 +103,8 @@ impl Verb {
             Verb::VmStart => t::VM_START,
             // ACPI's bound plus SIGTERM's and SIGKILL's waits.
             Verb::VmStop => t::VM_POWERDOWN + t::VM_KILL,
-            Verb::VmReap => t::VM_KILL,
+            // Several guests, each SIGTERM's then SIGKILL's wait.
+            Verb::VmReap => t::VM_KILL * 3,
         }
     }
 

@@ -201,6 +201,7 @@ fn stand_in_for(inv: &Inventory) -> RecordingRemote {
             pg: Vec::new(),
             slots: 1,
             shared: None,
+            guests: false,
         },
     )
 }
@@ -617,6 +618,7 @@ fn host_job<'a>(inv: &'a Inventory, p: &'a Plan) -> HostJob<'a> {
             pg: Vec::new(),
             slots: 1,
             shared: None,
+            guests: false,
         },
         pre_clean: true,
         counted: Counted::default(),
@@ -699,6 +701,7 @@ fn stand_in_two(inv: &Inventory) -> RecordingRemote {
             pg: Vec::new(),
             slots: 2,
             shared: None,
+            guests: false,
         },
     )
 }

@@ -389,30 +389,31 @@ pub(super) fn parse_vm(errs: &mut Errors<'_>, v: &Tbl<'_, '_>) -> Option<Vm> {
 /// that host's work_dir (which fsmatrix empties).  Then the guest's jump
 /// chain is its physical host's chain and the physical host itself.
 pub(super) fn resolve_guests(errs: &mut Errors<'_>, hosts: &mut [(Host, Tbl<'_, '_>)]) {
-    let physical: Vec<(
-        HostName,
-        Option<HostName>,
-        Os,
-        Vec<DevicePath>,
-        AbsPath,
-        JumpSpec,
-        Vec<JumpSpec>,
-    )> = hosts
+    /// What a guest's checks need of each host (copied: the hosts are
+    /// changed in the loop).
+    struct Phys {
+        name: HostName,
+        guest_of: Option<HostName>,
+        os: Os,
+        devices: Vec<DevicePath>,
+        work: AbsPath,
+        hop: JumpSpec,
+        jump: Vec<JumpSpec>,
+    }
+    let physical: Vec<Phys> = hosts
         .iter()
-        .map(|(h, _)| {
-            (
-                h.name.clone(),
-                h.guest_of.clone(),
-                h.os,
-                h.devices.clone(),
-                h.work_dir.clone(),
-                JumpSpec {
-                    user: Some(h.user.clone()),
-                    address: h.address.clone(),
-                    port: h.port,
-                },
-                h.proxy_jump.clone(),
-            )
+        .map(|(h, _)| Phys {
+            name: h.name.clone(),
+            guest_of: h.guest_of.clone(),
+            os: h.os,
+            devices: h.devices.clone(),
+            work: h.work_dir.clone(),
+            hop: JumpSpec {
+                user: Some(h.user.clone()),
+                address: h.address.clone(),
+                port: h.port,
+            },
+            jump: h.proxy_jump.clone(),
         })
         .collect();
     let mut ports: Vec<(HostName, u16, HostName)> = Vec::new();
@@ -432,11 +433,11 @@ pub(super) fn resolve_guests(errs: &mut Errors<'_>, hosts: &mut [(Host, Tbl<'_, 
                 .unwrap_or_else(|| t.span.clone())
         };
         let of_span = t.get("guest_of").map_or(t.span.clone(), |v| v.span());
-        let Some(p) = physical.iter().find(|p| p.0 == of) else {
+        let Some(p) = physical.iter().find(|p| p.name == of) else {
             let names: Vec<&str> = physical
                 .iter()
-                .filter(|p| p.1.is_none())
-                .map(|p| p.0.as_str())
+                .filter(|p| p.guest_of.is_none())
+                .map(|p| p.name.as_str())
                 .collect();
             errs.push(
                 &of_span,
@@ -449,8 +450,16 @@ pub(super) fn resolve_guests(errs: &mut Errors<'_>, hosts: &mut [(Host, Tbl<'_, 
             );
             continue;
         };
-        let (_, p_guest_of, p_os, p_devices, p_work, p_hop, p_jump) = p;
-        if p_guest_of.is_some() || *p_guest_of == Some(host.name.clone()) || of == host.name {
+        let Phys {
+            guest_of: p_guest_of,
+            os: p_os,
+            devices: p_devices,
+            work: p_work,
+            hop: p_hop,
+            jump: p_jump,
+            ..
+        } = p;
+        if p_guest_of.is_some() || of == host.name {
             errs.push(
                 &of_span,
                 format!(

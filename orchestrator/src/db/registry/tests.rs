@@ -301,3 +301,45 @@ fn script_commands_are_allowed_only_where_the_registry_allows_them_and_the_submi
     let given = narrow(&reg, "[[host]]\nname = \"lab1\"\nclient_user = \"root\"\n").unwrap();
     assert_eq!(given[0].client_user.as_str(), "nobody");
 }
+
+/// issue 26: `guest_of` and `[host.vm]` are the registry's alone (a
+/// submission that sets them is refused); a guest is swept only with its
+/// physical host and the disk it gets.
+#[test]
+fn a_guest_is_the_registry_s_and_comes_with_its_physical_host() {
+    let with_guest = format!(
+        "{REGISTRY}[[host]]\nname = \"lab1-vm\"\nguest_of = \"lab1\"\ndevices = [\"/dev/vdb\"]\n[host.vm]\nimage = \"/srv/images/guest.img\"\ndisk = \"/dev/loop2\"\naccel = \"tcg\"\n"
+    );
+    let reg = Inventory::parse(Path::new("/etc/fsmatrix/registry.toml"), with_guest)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ok = narrow(
+        &reg,
+        "[[host]]\nname = \"lab1\"\n[[host]]\nname = \"lab1-vm\"\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        ok[1].vm, reg.hosts[2].vm,
+        "the registry's machine, as it is"
+    );
+    for (submitted, want) in [
+        (
+            "[[host]]\nname = \"lab1-vm\"\n",
+            "host `lab1-vm` is a guest of `lab1` in the agent's registry",
+        ),
+        (
+            "[[host]]\nname = \"lab1\"\ndevices = [\"/dev/loop1\"]\n[[host]]\nname = \"lab1-vm\"\n",
+            "host `lab1`: the submission leaves out /dev/loop2, the disk its guest `lab1-vm` gets",
+        ),
+        (
+            "[[host]]\nname = \"lab2\"\nguest_of = \"lab1\"\n",
+            "has `guest_of`, which a submission cannot set",
+        ),
+        (
+            "[[host]]\nname = \"lab1-vm\"\n[host.vm]\nimage = \"/etc/shadow\"\n",
+            "has `vm`, which a submission cannot set",
+        ),
+    ] {
+        let e = narrow(&reg, submitted).expect_err(submitted);
+        assert!(e.contains(want), "{submitted}: {e}");
+    }
+}
