@@ -153,6 +153,21 @@ pub struct Needs {
     pub guests: bool,
 }
 
+/// The QEMU tools a physical host with guests lacks, each as a problem
+/// with the install command.
+fn guest_tool_problems(f: &HostFacts) -> Vec<String> {
+    GUEST_TOOLS
+        .iter()
+        .filter(|t| !f.has_tool(t))
+        .map(|t| {
+            format!(
+                "{t} is not installed (a guest of this host needs it: fsmatrix starts guests with \
+                 QEMU; Debian: apt-get install qemu-system-x86 qemu-utils)"
+            )
+        })
+        .collect()
+}
+
 /// What a physical host needs to boot its guests (common.sh `vm-start`),
 /// as its facts list them (`tools=`).
 pub const GUEST_TOOLS: [&str; 2] = ["qemu-system-x86_64", "qemu-img"];
@@ -307,13 +322,8 @@ pub async fn prepare<R: Remote>(
     judge(&mut report, &host, &needs.fs, facts, guard);
     // A physical host that boots guests needs QEMU (common.sh vm-start).
     if needs.guests && !report.facts.is_empty() {
-        for t in GUEST_TOOLS {
-            if !report.parsed.has_tool(t) {
-                report.problems.push(format!(
-                    "{t} is not installed (a guest of this host needs it: fsmatrix starts guests with QEMU; Debian: apt-get install qemu-system-x86 qemu-utils)"
-                ));
-            }
-        }
+        let missing = guest_tool_problems(&report.parsed);
+        report.problems.extend(missing);
     }
     // The clusters running at once must leave the host memory for its
     // page cache (order interleaved: one cluster per device).
@@ -672,6 +682,22 @@ mod tests {
             standin: standin.map(str::to_string),
             ..HostFacts::default()
         }
+    }
+
+    /// issue 26: a physical host with guests needs QEMU; each missing
+    /// tool is a problem with the install command.
+    #[test]
+    fn a_physical_host_with_guests_needs_qemu() {
+        let f = |tools: &str| HostFacts::parse(&Kv::parse(&format!("os=linux\ntools={tools}\n")));
+        let p = guest_tool_problems(&f("mkfs.ext4 qemu-img"));
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(
+            p[0].starts_with("qemu-system-x86_64 is not installed")
+                && p[0].contains("apt-get install qemu-system-x86 qemu-utils"),
+            "{p:?}"
+        );
+        assert_eq!(guest_tool_problems(&f("mkfs.ext4")).len(), 2);
+        assert!(guest_tool_problems(&f("qemu-system-x86_64 qemu-img")).is_empty());
     }
 
     /// zfs_running=no stops a ZFS cell where nothing would load the module
