@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::plan::work::{prior_total, work_of, Item, Work, WorkKind};
+pub use crate::plan::work::{prior_total, work_of, work_of_host, Item, Work, WorkKind};
 use crate::plan::{Cell, Plan};
 use crate::text::{hms, plus_minus};
 
@@ -365,7 +365,7 @@ pub fn planned(p: &Plan, history: &dyn Fn(&str) -> Vec<Timing>) -> Vec<(String, 
         .map(|h| {
             let cells: Vec<&Cell> = p.cells.iter().filter(|c| c.host == h.host).collect();
             let host = h.host.as_str();
-            let eta = HostEta::new(host, work_of(&cells), history(host));
+            let eta = HostEta::new(host, work_of_host(&cells, h.guest_accel), history(host));
             (host.to_string(), eta.estimate(now))
         })
         .collect()

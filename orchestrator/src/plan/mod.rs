@@ -52,7 +52,7 @@ pub mod eta {
     pub const DROP_CACHES_SECS: u64 = 6;
     /// Transactions per second assumed to turn `transactions` into time.
     pub const ASSUMED_TPS: u64 = 500;
-    /// A guest's start to its SSH, plus its ACPI shutdown, per variant: a
+    /// A guest's start to its SSH (and its ACPI shutdown), per variant: a
     /// KVM guest's boot takes tens of seconds; the lab's TCG guest about
     /// a minute to SSH (docs/lab.md).
     pub fn guest_boot_secs(accel: crate::config::inventory::vm::Accel) -> u64 {
@@ -157,6 +157,10 @@ pub struct HostPlan {
     /// sequential (and in bundles written before orders existed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub batches: Vec<Batch>,
+    /// A guest (`guest_of`): the accelerator it boots with, once per
+    /// variant (its ETA counts the boots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_accel: Option<crate::config::inventory::vm::Accel>,
 }
 
 /// Variants set up at the same time on one host, each on its own device
@@ -688,14 +692,11 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
         // estimator (secs_min: without the repeats adaptive repeats may
         // not need).
         let host_cells: Vec<&Cell> = cells[first..].iter().collect();
-        let (mut secs, mut secs_min) = work::prior_total(&work::work_of(&host_cells));
-        // A guest boots and stops once per variant (metal and guest
-        // alternate per variant on one disk: crate::run::guest::segments).
-        if let Some(vm) = &host.vm {
-            let boots = variants.len() as u64 * eta::guest_boot_secs(vm.accel);
-            secs += boots;
-            secs_min += boots;
-        }
+        // A guest boots once per variant (metal and guest alternate per
+        // variant on one disk: crate::run::guest::segments).
+        let guest_accel = host.vm.as_ref().map(|vm| vm.accel);
+        let (secs, secs_min) =
+            work::prior_total(&work::work_of_host(&host_cells, guest_accel));
         hosts.push(HostPlan {
             host: host.name.clone(),
             os: host.os,
@@ -705,6 +706,7 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
             eta: Duration::from_secs(secs),
             eta_min: Duration::from_secs(secs_min),
             batches,
+            guest_accel,
         });
     }
     // Machines run in parallel; a physical host and its guests one after

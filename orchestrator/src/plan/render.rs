@@ -50,10 +50,15 @@ pub fn table(rows: &[Vec<String>], right: &[usize]) -> String {
 pub fn render(p: &Plan) -> String {
     let mut out = String::new();
     let conditional = p.cells.iter().filter(|c| c.is_conditional()).count();
+    let how = if p.hosts.iter().any(|h| h.guest_accel.is_some()) {
+        "machines run in parallel, a physical host and its guests one after the other; the slowest machine"
+    } else {
+        "hosts run in parallel; the slowest host"
+    };
     if conditional == 0 {
         let _ = writeln!(
             out,
-            "matrix {}: {} cells on {} hosts, ETA {} (hosts run in parallel; the slowest host)",
+            "matrix {}: {} cells on {} hosts, ETA {} ({how})",
             p.matrix,
             p.cells.len(),
             p.hosts.len(),
@@ -63,7 +68,7 @@ pub fn render(p: &Plan) -> String {
         let _ = writeln!(
             out,
             "matrix {}: {} cells on {} hosts, {} of them adaptive repeats that run only until the CI target is met; \
-             ETA {} to {} (hosts run in parallel; the slowest host)",
+             ETA {} to {} ({how})",
             p.matrix,
             p.cells.len(),
             p.hosts.len(),

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{eta, load_secs_of, Cell};
+use crate::config::inventory::vm::Accel;
 use crate::generator::{for_workload, RunPrior};
 /// The kinds of work whose durations are learned, each with a prior in
 /// [`crate::plan::eta`].
@@ -23,15 +24,19 @@ pub enum WorkKind {
     RunOpen,
     /// PostgreSQL stopped and the device torn down.
     Teardown,
+    /// A guest started and answering on SSH (`vm-start` to its log-in),
+    /// once per variant: metal and guest alternate on one disk.
+    Boot,
 }
 
 impl WorkKind {
-    pub const ALL: [WorkKind; 5] = [
+    pub const ALL: [WorkKind; 6] = [
         WorkKind::Setup,
         WorkKind::Load,
         WorkKind::RunOverhead,
         WorkKind::RunOpen,
         WorkKind::Teardown,
+        WorkKind::Boot,
     ];
 
     pub fn name(self) -> &'static str {
@@ -41,6 +46,7 @@ impl WorkKind {
             WorkKind::RunOverhead => "run overhead",
             WorkKind::RunOpen => "open-ended run",
             WorkKind::Teardown => "teardown",
+            WorkKind::Boot => "guest boot",
         }
     }
 }
@@ -52,13 +58,17 @@ pub enum Work {
     Load { variant: String, workload: String },
     Run { cell: String },
     Teardown { variant: String },
+    /// A guest's boot before its cells of `variant`.
+    Boot { variant: String },
 }
 
 impl Work {
     /// What it is done on: the variant, `variant/workload`, the cell.
     pub fn on(&self) -> String {
         match self {
-            Work::Setup { variant } | Work::Teardown { variant } => variant.clone(),
+            Work::Setup { variant } | Work::Teardown { variant } | Work::Boot { variant } => {
+                variant.clone()
+            }
             Work::Load { variant, workload } => format!("{variant}/{workload}"),
             Work::Run { cell } => cell.clone(),
         }
@@ -165,6 +175,33 @@ pub fn work_of(cells: &[&Cell]) -> Vec<Item> {
         });
     }
     items
+}
+
+/// [`work_of`] for a host that is a guest booted with `guest` (its
+/// accelerator): a boot before each variant's setup.
+pub fn work_of_host(cells: &[&Cell], guest: Option<Accel>) -> Vec<Item> {
+    let items = work_of(cells);
+    let Some(accel) = guest else {
+        return items;
+    };
+    let mut out = Vec::with_capacity(items.len() + 4);
+    for it in items {
+        if let Work::Setup { variant } = &it.work {
+            out.push(Item {
+                work: Work::Boot {
+                    variant: variant.clone(),
+                },
+                kind: WorkKind::Boot,
+                fs_type: it.fs_type.clone(),
+                fixed: 0.0,
+                prior: eta::guest_boot_secs(accel) as f64,
+                cells: it.cells.clone(),
+                conditional: false,
+            });
+        }
+        out.push(it);
+    }
+    out
 }
 
 /// A run's kind and the seconds of it known in advance.

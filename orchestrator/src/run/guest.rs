@@ -342,6 +342,15 @@ async fn guest_segment<R: Remote, L: GuestLink>(
         return tally;
     };
     let name = guest.name.as_str().to_string();
+    // The boot, for the ETA: from vm-start to the guest's log-in.
+    let boot = crate::plan::work::Work::Boot {
+        variant: job
+            .cells
+            .first()
+            .map(|c| c.fs.name.as_str().to_string())
+            .unwrap_or_default(),
+    };
+    sink.work_started(&name, boot.clone());
     let started = exec_call(metal, physical, &scripts, &vm_start(guest, vm, physical)).await;
     let vm_facts = match started {
         Ok((kv, text)) => {
@@ -363,6 +372,7 @@ async fn guest_segment<R: Remote, L: GuestLink>(
             Some(kv)
         }
         Err(e) => {
+            sink.work_ended(&name, boot, false);
             let tail = console_tail(metal, physical, &scripts, guest).await;
             sink.record_failed(&job.cells, "vm-start", &format!("{e}\n{tail}"), &mut tally);
             stop(metal, physical, &scripts, guest, sink).await;
@@ -375,6 +385,7 @@ async fn guest_segment<R: Remote, L: GuestLink>(
         r = link.connect(guest, deadline) => Some(r),
         _ = wait_true(cancel.clone()) => None,
     };
+    sink.work_ended(&name, boot, matches!(connected, Some(Ok(_))));
     match connected {
         None => {
             sink.record_not_run(&job.cells, "interrupted while the guest booted", &mut tally);

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use super::events::{Outcome, RunEvent};
-use crate::eta::{work_of, Estimate, HostEta, Timing, Work};
+use crate::eta::{work_of_host, Estimate, HostEta, Timing, Work};
 use crate::model::{CellResult, CellStatus, RESULT_SCHEMA};
 use crate::plan::{cell_secs, Cell};
 use crate::results::bundle::journal::SweepStatus;
@@ -82,9 +82,15 @@ impl Sink {
 
     /// Start `host`'s ETA: its `cells` (those this sweep runs) as work,
     /// `history` its timings in earlier bundles.  The first estimate.
-    pub fn eta_begin(&self, host: &str, cells: &[&Cell], history: Vec<Timing>) -> Estimate {
+    pub fn eta_begin(
+        &self,
+        host: &str,
+        cells: &[&Cell],
+        guest: Option<crate::config::inventory::vm::Accel>,
+        history: Vec<Timing>,
+    ) -> Estimate {
         let now = Instant::now();
-        let eta = HostEta::new(host, work_of(cells), history);
+        let eta = HostEta::new(host, work_of_host(cells, guest), history);
         let first = eta.estimate(now);
         self.etas().hosts.insert(host.to_string(), (now, eta));
         first

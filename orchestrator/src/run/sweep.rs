@@ -581,7 +581,12 @@ async fn execute_hooked<'a>(
                         .cells
                 };
                 let first =
-                    sink.eta_begin(h.name.as_str(), cells, history.of(h.name.as_str()).to_vec());
+                    sink.eta_begin(
+                    h.name.as_str(),
+                    cells,
+                    h.vm.as_ref().map(|vm| vm.accel),
+                    history.of(h.name.as_str()).to_vec(),
+                );
                 sink.emit(RunEvent::HostStarted {
                     host: h.name.as_str().to_string(),
                     cells: *n,

@@ -136,7 +136,7 @@ async fn run_worker_limited(
     let sink = Sink::new(bundle, tx);
     let host = &inv.hosts[0];
     let cells: Vec<&Cell> = p.cells.iter().collect();
-    sink.eta_begin(host.name.as_str(), &cells, Vec::new());
+    sink.eta_begin(host.name.as_str(), &cells, None, Vec::new());
     let w = Worker {
         remote,
         host,
