@@ -13,8 +13,8 @@ use sha2::{Digest, Sha256};
 
 use crate::config::values::{DevicePath, HostName, Label};
 use crate::config::{
-    FsType, FsVariant, Host, Inventory, Length, Matrix, Order, Os, PgSetting, Repeats, Rule,
-    SamplingRate, Scale, Workload, WorkloadKind,
+    FsType, FsVariant, GuestOrder, Host, Inventory, Length, Matrix, Order, Os, PgSetting, Repeats,
+    Rule, SamplingRate, Scale, Workload, WorkloadKind,
 };
 use crate::text::hms as format_duration;
 
@@ -223,6 +223,10 @@ pub struct Plan {
     /// The seed was drawn for this plan (the matrix names none).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub seed_drawn: bool,
+    /// How a physical host and its guests take turns on their disk
+    /// (absent: alternate per variant).
+    #[serde(default, skip_serializing_if = "GuestOrder::is_default")]
+    pub guest_order: GuestOrder,
 }
 
 /// plan.json as written: the cells without their scripts' texts (bundles
@@ -248,6 +252,8 @@ struct PlanJson {
     seed: Option<u64>,
     #[serde(default)]
     seed_drawn: bool,
+    #[serde(default)]
+    guest_order: GuestOrder,
 }
 
 impl From<PlanJson> for Plan {
@@ -277,6 +283,7 @@ impl From<PlanJson> for Plan {
             order: p.order,
             seed: p.seed,
             seed_drawn: p.seed_drawn,
+            guest_order: p.guest_order,
         }
     }
 }
@@ -695,8 +702,7 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
         // A guest boots once per variant (metal and guest alternate per
         // variant on one disk: crate::run::guest::segments).
         let guest_accel = host.vm.as_ref().map(|vm| vm.accel);
-        let (secs, secs_min) =
-            work::prior_total(&work::work_of_host(&host_cells, guest_accel));
+        let (secs, secs_min) = work::prior_total(&work::work_of_host(&host_cells, guest_accel));
         hosts.push(HostPlan {
             host: host.name.clone(),
             os: host.os,
@@ -758,6 +764,7 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
         order: m.order,
         seed: (m.order == Order::Random).then_some(m.seed).flatten(),
         seed_drawn: m.order == Order::Random && m.seed_drawn,
+        guest_order: m.guest_order,
     }
 }
 

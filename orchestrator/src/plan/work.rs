@@ -54,12 +54,23 @@ impl WorkKind {
 /// One piece of a host's work, as the worker announces it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Work {
-    Setup { variant: String },
-    Load { variant: String, workload: String },
-    Run { cell: String },
-    Teardown { variant: String },
+    Setup {
+        variant: String,
+    },
+    Load {
+        variant: String,
+        workload: String,
+    },
+    Run {
+        cell: String,
+    },
+    Teardown {
+        variant: String,
+    },
     /// A guest's boot before its cells of `variant`.
-    Boot { variant: String },
+    Boot {
+        variant: String,
+    },
 }
 
 impl Work {

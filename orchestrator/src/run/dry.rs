@@ -179,6 +179,7 @@ pub async fn commands(inv: &Inventory, p: &Plan) -> Vec<(String, String)> {
             let outcome = super::guest::machine_sweep(
                 &logged,
                 physical,
+                p.guest_order,
                 job,
                 gjobs,
                 &link,

@@ -24,7 +24,7 @@ use super::sink::{HostTally, Sink};
 use super::sweep::{host_sweep, HostJob};
 use super::verb::{scripts_dir, Call, Verb};
 use crate::config::inventory::Vm;
-use crate::config::Host;
+use crate::config::{GuestOrder, Host};
 use crate::plan::Cell;
 use crate::remote::{ExecOptions, Remote, RemoteError, SshRemote};
 use crate::timeouts as t;
@@ -98,9 +98,27 @@ pub struct Segment<'a> {
     pub cells: Vec<&'a Cell>,
 }
 
-/// The machine's order: for each filesystem variant in order of first
-/// appearance (metal first), the metal's cells of it, then each guest's.
-pub fn segments<'a>(metal: &[&'a Cell], guests: &[Vec<&'a Cell>]) -> Vec<Segment<'a>> {
+/// The machine's order.  `alternate`: for each filesystem variant in order
+/// of first appearance (metal first), the metal's cells of it, then each
+/// guest's.  `metal-first`: every metal cell, then each guest's (one boot
+/// per guest).
+pub fn segments<'a>(
+    order: GuestOrder,
+    metal: &[&'a Cell],
+    guests: &[Vec<&'a Cell>],
+) -> Vec<Segment<'a>> {
+    if order == GuestOrder::MetalFirst {
+        let all = std::iter::once((Target::Metal, metal.to_vec())).chain(
+            guests
+                .iter()
+                .enumerate()
+                .map(|(i, g)| (Target::Guest(i), g.clone())),
+        );
+        return all
+            .filter(|(_, cells)| !cells.is_empty())
+            .map(|(target, cells)| Segment { target, cells })
+            .collect();
+    }
     let mut variants: Vec<&str> = Vec::new();
     for c in metal.iter().chain(guests.iter().flatten()) {
         if !variants.contains(&c.fs.name.as_str()) {
@@ -201,9 +219,11 @@ pub struct MachineOutcome {
 
 /// Run a physical host's job and its guests' jobs on one machine, in
 /// [`segments`] order.  `metal` is the physical host's (logged) remote.
+#[allow(clippy::too_many_arguments)]
 pub async fn machine_sweep<R: Remote, L: GuestLink>(
     metal: &R,
     physical: &Host,
+    order: GuestOrder,
     metal_job: HostJob<'_>,
     guests: Vec<HostJob<'_>>,
     link: &L,
@@ -213,7 +233,7 @@ pub async fn machine_sweep<R: Remote, L: GuestLink>(
     let mut tallies: Vec<HostTally> = vec![HostTally::default(); guests.len() + 1];
     let mut logs: Vec<String> = vec![String::new(); guests.len()];
     let guest_cells: Vec<Vec<&Cell>> = guests.iter().map(|g| g.cells.clone()).collect();
-    let segs = segments(&metal_job.cells, &guest_cells);
+    let segs = segments(order, &metal_job.cells, &guest_cells);
     let mut metal_job = metal_job;
     metal_job.needs.guests = true;
     // First what a killed sweep left: its guests (they hold the disk).
@@ -448,5 +468,57 @@ async fn console_tail<R: Remote>(
 async fn wait_true(mut rx: watch::Receiver<bool>) {
     if rx.wait_for(|c| *c).await.is_err() {
         futures::future::pending::<()>().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Inventory, Matrix};
+
+    /// Alternate: per variant metal, then the guest; metal-first: all
+    /// metal, then the guest.  A variant only one side has is its alone.
+    #[test]
+    fn segments_alternate_per_variant_or_put_metal_first() {
+        let inv = Inventory::parse(
+            std::path::Path::new("/i.toml"),
+            "[defaults]\nos = \"linux\"\n[[host]]\nname = \"m\"\naddress = \"10.0.0.1\"\ndevices = [\"/dev/sdb\"]\n[[host]]\nname = \"g\"\nguest_of = \"m\"\ndevices = [\"/dev/vdb\"]\n[host.vm]\nimage = \"/i/x.img\"\ndisk = \"/dev/sdb\"\n".into(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let m = Matrix::parse(
+            std::path::Path::new("/m.toml"),
+            "name = \"t\"\n[[filesystem]]\nname = \"a\"\ntype = \"ext4\"\n[[filesystem]]\nname = \"b\"\ntype = \"xfs\"\n[[workload]]\nname = \"w\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"1s\"\n".into(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let p = crate::plan::plan(&inv, &m);
+        let of =
+            |h: &str| -> Vec<&Cell> { p.cells.iter().filter(|c| c.host.as_str() == h).collect() };
+        let (metal, guest) = (of("m"), of("g"));
+        // The metal lacks variant b: it is the guest's alone.
+        let metal: Vec<&Cell> = metal
+            .into_iter()
+            .filter(|c| c.fs.name.as_str() == "a")
+            .collect();
+        let shown = |segs: Vec<Segment>| -> Vec<String> {
+            segs.iter()
+                .map(|s| {
+                    let who = match s.target {
+                        Target::Metal => "metal".to_string(),
+                        Target::Guest(i) => format!("guest{i}"),
+                    };
+                    let vs: Vec<&str> = s.cells.iter().map(|c| c.fs.name.as_str()).collect();
+                    format!("{who}:{}", vs.join(","))
+                })
+                .collect()
+        };
+        let guests = vec![guest];
+        assert_eq!(
+            shown(segments(GuestOrder::Alternate, &metal, &guests)),
+            ["metal:a", "guest0:a", "guest0:b"]
+        );
+        assert_eq!(
+            shown(segments(GuestOrder::MetalFirst, &metal, &guests)),
+            ["metal:a", "guest0:a,b"]
+        );
     }
 }

@@ -580,8 +580,7 @@ async fn execute_hooked<'a>(
                         .expect("a member")
                         .cells
                 };
-                let first =
-                    sink.eta_begin(
+                let first = sink.eta_begin(
                     h.name.as_str(),
                     cells,
                     h.vm.as_ref().map(|vm| vm.accel),
@@ -599,7 +598,18 @@ async fn execute_hooked<'a>(
                     .map(|(h, _)| (h.name.as_str().to_string(), HostTally::default()))
                     .collect(),
                 Some(Ok(claim)) => {
-                    run_claimed(claim, host, job, guests, inv_path, sink, cancel, log_name).await
+                    run_claimed(
+                        claim,
+                        host,
+                        job,
+                        guests,
+                        inv_path,
+                        p.guest_order,
+                        sink,
+                        cancel,
+                        log_name,
+                    )
+                    .await
                 }
                 Some(Err((e, t0))) => {
                     let report = HostReport::unreachable(host, &e, t0);
@@ -676,6 +686,7 @@ async fn run_claimed(
     job: HostJob<'_>,
     guests: Vec<HostJob<'_>>,
     inv_path: &Path,
+    guest_order: crate::config::GuestOrder,
     sink: &Sink,
     cancel: watch::Receiver<bool>,
     log_name: &str,
@@ -747,7 +758,14 @@ async fn run_claimed(
                 } else {
                     let link = super::guest::SshLink { inv_path };
                     let out = super::guest::machine_sweep(
-                        &logged, host, job, guest_jobs, &link, sink, host_rx,
+                        &logged,
+                        host,
+                        guest_order,
+                        job,
+                        guest_jobs,
+                        &link,
+                        sink,
+                        host_rx,
                     )
                     .await;
                     guest_logs = out.guest_logs;

@@ -123,6 +123,26 @@ impl Matrix {
         };
         let mut out = Vec::new();
         for h in inv.hosts.iter().filter(|h| self.selects(h)) {
+            let machine_with_guests = h.guest_of.is_some()
+                || inv
+                    .hosts
+                    .iter()
+                    .any(|g| g.guest_of.as_ref() == Some(&h.name) && self.selects(g));
+            if machine_with_guests {
+                let mut e = at();
+                e.message = format!(
+                    "order = \"{}\" sets variants up on several devices of one host at a time, \
+                     but host {} of {} shares its disk with a guest (guest_of): metal and guest \
+                     take turns on it, variant by variant; valid: order = \"sequential\" (and \
+                     guest_order = \"alternate\" or \"metal-first\"), or leave the guests out \
+                     ([hosts] in the matrix)",
+                    self.order,
+                    h.name,
+                    inv.path.display(),
+                );
+                out.push(e);
+                continue;
+            }
             let variants = self
                 .filesystems
                 .iter()

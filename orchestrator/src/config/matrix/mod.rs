@@ -29,9 +29,9 @@ pub use filesystem::{check_hammer2_property, HAMMER2_COMPRESSION, MAX_VARIANTS_P
 pub use runs::{parse_duration, MAX_DURATION_SECS, MAX_REPEATS, MAX_WARMUP};
 use top::parse_doc;
 pub use types::{
-    Builtin, CiTarget, FsType, FsVariant, HostFilter, Jobs, Length, Matrix, Order, PgSetting,
-    Repeats, Rule, SamplingRate, Scale, Workload, WorkloadKind, ZfsProperty, DEFAULT_MAX_CELLS,
-    MAX_CELLS_LIMIT, MAX_SEED,
+    Builtin, CiTarget, FsType, FsVariant, GuestOrder, HostFilter, Jobs, Length, Matrix, Order,
+    PgSetting, Repeats, Rule, SamplingRate, Scale, Workload, WorkloadKind, ZfsProperty,
+    DEFAULT_MAX_CELLS, MAX_CELLS_LIMIT, MAX_SEED,
 };
 pub use workload::{
     read_script, script_path, MAX_RATE, MAX_SCRIPT_BYTES, SQL_DEFAULT_ESTIMATE_SECS,

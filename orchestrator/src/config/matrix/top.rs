@@ -8,7 +8,7 @@ use super::filesystem::filesystems;
 use super::postgres::postgres_table;
 use super::rules::{host_filter, rules, Names};
 use super::runs::matrix_runs;
-use super::types::{Guarded, Matrix, Order};
+use super::types::{Guarded, GuestOrder, Matrix, Order};
 use super::workload::workloads;
 use super::{DEFAULT_MAX_CELLS, MAX_CELLS_LIMIT, MAX_SEED};
 use crate::config::error::{ConfigError, Errors, Source};
@@ -27,6 +27,7 @@ const TOP_KEYS: &[&str] = &[
     "max_cells",
     "split_hosts",
     "order",
+    "guest_order",
     "seed",
     "postgres",
     "filesystem",
@@ -90,6 +91,7 @@ pub(super) fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Matrix> {
         max_cells: top.max_cells,
         split_hosts: top.split_hosts,
         order: top.order,
+        guest_order: top.guest_order,
         seed: top.seed,
         seed_drawn: false,
         order_at: top.order_at,
@@ -107,6 +109,7 @@ struct Top {
     max_cells: u64,
     split_hosts: bool,
     order: Order,
+    guest_order: GuestOrder,
     seed: Option<u64>,
     order_at: Option<ConfigError>,
     max_cells_at: Option<ConfigError>,
@@ -146,6 +149,22 @@ fn top_keys(src: &Source, errs: &mut Errors<'_>, root: &Tbl<'_, '_>) -> Top {
             Order::Sequential
         }),
     };
+    let guest_order = match root.str(errs, "guest_order") {
+        None => GuestOrder::Alternate,
+        Some(v) => GuestOrder::parse(v.get_ref()).unwrap_or_else(|| {
+            let valid: Vec<&str> = GuestOrder::ALL.iter().map(|o| o.as_str()).collect();
+            errs.push(
+                &v.span(),
+                format!(
+                    "unknown guest_order `{}`; valid: {} (how a physical host's cells and its \
+                     guests' take turns on their one disk)",
+                    crate::config::values::shown(v.get_ref()),
+                    valid.join(", ")
+                ),
+            );
+            GuestOrder::Alternate
+        }),
+    };
     let seed_v = root.int(errs, "seed", 0, MAX_SEED as i64);
     if let Some(v) = &seed_v {
         if order != Order::Random {
@@ -170,6 +189,7 @@ fn top_keys(src: &Source, errs: &mut Errors<'_>, root: &Tbl<'_, '_>) -> Top {
         max_cells,
         split_hosts,
         order,
+        guest_order,
         seed,
         order_at,
         max_cells_at,

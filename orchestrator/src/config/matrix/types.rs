@@ -432,6 +432,35 @@ impl fmt::Display for Order {
     }
 }
 
+/// How a physical host and its guests (`guest_of`) take turns on their one
+/// disk: `alternate` (default): per filesystem variant, metal then each
+/// guest, so that drift over the sweep does not pass for the cost of
+/// virtualisation (a boot per variant); `metal-first`: every metal cell,
+/// then each guest's (one boot per guest; drift and platform confounded).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GuestOrder {
+    #[default]
+    Alternate,
+    MetalFirst,
+}
+
+impl GuestOrder {
+    pub const ALL: [GuestOrder; 2] = [GuestOrder::Alternate, GuestOrder::MetalFirst];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GuestOrder::Alternate => "alternate",
+            GuestOrder::MetalFirst => "metal-first",
+        }
+    }
+    pub fn parse(s: &str) -> Option<GuestOrder> {
+        GuestOrder::ALL.into_iter().find(|o| o.as_str() == s)
+    }
+    pub fn is_default(&self) -> bool {
+        *self == GuestOrder::Alternate
+    }
+}
+
 /// The largest `seed` (TOML integers are signed 64-bit).
 pub const MAX_SEED: u64 = i64::MAX as u64;
 
@@ -465,6 +494,10 @@ pub struct Matrix {
     /// The order of a host's measured runs (`order`; default sequential).
     #[serde(default)]
     pub order: Order,
+    /// How a physical host's cells and its guests' take turns on their
+    /// one disk (`guest_order`; default alternate per variant).
+    #[serde(default, skip_serializing_if = "GuestOrder::is_default")]
+    pub guest_order: GuestOrder,
     /// The seed of `order = "random"`: the matrix's `seed`, or one drawn
     /// when it names none ([`Matrix::draw_seed`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
