@@ -143,6 +143,10 @@ pub struct Report {
     /// empty when not checked.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub checksums: Vec<ChecksumCheck>,
+    /// Guests against their physical hosts ([`super::platform`],
+    /// [`super::mark_platforms`]); empty when no bundle had a guest.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub platforms: Vec<super::Platform>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -646,6 +650,7 @@ fn build(
         not_needed,
         problems,
         checksums: Vec::new(),
+        platforms: Vec::new(),
     })
 }
 
