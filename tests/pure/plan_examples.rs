@@ -180,7 +180,12 @@ fn the_kvm_vs_metal_example_plans_both_halves_of_the_study() {
     for (guest, os, bus, device) in [
         ("linux-kvm", config::Os::Linux, "virtio-blk", "/dev/vdb"),
         ("freebsd-kvm", config::Os::Freebsd, "sata", "/dev/ada0"),
-        ("dragonfly-kvm", config::Os::Dragonfly, "virtio-blk", "/dev/vbd1"),
+        (
+            "dragonfly-kvm",
+            config::Os::Dragonfly,
+            "virtio-blk",
+            "/dev/vbd1",
+        ),
     ] {
         let g = by(guest);
         let vm = g.vm.as_ref().expect(guest);
@@ -191,7 +196,12 @@ fn the_kvm_vs_metal_example_plans_both_halves_of_the_study() {
         );
         assert_eq!(g.os, os, "{guest}");
         assert_eq!(
-            (vm.memory_mib, vm.cpus, vm.disk_bus.as_str(), vm.cache.as_str()),
+            (
+                vm.memory_mib,
+                vm.cpus,
+                vm.disk_bus.as_str(),
+                vm.cache.as_str()
+            ),
             (12288, 4, bus, "none"),
             "{guest}"
         );
@@ -215,7 +225,10 @@ fn the_kvm_vs_metal_example_plans_both_halves_of_the_study() {
             .map(|v| v.as_str().to_owned())
             .collect()
     };
-    assert_eq!(variants("linux-metal"), ["ext4-barrier-1", "ext4-barrier-0"]);
+    assert_eq!(
+        variants("linux-metal"),
+        ["ext4-barrier-1", "ext4-barrier-0"]
+    );
     assert_eq!(variants("linux-kvm"), variants("linux-metal"));
     assert_eq!(variants("freebsd-kvm"), variants("freebsd-metal"));
     assert_eq!(variants("dragonfly-kvm"), ["hammer"]);
