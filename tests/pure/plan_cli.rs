@@ -50,13 +50,12 @@ fn plan_json_is_the_plan() {
         .clone();
     let v: serde_json::Value = serde_json::from_slice(&out).expect("valid json");
     let cells = v["cells"].as_array().expect("cells");
-    // bsd-vs-linux on example-lab: Linux runs ext4 only, as in the study.
-    assert_eq!(cells.len(), 77);
+    assert_eq!(cells.len(), 113);
     assert_eq!(v["dropped"].as_array().map(|a| a.len()), Some(15));
     assert!(cells[0]["id"].as_str().is_some_and(|s| s.len() == 16));
     // Round trip: the run engine reads data/plan.json back.
     let p: fsmatrix::plan::Plan = serde_json::from_slice(&out).expect("plan deserializes");
-    assert_eq!(p.cells.len(), 77);
+    assert_eq!(p.cells.len(), 113);
 }
 
 #[test]

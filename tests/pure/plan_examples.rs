@@ -225,10 +225,9 @@ fn the_kvm_vs_metal_example_plans_both_halves_of_the_study() {
             .map(|v| v.as_str().to_owned())
             .collect()
     };
-    assert_eq!(
-        variants("linux-metal"),
-        ["ext4-barrier-1", "ext4-barrier-0"]
-    );
+    for v in ["ext4-barrier-1", "ext4-barrier-0"] {
+        assert!(variants("linux-metal").iter().any(|x| x == v), "{v}");
+    }
     assert_eq!(variants("linux-kvm"), variants("linux-metal"));
     assert_eq!(variants("freebsd-kvm"), variants("freebsd-metal"));
     assert_eq!(variants("dragonfly-kvm"), ["hammer"]);
