@@ -279,7 +279,7 @@ Sizes (ZFS rows): du's on-disk bytes of the data directory are compared with the
     )
 }
 
-const BLOCKING_NOTE: &str =
+pub(super) const BLOCKING_NOTE: &str =
     "Variants are compared on the same host only; hosts are never compared with each other.";
 
 /// Compute groups, comparisons and notes over the cells of all `sources`

@@ -14,6 +14,7 @@
 //! platform rows carry `standin` and say "[TCG stand-in]".
 use serde::Serialize;
 
+use super::build::BLOCKING_NOTE;
 use super::{Report, Table};
 use crate::config::inventory::vm::{Accel, CacheMode, DiskBus};
 use crate::model::CellResult;
@@ -95,6 +96,13 @@ pub fn mark_platforms(r: &mut Report, guests: &[GuestInfo]) {
         .sort_by(|a, b| (&a.workload, a.clients).cmp(&(&b.workload, b.clients)));
     if r.platforms.is_empty() {
         return;
+    }
+    // The one exception to the blocking rule, said where the rule is.
+    for n in r.notes.iter_mut().filter(|n| *n == BLOCKING_NOTE) {
+        *n = format!(
+            "{}, except a guest with its own physical host ({PLATFORM_HEADING}, below).",
+            BLOCKING_NOTE.trim_end_matches('.')
+        );
     }
     r.notes.push(format!(
         "{PLATFORM_HEADING}: the one comparison across hosts. For each variant, workload and client count that ran on a physical host and on a guest of it (the inventory's guest_of), the guest's mean ÷ the physical host's (tps; latency when rate-limited; load time for a SQL script), its 95% CI and Welch's p as for variants on one host."

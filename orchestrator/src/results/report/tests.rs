@@ -744,6 +744,14 @@ fn a_guest_is_compared_with_its_physical_host_in_every_format() {
         assert_eq!(j[k], want, "{k} in {j}");
     }
 
+    // The blocking note names its one exception.
+    assert!(
+        r.notes.iter().any(|n| n.ends_with(
+            "hosts are never compared with each other, except a guest with its own physical host (Guests against bare metal, below)."
+        )),
+        "{:?}",
+        r.notes
+    );
     // Markdown: its own section, one line per variant and guest.
     let md = render_markdown_report(&r);
     assert!(
