@@ -126,6 +126,7 @@ pub fn report(args: &ReportArgs) -> CmdResult {
     let mut loaded = Vec::new();
     let mut checks = Vec::new();
     let mut standins = std::collections::BTreeMap::new();
+    let mut guests = Vec::new();
     if args.db.is_some() {
         for s in super::db::report_sources(args)? {
             // Published bundles were verified before they were imported.
@@ -165,6 +166,9 @@ pub fn report(args: &ReportArgs) -> CmdResult {
         let found = read::standin_hosts(b);
         report::label_standins(&mut cells, &found);
         standins.extend(found);
+        let found = read::guest_hosts(b);
+        report::label_tcg_guests(&mut cells, &found);
+        guests.extend(found);
         loaded.push((name, cells));
     }
     let sources: Vec<Source> = loaded
@@ -182,6 +186,7 @@ pub fn report(args: &ReportArgs) -> CmdResult {
     };
     let mut r = report::build_report(&sources, &opts).map_err(CliError::failed_to)?;
     report::mark_standins(&mut r, &standins);
+    report::mark_platforms(&mut r, &guests);
     report::mark_checksums(&mut r, &checks);
     // The HTML plots also need the cell records (timelines, load phases).
     let text = args.format.render(&r, &sources);

@@ -12,6 +12,7 @@ use super::manifest;
 use super::verify::verify;
 use super::writer::{parse_cell_result, read_results_jsonl};
 use super::BundleError;
+use crate::config::inventory::vm::{Accel, CacheMode, DiskBus};
 use crate::model::CellResult;
 
 /// The cell records of a bundle: `data/results.jsonl`, or, when that is
@@ -150,4 +151,106 @@ pub fn standin_hosts(dir: &Path) -> BTreeMap<String, String> {
         }
     }
     out
+}
+
+/// The most bytes of a bundle's inventory snapshot read for its guests.
+pub const MAX_INVENTORY_BYTES: u64 = 1 << 20;
+
+/// A guest of a bundle's inventory: which physical host it ran on and how
+/// its data disk was attached, what the platform comparison says of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GuestInfo {
+    pub guest: String,
+    /// The physical host (`guest_of`).
+    pub physical: String,
+    pub accel: Accel,
+    pub bus: DiskBus,
+    pub cache: CacheMode,
+}
+
+impl GuestInfo {
+    /// Software emulation (the lab's guests): its numbers are a stand-in's.
+    pub fn standin(&self) -> bool {
+        self.accel == Accel::Tcg
+    }
+}
+
+/// The guests of an inventory's text (`guest_of` and `[host.vm]` of each
+/// `[[host]]`), with `[host.vm]`'s defaults for what it leaves out (bus
+/// virtio-blk, cache none, accel kvm: `config::inventory::vm`).  The text
+/// comes from a bundle, someone else's input: only valid host names and
+/// known words are taken; an entry with anything else is left out (the
+/// snapshot was validated when the sweep loaded it).
+pub fn guests_of_inventory(text: &str) -> Vec<GuestInfo> {
+    use crate::config::values::HostName;
+    let Ok(doc) = toml::from_str::<toml::Table>(text) else {
+        return Vec::new();
+    };
+    let Some(hosts) = doc.get("host").and_then(toml::Value::as_array) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for h in hosts.iter().filter_map(toml::Value::as_table) {
+        let name = |key: &str| {
+            h.get(key)
+                .and_then(toml::Value::as_str)
+                .and_then(|s| HostName::new(s).ok())
+                .map(|n| n.as_str().to_owned())
+        };
+        let (Some(guest), Some(physical)) = (name("name"), name("guest_of")) else {
+            continue;
+        };
+        let vm = h.get("vm").and_then(toml::Value::as_table);
+        let word = |key: &str| vm.and_then(|v| v.get(key)).map(toml::Value::as_str);
+        // A key that is there must be a known word; one left out is the default.
+        let (Some(accel), Some(bus), Some(cache)) = (
+            word("accel").map_or(Some(Accel::Kvm), |w| w.and_then(|w| Accel::parse(w).ok())),
+            word("disk_bus").map_or(Some(DiskBus::VirtioBlk), |w| {
+                w.and_then(|w| DiskBus::parse(w).ok())
+            }),
+            word("cache").map_or(Some(CacheMode::None), |w| {
+                w.and_then(|w| CacheMode::parse(w).ok())
+            }),
+        ) else {
+            continue;
+        };
+        if vm.is_none() || guest == physical || out.iter().any(|g: &GuestInfo| g.guest == guest) {
+            continue;
+        }
+        out.push(GuestInfo {
+            guest,
+            physical,
+            accel,
+            bus,
+            cache,
+        });
+    }
+    out
+}
+
+/// The guests of bundle `dir`: those of its inventory snapshot
+/// (`data/inventory.toml`, [`guests_of_inventory`]; a regular file, not a
+/// link, of at most [`MAX_INVENTORY_BYTES`]), each marked TCG also when its
+/// own facts say `accel=tcg` (what the guest was really started with).
+pub fn guest_hosts(dir: &Path) -> Vec<GuestInfo> {
+    let path = dir.join("data").join("inventory.toml");
+    let Ok(bytes) = crate::files::read_regular_no_link(&path, MAX_INVENTORY_BYTES) else {
+        return Vec::new();
+    };
+    let Ok(text) = String::from_utf8(bytes) else {
+        return Vec::new();
+    };
+    let mut guests = guests_of_inventory(&text);
+    for g in &mut guests {
+        let facts = host_facts(dir, &g.guest).ok().flatten();
+        if facts
+            .as_ref()
+            .and_then(|f| f.get("accel"))
+            .and_then(|a| a.as_str())
+            == Some("tcg")
+        {
+            g.accel = Accel::Tcg;
+        }
+    }
+    guests
 }

@@ -143,6 +143,10 @@ pub struct Report {
     /// empty when not checked.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub checksums: Vec<ChecksumCheck>,
+    /// Guests against their physical hosts ([`super::platform`],
+    /// [`super::mark_platforms`]); empty when no bundle had a guest.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub platforms: Vec<super::Platform>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -275,7 +279,7 @@ Sizes (ZFS rows): du's on-disk bytes of the data directory are compared with the
     )
 }
 
-const BLOCKING_NOTE: &str =
+pub(super) const BLOCKING_NOTE: &str =
     "Variants are compared on the same host only; hosts are never compared with each other.";
 
 /// Compute groups, comparisons and notes over the cells of all `sources`
@@ -646,6 +650,7 @@ fn build(
         not_needed,
         problems,
         checksums: Vec::new(),
+        platforms: Vec::new(),
     })
 }
 

@@ -16,7 +16,11 @@
 //!    are drawn in `html/plots.rs`);
 //! 6. `latency-percentiles` ([`LATENCY_PLOT`], only where a workload has
 //!    `latency_log`): latency at each percentile per variant, with the
-//!    latency and per-statement tables (`html/latency_plot.rs`).
+//!    latency and per-statement tables (`html/latency_plot.rs`);
+//! 7. `platform-ratio` ([`PLATFORM_PLOT`], only where a bundle had guests):
+//!    per workload and client count, each variant's guest ÷ bare-metal
+//!    ratio as a dot with its 95% CI whisker and a line at 1.0, with the
+//!    sentences (`html/platform_plot.rs`, [`super::platform`]).
 //!
 //! Every plot is an `<svg class="fsmx-plot" data-plot="KIND">`; a kind with
 //! no data is left out with a sentence saying why, never drawn as an empty
@@ -37,8 +41,10 @@ use crate::model::CellResult;
 use crate::text;
 
 mod latency_plot;
+mod platform_plot;
 mod plots;
 pub use latency_plot::LATENCY_PLOT;
+pub use platform_plot::PLATFORM_PLOT;
 pub use plots::TIMELINE_MAX_LINES;
 use plots::{plots_init, plots_sizes, plots_timelines, plots_tps_bars, plots_tps_vs_clients};
 
@@ -151,6 +157,7 @@ pub fn render_html(r: &Report, cells: &[CellResult]) -> String {
         "pgbench -i phase timings",
         plots_init(cells, &order),
     );
+    platform_plot::platform_html(&mut out, r, &order);
 
     latency_plot::latency_html(&mut out, r, &order);
     tables_html(&mut out, &v);

@@ -6,6 +6,7 @@ use super::latency::{
     group_name, latency_cells, ms, rows, LATENCY_COLUMNS, LATENCY_HEADING, LATENCY_NOTE,
     STATEMENTS_HEADING,
 };
+use super::platform::{platform_line, platform_sections, PLATFORM_HEADING};
 use super::view::{
     Kind, ReportView, SizeText, TableView, NO_COUNTED_RUN, NO_RESULTS, NO_WINNER, PROBLEMS_HEADING,
     TITLE, WARN,
@@ -114,6 +115,7 @@ pub fn render_markdown_report(r: &Report) -> String {
             out.push('\n');
         }
     }
+    platforms_markdown(&mut out, r);
     for sentence in [&v.warmups, &v.not_needed].into_iter().flatten() {
         let _ = writeln!(out, "{}\n", md_text(sentence));
     }
@@ -124,6 +126,23 @@ pub fn render_markdown_report(r: &Report) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The guests against bare metal ([`super::platform`]): per (workload,
+/// clients) one line per variant and guest; nothing without guests.
+fn platforms_markdown(out: &mut String, r: &Report) {
+    let sections = platform_sections(r);
+    if sections.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## {PLATFORM_HEADING}\n");
+    for s in sections {
+        let _ = writeln!(out, "### {}\n", md_text(&s.heading()));
+        for p in &s.rows {
+            let _ = writeln!(out, "- {}", md_text(&platform_line(p)));
+        }
+        out.push('\n');
+    }
 }
 
 /// A Markdown table: header, alignment row, one line per row.

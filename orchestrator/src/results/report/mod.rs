@@ -6,6 +6,8 @@
 //! [`markdown`], [`csv`], [`json`] and [`html`] (with its SVG plots).  Their
 //! shared texts are [`view`] (the tables and sentences) and [`latency`];
 //! [`summary`] is the few lines `run` ends with on a terminal.
+//! [`platform`] compares guests with their physical hosts (issue 26): every
+//! format shows it ([`mark_platforms`] fills [`Report::platforms`]).
 //!
 //! To add a format: a renderer file here, its row in [`Format`] (the name,
 //! the `mod` line and the arm of [`Format::render`]), and a test.
@@ -17,6 +19,7 @@ pub mod html;
 pub mod json;
 pub mod latency;
 pub mod markdown;
+pub mod platform;
 pub mod summary;
 pub mod view;
 
@@ -27,6 +30,7 @@ pub use build::{
     build_report, by_bundle_label, label_standins, mark_checksums, mark_standins, standin_label,
     HostBlock, Problem, Report, ReportError, ReportOptions, Row, Source, Table,
 };
+pub use platform::{label_tcg_guests, mark_platforms, tcg_label, Platform};
 
 /// What `report` writes: the formats, by their `--format` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -611,3 +611,308 @@ fn a_host_name_from_a_bundle_is_validated_before_it_is_a_path() {
         Ok(Some(serde_json::json!({"os": "linux"})))
     );
 }
+
+/// Issue 26: a synthetic bundle's inventory snapshot and facts, the way
+/// `run` writes them (`data/inventory.toml`, `data/hosts/<h>/facts.json`).
+fn guest_bundle(inventory: &str, facts: &[(&str, &str)]) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir_all(tmp.path().join("data")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(tmp.path().join("data/inventory.toml"), inventory)
+        .unwrap_or_else(|e| panic!("{e}"));
+    for (h, f) in facts {
+        let d = tmp.path().join("data/hosts").join(h);
+        std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(d.join("facts.json"), f).unwrap_or_else(|e| panic!("{e}"));
+    }
+    tmp
+}
+
+const METAL_AND_KVM: &str = r#"
+[defaults]
+os = "linux"
+[[host]]
+name = "metal1"
+address = "10.0.0.1"
+devices = ["/dev/sdb"]
+[[host]]
+name = "metal1-kvm"
+guest_of = "metal1"
+devices = ["/dev/vdb"]
+[host.vm]
+image = "/var/lib/fsmatrix/images/debian12.img"
+disk = "/dev/sdb"
+memory_mib = 12288
+cpus = 4
+"#;
+
+/// `metal` and its guest `guest`: ext4 (and xfs on the guest only, and
+/// zfs on metal only) tpcb with 4 clients; `guest_ext4` the guest's ext4
+/// statuses.
+fn metal_and_guest(metal: &str, guest: &str, guest_ext4: Vec<CellStatus>) -> Vec<CellResult> {
+    let mut v = Vec::new();
+    for (r, tps) in [(1, 1000.0), (2, 1010.0), (3, 990.0)] {
+        v.push(cell(metal, "ext4", "ext4", "tpcb", 4, r, done(tps, 4.0)));
+        v.push(cell(
+            metal,
+            "zfs",
+            "zfs",
+            "tpcb",
+            4,
+            r,
+            done(tps * 0.8, 5.0),
+        ));
+    }
+    for (r, st) in (1..).zip(guest_ext4) {
+        v.push(cell(guest, "ext4", "ext4", "tpcb", 4, r, st));
+    }
+    for (r, tps) in [(1, 500.0), (2, 505.0), (3, 495.0)] {
+        v.push(cell(guest, "xfs", "xfs", "tpcb", 4, r, done(tps, 8.0)));
+    }
+    v
+}
+
+fn guest_done() -> Vec<CellStatus> {
+    vec![done(620.0, 6.4), done(630.0, 6.3), done(610.0, 6.5)]
+}
+
+/// The report `fsmatrix report BUNDLE` makes of `cells` in `dir`: TCG
+/// guests labelled, guests compared with their physical hosts.
+fn guest_report(dir: &std::path::Path, mut cells: Vec<CellResult>) -> (Report, Vec<CellResult>) {
+    let guests = crate::results::bundle::read::guest_hosts(dir);
+    label_tcg_guests(&mut cells, &guests);
+    let mut r = build_report(
+        &[Source {
+            name: "b",
+            cells: &cells,
+        }],
+        &ReportOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    mark_platforms(&mut r, &guests);
+    (r, cells)
+}
+
+#[test]
+fn a_guest_is_compared_with_its_physical_host_in_every_format() {
+    let dir = guest_bundle(METAL_AND_KVM, &[]);
+    let (r, cells) = guest_report(
+        dir.path(),
+        metal_and_guest("metal1", "metal1-kvm", guest_done()),
+    );
+    // Only ext4 ran on both sides: zfs (metal only) and xfs (guest only)
+    // are not platform rows.
+    assert_eq!(r.platforms.len(), 1, "{:?}", r.platforms);
+    let p = &r.platforms[0];
+    // The same statistics as a variant against its baseline: guest / metal.
+    let c = compare::compare(
+        "metal1",
+        &[620.0, 630.0, 610.0],
+        &[1000.0, 1010.0, 990.0],
+        crate::results::stats::Metric::Tps,
+    );
+    let ratio = c.ratio.unwrap_or_else(|| panic!("a ratio"));
+    let (lo, hi) = ratio.ci95.unwrap_or_else(|| panic!("a CI"));
+    assert_eq!(p.ratio, Some(ratio.ratio));
+    assert_eq!((p.ci_low, p.ci_high), (Some(lo), Some(hi)));
+    assert_eq!(p.p, c.welch.map(|w| w.p));
+    assert!((ratio.ratio - 0.62).abs() < 1e-12);
+    let sentence = "ext4 on metal1: under KVM (virtio-blk, cache=none) 0.62 ± 0.02 times the tps of bare metal (p < 0.001)";
+    assert_eq!(platform::platform_sentence(p), sentence);
+
+    // JSON: the platforms array with every field.
+    let v: serde_json::Value =
+        serde_json::from_str(&render_json(&r)).unwrap_or_else(|e| panic!("{e}"));
+    let j = &v["platforms"][0];
+    for (k, want) in [
+        ("physical_host", serde_json::json!("metal1")),
+        ("guest", serde_json::json!("metal1-kvm")),
+        ("variant", serde_json::json!("ext4")),
+        ("workload", serde_json::json!("tpcb")),
+        ("clients", serde_json::json!(4)),
+        ("metric", serde_json::json!("tps")),
+        ("ratio", serde_json::json!(ratio.ratio)),
+        ("ci_low", serde_json::json!(lo)),
+        ("ci_high", serde_json::json!(hi)),
+        ("p", serde_json::json!(p.p)),
+        ("n_metal", serde_json::json!(3)),
+        ("n_guest", serde_json::json!(3)),
+        ("accel", serde_json::json!("kvm")),
+        ("bus", serde_json::json!("virtio-blk")),
+        ("cache", serde_json::json!("none")),
+        ("standin", serde_json::json!(false)),
+    ] {
+        assert_eq!(j[k], want, "{k} in {j}");
+    }
+
+    // The blocking note names its one exception.
+    assert!(
+        r.notes.iter().any(|n| n.ends_with(
+            "hosts are never compared with each other, except a guest with its own physical host (Guests against bare metal, below)."
+        )),
+        "{:?}",
+        r.notes
+    );
+    // Markdown: its own section, one line per variant and guest.
+    let md = render_markdown_report(&r);
+    assert!(
+        md.contains("## Guests against bare metal\n\n### tpcb with 4 clients\n\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!(
+            "\n- {sentence} — guest metal1-kvm, 3 runs vs 3 on bare metal\n"
+        )),
+        "{md}"
+    );
+    // The guest still gets its own per-host comparison (xfs against ext4).
+    let t = tpcb4(&r);
+    let kvm = t
+        .hosts
+        .iter()
+        .find(|h| h.host == "metal1-kvm")
+        .unwrap_or_else(|| panic!("{t:?}"));
+    assert_eq!(kvm.baseline.as_deref(), Some("ext4"));
+    assert_eq!(
+        kvm.rows[1].comparison.as_ref().map(|c| c.verdict),
+        Some(compare::Verdict::Slower)
+    );
+
+    // HTML: the ratio plot and the sentence.
+    let html = super::html::render_html(&r, &cells);
+    assert_eq!(
+        html.matches("<svg class=\"fsmx-plot\" data-plot=\"platform-ratio\"")
+            .count(),
+        1,
+        "{html}"
+    );
+    assert!(html.contains("bare metal = 1"), "no line at 1.0");
+    let escaped = sentence.replace('<', "&lt;");
+    assert!(
+        html.contains(&format!("<li>{escaped} — guest metal1-kvm")),
+        "{html}"
+    );
+
+    // The terminal summary `run` ends with.
+    let sum = summary::render_summary(&r, 400);
+    assert!(
+        sum.contains(&format!(
+            "Guests against bare metal, tpcb with 4 clients:\n  {sentence} — guest metal1-kvm"
+        )),
+        "{sum}"
+    );
+}
+
+#[test]
+fn a_guest_without_a_done_run_is_said_not_numbered() {
+    let dir = guest_bundle(METAL_AND_KVM, &[]);
+    let failed = || CellStatus::Failed {
+        step: "guest".into(),
+        exit_status: None,
+        stderr_tail: "guest metal1-kvm did not come up".into(),
+    };
+    let (r, cells) = guest_report(
+        dir.path(),
+        metal_and_guest("metal1", "metal1-kvm", vec![failed(), failed()]),
+    );
+    assert_eq!(r.platforms.len(), 1, "{:?}", r.platforms);
+    let p = &r.platforms[0];
+    assert_eq!((p.ratio, p.p, p.n_metal, p.n_guest), (None, None, 3, 0));
+    let said = "ext4 on metal1: under KVM (virtio-blk, cache=none): no done run on the guest metal1-kvm, nothing to compare";
+    assert_eq!(platform::platform_sentence(p), said);
+    let v: serde_json::Value =
+        serde_json::from_str(&render_json(&r)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(v["platforms"][0]["ratio"].is_null(), "{v}");
+    assert!(render_markdown_report(&r).contains(said));
+    assert!(summary::render_summary(&r, 400).contains(said));
+    // No ratio, no plot: the sentence says why.
+    let html = super::html::render_html(&r, &cells);
+    assert!(!html.contains("data-plot=\"platform-ratio\""));
+    assert!(html.contains("no ratio to plot"), "{html}");
+}
+
+#[test]
+fn a_tcg_guest_is_a_stand_in_everywhere() {
+    // The inventory says kvm; the guest's own facts say it ran under TCG.
+    let inv = METAL_AND_KVM.replace("metal1", "lab1");
+    let dir = guest_bundle(&inv, &[("lab1-kvm", r#"{"os":"linux","accel":"tcg"}"#)]);
+    let (r, _) = guest_report(
+        dir.path(),
+        metal_and_guest("lab1", "lab1-kvm", guest_done()),
+    );
+    let p = &r.platforms[0];
+    assert!(p.standin && p.accel == crate::config::inventory::vm::Accel::Tcg);
+    assert_eq!(
+        platform::platform_sentence(p),
+        "ext4 on lab1: under TCG emulation (virtio-blk, cache=none) 0.62 ± 0.02 times the tps of bare metal (p < 0.001) [TCG stand-in]"
+    );
+    assert!(
+        r.notes[0].starts_with("TCG STAND-IN GUESTS: lab1-kvm [TCG stand-in]"),
+        "{:?}",
+        r.notes
+    );
+    // Its own rows are labelled as the BSD stand-ins' are.
+    assert!(tpcb4(&r)
+        .hosts
+        .iter()
+        .any(|h| h.host == "lab1-kvm [TCG stand-in]"));
+    let v: serde_json::Value =
+        serde_json::from_str(&render_json(&r)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(v["platforms"][0]["standin"], serde_json::json!(true));
+    assert_eq!(v["platforms"][0]["accel"], serde_json::json!("tcg"));
+    assert_eq!(v["platforms"][0]["guest"], serde_json::json!("lab1-kvm"));
+    // And in the inventory itself.
+    let inv = inv.replace("cpus = 4", "cpus = 4\naccel = \"tcg\"");
+    let dir = guest_bundle(&inv, &[]);
+    let (r, _) = guest_report(
+        dir.path(),
+        metal_and_guest("lab1", "lab1-kvm", guest_done()),
+    );
+    assert!(r.platforms[0].standin);
+}
+
+/// The inventory snapshot is someone else's input: only valid names and
+/// known words make a guest; the defaults are `[host.vm]`'s.
+#[test]
+fn guests_are_read_from_the_inventory_snapshot_with_its_defaults() {
+    use crate::config::inventory::vm::{Accel, CacheMode, DiskBus};
+    use crate::results::bundle::read::guests_of_inventory;
+    let g = guests_of_inventory(METAL_AND_KVM);
+    assert_eq!(g.len(), 1);
+    assert_eq!(
+        (
+            g[0].guest.as_str(),
+            g[0].physical.as_str(),
+            g[0].accel,
+            g[0].bus,
+            g[0].cache
+        ),
+        (
+            "metal1-kvm",
+            "metal1",
+            Accel::Kvm,
+            DiskBus::VirtioBlk,
+            CacheMode::None
+        )
+    );
+    let sata = METAL_AND_KVM.replace(
+        "cpus = 4",
+        "cpus = 4\ndisk_bus = \"sata\"\ncache = \"writeback\"",
+    );
+    let g = guests_of_inventory(&sata);
+    assert_eq!(
+        (g[0].bus, g[0].cache),
+        (DiskBus::Sata, CacheMode::Writeback)
+    );
+    for bad in [
+        METAL_AND_KVM.replace("cpus = 4", "cpus = 4\naccel = \"hvf\""),
+        METAL_AND_KVM.replace("cpus = 4", "cpus = 4\ncache = 3"),
+        METAL_AND_KVM.replace("guest_of = \"metal1\"", "guest_of = \"../etc\""),
+        METAL_AND_KVM.replace("[host.vm]", "[host.vmx]"),
+        "not toml [[".to_string(),
+    ] {
+        assert_eq!(guests_of_inventory(&bad), vec![], "{bad}");
+    }
+    // No snapshot, no guests.
+    let empty = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    assert!(crate::results::bundle::read::guest_hosts(empty.path()).is_empty());
+}
