@@ -161,6 +161,11 @@ impl DeviceLimit {
 }
 
 /// Every OS, in [`Os::ALL`]'s order.
+/// The tools a physical host needs to boot guests (remote-scripts/common.sh
+/// `vm-start`): listed in the facts (`tools=`) of an OS whose row offers
+/// `vm_accels`, and required by `check` of a host with guests.
+pub const VM_TOOLS: &[&str] = &["qemu-system-x86_64", "qemu-img"];
+
 pub const PROFILES: [OsProfile; 3] = [
     OsProfile {
         os: Os::Linux,
@@ -176,7 +181,7 @@ pub const PROFILES: [OsProfile; 3] = [
             FsType::Btrfs,
             FsType::Zfs,
         ],
-        extra_tools: &[],
+        extra_tools: VM_TOOLS,
         ansible_names: &[
             "linux",
             "debian",

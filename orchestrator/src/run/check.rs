@@ -170,7 +170,7 @@ fn guest_tool_problems(f: &HostFacts) -> Vec<String> {
 
 /// What a physical host needs to boot its guests (common.sh `vm-start`),
 /// as its facts list them (`tools=`).
-pub const GUEST_TOOLS: [&str; 2] = ["qemu-system-x86_64", "qemu-img"];
+pub const GUEST_TOOLS: &[&str] = crate::config::os::VM_TOOLS;
 
 /// What the plan needs of `host`.
 pub fn needs_of(plan: &Plan, host: &str) -> Needs {

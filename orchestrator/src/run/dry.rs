@@ -63,7 +63,10 @@ pub fn stand_in(host: &Host, needs: &Needs) -> RecordingRemote {
             stand_in_ident(i)
         ));
     }
-    let tools: Vec<&str> = needs.fs.iter().map(|f| tool_for(*f)).collect();
+    let mut tools: Vec<&str> = needs.fs.iter().map(|f| tool_for(*f)).collect();
+    if needs.guests {
+        tools.extend(super::check::GUEST_TOOLS);
+    }
     facts.push_str(&format!(
         "tools={}\nzfs_running=yes\npostgres_version=postgres (PostgreSQL) stand-in\npgbench_version=pgbench (PostgreSQL) stand-in\n",
         tools.join(" ")
@@ -132,7 +135,8 @@ pub async fn commands(inv: &Inventory, p: &Plan) -> Vec<(String, String)> {
             .filter(|g| g.guest_of.as_ref() == Some(&physical.name))
             .filter(|g| p.hosts.iter().any(|x| x.host == g.name))
             .collect();
-        let (cells, needs) = job_of(physical);
+        let (cells, mut needs) = job_of(physical);
+        needs.guests = !guests.is_empty();
         let remote = stand_in(physical, &needs);
         let logged = Logged::new(&remote, physical.become_);
         let job = HostJob {
