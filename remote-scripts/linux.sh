@@ -343,6 +343,21 @@ device_facts() {
 	kv "$1.ident" "$(dev_ident "$2")"
 }
 
+# whole_disks: the names in /sys/block (one per block device that is not a
+# partition, sysfs-rules.rst) less loop, RAM, device-mapper, md and optical
+# devices, space-separated in the glob's (sorted) order.
+whole_disks() {
+	_wd=
+	for _wd_p in /sys/block/*; do
+		_wd_n=${_wd_p##*/}
+		case $_wd_n in
+		loop* | ram* | zram* | dm-* | md* | sr* | '*') continue ;;
+		esac
+		_wd="$_wd${_wd:+ }$_wd_n"
+	done
+	printf '%s' "$_wd"
+}
+
 verb_facts() {
 	kv os linux
 	kv kernel "$(uname -r)"
@@ -359,6 +374,8 @@ verb_facts() {
 	kv cpu_count "$(getconf _NPROCESSORS_ONLN)"
 	kv mem_bytes "$(awk '$1 == "MemTotal:" { printf "%.0f", $2 * 1024 }' /proc/meminfo)"
 	kv page_size "$(getconf PAGESIZE)"
+	# disks: what the kernel sees as whole disks (a guest: what it was given).
+	kv disks "$(whole_disks)"
 	facts_devices ${1+"$@"}
 	facts_pg_tools "mkfs.ext3 mkfs.ext4 mkfs.xfs mkfs.btrfs zpool qemu-system-x86_64 qemu-img" ${1+"$@"}
 	if command -v mke2fs >/dev/null 2>&1; then

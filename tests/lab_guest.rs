@@ -177,9 +177,20 @@ fn a_sweep_runs_lab1_and_its_guest_on_one_disk_under_one_lock() {
         "{cmdline}"
     );
     assert!(cmdline.contains("accel=tcg"), "{cmdline}");
-    let facts = std::fs::read_to_string(bundle.join("data/hosts/lab1-vm/facts.json")).expect("facts");
-    assert!(facts.contains("\"device.0.path\": \"/dev/vdb\""), "{facts}");
-    assert!(!facts.contains(&lab1.device), "the guest names its own disk: {facts}");
+    // The guest's own facts: its one data disk is /dev/vdb, it runs under
+    // a hypervisor, and what started it is recorded (accel=tcg).
+    let facts: Value = serde_json::from_str(
+        &std::fs::read_to_string(bundle.join("data/hosts/lab1-vm/facts.json")).expect("facts"),
+    )
+    .expect("facts.json");
+    let f = |k: &str| facts[k].as_str().unwrap_or_default().to_string();
+    assert_eq!(f("device.0.path"), "/dev/vdb", "{facts}");
+    assert_eq!(f("device.0.present"), "yes", "{facts}");
+    assert_ne!(f("vm_guest"), "none", "the guest knows it is one: {facts}");
+    assert_eq!(f("hypervisor.accel"), "tcg", "{facts}");
+    assert!(f("hypervisor.qemu_cmdline").contains(&lab1.device), "{facts}");
+    // Inside, the guest sees its boot disk and that one data disk only.
+    assert_eq!(f("disks"), "vda vdb", "{facts}");
     assert!(
         std::fs::metadata(bundle.join("data/hosts/lab1-vm/console.log")).is_ok_and(|m| m.len() > 0),
         "the guest's console is kept"

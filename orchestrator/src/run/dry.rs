@@ -151,6 +151,7 @@ pub async fn commands(inv: &Inventory, p: &Plan) -> Vec<(String, String)> {
                 .find(|x| x.host == physical.name)
                 .map(|x| x.batches.clone())
                 .unwrap_or_default(),
+            extra_facts: Vec::new(),
         };
         // A run locks the host first (a host without a script is not touched).
         let held = match HostPaths::new(physical) {
@@ -176,6 +177,7 @@ pub async fn commands(inv: &Inventory, p: &Plan) -> Vec<(String, String)> {
                         pre_clean: true,
                         counted: Counted::default(),
                         batches: Vec::new(),
+                        extra_facts: Vec::new(),
                     }
                 })
                 .collect();

@@ -310,6 +310,7 @@ fn job_of<'a>(base: &HostJob<'a>, cells: Vec<&'a Cell>) -> HostJob<'a> {
         pre_clean: true,
         counted: base.counted.clone(),
         batches: Vec::new(),
+        extra_facts: Vec::new(),
     }
 }
 
@@ -373,7 +374,7 @@ async fn guest_segment<R: Remote, L: GuestLink>(
     sink.work_started(&name, boot.clone());
     let started = exec_call(metal, physical, &scripts, &vm_start(guest, vm, physical)).await;
     let vm_facts = match started {
-        Ok((kv, text)) => {
+        Ok((_, text)) => {
             let _ = sink.write(&format!("hosts/{name}/vm-start.txt"), text.as_bytes());
             // What the hypervisor ran: the guest's machine as the inventory
             // gave it and as vm-start started it (command line with the
@@ -389,7 +390,23 @@ async fn guest_segment<R: Remote, L: GuestLink>(
                     "started": started,
                 }),
             );
-            Some(kv)
+            let mut facts: Vec<(String, String)> = started
+                .iter()
+                .filter(|(k, _)| matches!(**k, "qemu" | "qemu_cmdline" | "host_cpu"))
+                .map(|(k, v)| (format!("hypervisor.{k}"), v.to_string()))
+                .collect();
+            for (k, v) in [
+                ("accel", vm.accel.as_str().to_string()),
+                ("disk_bus", vm.disk_bus.as_str().to_string()),
+                ("cache", vm.cache.as_str().to_string()),
+                ("aio", vm.aio.as_str().to_string()),
+                ("memory_mib", vm.memory_mib.to_string()),
+                ("cpus", vm.cpus.to_string()),
+                ("guest_of", physical.name.as_str().to_string()),
+            ] {
+                facts.push((format!("hypervisor.{k}"), v));
+            }
+            Some(facts)
         }
         Err(e) => {
             sink.work_ended(&name, boot, false);
@@ -399,7 +416,6 @@ async fn guest_segment<R: Remote, L: GuestLink>(
             return tally;
         }
     };
-    let _ = vm_facts;
     let deadline = Instant::now() + Duration::from_secs(vm.boot_timeout);
     let connected = tokio::select! {
         r = link.connect(guest, deadline) => Some(r),
@@ -424,6 +440,8 @@ async fn guest_segment<R: Remote, L: GuestLink>(
         }
         Some(Ok(r)) => {
             let logged = Logged::new(&r, guest.become_);
+            let mut job = job;
+            job.extra_facts = vm_facts.unwrap_or_default();
             let (_, t) = host_sweep(&logged, job, sink, cancel).await;
             tally = t;
             log.push_str(&logged.text());

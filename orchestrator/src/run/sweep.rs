@@ -213,6 +213,9 @@ pub struct HostJob<'a> {
     /// `order = "interleaved"`/`"random"`: the host's batches (the cells
     /// come in their run order); empty: sequential.
     pub batches: Vec<crate::plan::Batch>,
+    /// Facts the host cannot tell of itself, recorded with its own (a
+    /// guest: `hypervisor.*`, what its physical host started it with).
+    pub extra_facts: Vec<(String, String)>,
 }
 
 /// One host's part of a sweep on a connected remote: prepare it (scripts,
@@ -224,7 +227,10 @@ pub async fn host_sweep<R: Remote>(
     sink: &Sink,
     cancel: watch::Receiver<bool>,
 ) -> (HostReport, HostTally) {
-    let (report, prepared) = prepare(remote, job.host, &job.needs, job.pre_clean).await;
+    let (mut report, prepared) = prepare(remote, job.host, &job.needs, job.pre_clean).await;
+    for (k, v) in &job.extra_facts {
+        report.facts.insert(k.clone(), v.clone());
+    }
     write_report(sink, &report);
     let mut tally = HostTally::default();
     match prepared {
@@ -435,6 +441,7 @@ fn job_for<'a>(p: &'a Plan, keep: &Kept, host: &'a Host) -> HostJob<'a> {
         pre_clean: true,
         counted: kept_counted(p, &host.name, keep),
         batches: hp.map(|hp| hp.batches.clone()).unwrap_or_default(),
+        extra_facts: Vec::new(),
     }
 }
 

@@ -623,6 +623,7 @@ fn host_job<'a>(inv: &'a Inventory, p: &'a Plan) -> HostJob<'a> {
         pre_clean: true,
         counted: Counted::default(),
         batches: Vec::new(),
+        extra_facts: Vec::new(),
     }
 }
 
@@ -888,6 +889,7 @@ async fn pre_clean_tears_down_every_device_of_the_plan() {
         pre_clean: true,
         counted: Counted::default(),
         batches: p.hosts[0].batches.clone(),
+        extra_facts: Vec::new(),
     };
     assert_eq!(job.needs.slots, 2);
     let (report, _) = host_sweep(&remote, job, &Sink::discard(), no_cancel()).await;
@@ -915,6 +917,7 @@ async fn pre_clean_tears_down_every_device_of_the_plan() {
         pre_clean: true,
         counted: Counted::default(),
         batches: p.hosts[0].batches.clone(),
+        extra_facts: Vec::new(),
     };
     let (report, tally) = host_sweep(&remote, job, &Sink::discard(), no_cancel()).await;
     assert!(!report.ready);
