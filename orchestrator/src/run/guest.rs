@@ -240,9 +240,16 @@ pub async fn machine_sweep<R: Remote, L: GuestLink>(
     if let Some(dir) = scripts_dir(physical) {
         // The scripts must be there to reap: the metal's preparation
         // uploads them (and tears its own leftovers down) first.
+        // Not only when the host is ready: a leftover guest may be why
+        // its guard refuses the disk.
         let (report, _) = super::check::prepare(metal, physical, &metal_job.needs, false).await;
-        if report.ready {
-            let _ = exec_call(metal, physical, &dir, &vm_reap(physical)).await;
+        if !report.facts.is_empty() {
+            if let Err(e) = exec_call(metal, physical, &dir, &vm_reap(physical)).await {
+                sink.emit(super::events::RunEvent::Note {
+                    host: physical.name.as_str().to_string(),
+                    message: format!("reaping guests a killed sweep left: {e}"),
+                });
+            }
         }
     }
     for seg in segs {
