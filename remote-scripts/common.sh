@@ -7,7 +7,7 @@
 
 # Every name a verb may receive.  A word that is not `name=value` with one of
 # these names is a usage error: a typo must not silently become a default.
-FSMX_ARG_NAMES="dev allowed consent ident fs mkfs_opt zfs_prop pool_prop pool mount_opt comp mnt pg_bin pg_user client_user port pg_set cell out db scale init_opt sql builtin script clients jobs duration transactions progress rate latency_limit txlog sampling_rate per_statement pgbench_opt work path remove"
+FSMX_ARG_NAMES="dev allowed consent ident fs mkfs_opt zfs_prop pool_prop pool mount_opt comp mnt pg_bin pg_user client_user port pg_set cell out db scale init_opt sql builtin script clients jobs duration transactions progress rate latency_limit txlog sampling_rate per_statement pgbench_opt work path remove dir guest image format kernel initrd cmdline memory cpus bus cache aio accel disk timeout"
 
 # fsmatrix's own mark: the label it writes on every filesystem it makes
 # (ufs, ext*, xfs, btrfs, hammer; HAMMER2: the PFS of that name), and the
@@ -1352,13 +1352,315 @@ verb_teardown() {
 			if try rm -rf "$_t_d"; then _t_n=$((_t_n + 1)); else _t_fail="$_t_fail txlog"; fi
 		done
 		kv txlogs_removed "$_t_n"
+		# 6. Guests a killed orchestrator left running (issue 26): only
+		#    when <work>/vm exists, so a host without guests says nothing.
+		if [ -d "${_t_work%/}/vm" ] && [ ! -L "${_t_work%/}/vm" ]; then
+			if _t_vms=$( (vm_reap "${_t_work%/}/vm")); then kv vm_reaped "$_t_vms"; else _t_fail="$_t_fail vm"; fi
+		fi
 	fi
 	[ -z "$_t_fail" ] || die "could not clean:$_t_fail"
 }
 
+# ---------------------------------------------------------------- guests (vm-*)
+#
+# A guest (an inventory host with guest_of, issue 26) runs as plain
+# qemu-system-x86_64 on its physical Linux host: vm-start, vm-stop, vm-reap.
+# Its files are under dir= (<physical work_dir>/vm): NAME.qcow2 (throwaway
+# overlay over the image, which is never written), NAME.pid, NAME.console
+# (serial), NAME.mon.in / NAME.mon.out (the monitor's fifos), NAME.cmdline.
+# Every value reaches qemu as one word of its command line; qemu parses its
+# option strings at `,`, so no path or name may hold one.
+
+# vm_word NAME VALUE: VALUE is a guest name as the inventory's host names
+# (config/values.rs HostName): letters, digits, `_`, `-`, `.`, not starting
+# with `-` or `.`, at most 63 characters.
+vm_word() {
+	case $2 in
+	'' | [!A-Za-z0-9_]* | *[!A-Za-z0-9_.-]*) usage_die "$1=$2 is not a host name (letters, digits, '_', '-', '.'; not starting with '-' or '.')" ;;
+	esac
+	[ "${#2}" -le 63 ] || usage_die "$1=$2 is longer than 63 characters"
+}
+
+# vm_path NAME VALUE: VALUE is an absolute plain path of letters, digits and
+# `_ . / + @ -` (no `,`: qemu's option separator; no shell or glob
+# characters), without `.`, `..` or empty parts, not under /dev /proc /sys.
+vm_path() {
+	case $2 in
+	/*) ;;
+	*) usage_die "$1=$2 is not an absolute path" ;;
+	esac
+	case $2 in
+	*[!A-Za-z0-9_./+@-]*) usage_die "$1=$2 has a character other than letters, digits and _ . / + @ - (qemu splits options at ',')" ;;
+	esac
+	case $2/ in
+	*//* | */./* | */../*) usage_die "$1=$2 is not a plain path (no '//', '.' or '..' parts)" ;;
+	esac
+	case $2/ in
+	/dev/* | /proc/* | /sys/*) usage_die "$1=$2 is under /dev, /proc or /sys" ;;
+	esac
+}
+
+# vm_uint NAME VALUE MIN MAX: VALUE is an integer from MIN to MAX.
+vm_uint() {
+	case $2 in
+	'' | *[!0-9]* | 0?* | ????????*) usage_die "$1=$2 is not an integer from $3 to $4" ;;
+	esac
+	if [ "$2" -lt "$3" ] || [ "$2" -gt "$4" ]; then usage_die "$1=$2 is not an integer from $3 to $4"; fi
+}
+
+# vm_enum NAME VALUE CHOICES...: VALUE is one of CHOICES.
+vm_enum() {
+	_ve_n=$1
+	_ve_v=$2
+	shift 2
+	for _ve_c in "$@"; do
+		[ "$_ve_v" != "$_ve_c" ] || return 0
+	done
+	usage_die "$_ve_n=$_ve_v is not one of: $*"
+}
+
+# vm_dir ARGS...: sets VM_DIR from dir= (absolute, plain, last part `vm`).
+vm_dir() {
+	VM_DIR=$(need dir ${1+"$@"})
+	vm_path dir "$VM_DIR"
+	VM_DIR=${VM_DIR%/}
+	[ "${VM_DIR##*/}" = vm ] || usage_die "dir=$VM_DIR: the last part must be 'vm' (<work_dir>/vm)"
+}
+
+# vm_ours PID NAME: PID is alive (not a zombie) and is qemu-system-x86_64
+# started with `-name fsmx-NAME`; never true of another process.
+vm_ours() {
+	case $1 in '' | *[!0-9]*) return 1 ;; esac
+	[ -r "/proc/$1/cmdline" ] || return 1
+	_vo_state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$1/status" 2>/dev/null) || return 1
+	[ "$_vo_state" != Z ] || return 1
+	tr '\000' '\n' <"/proc/$1/cmdline" 2>/dev/null |
+		awk -v n="fsmx-$2" 'NR == 1 { q = ($0 ~ /(^|\/)qemu-system-x86_64$/) } p == "-name" && $0 == n { f = 1 } { p = $0 } END { exit !(q && f) }'
+}
+
+# vm_pid DIR NAME: the PID in DIR/NAME.pid, or empty.
+vm_pid() {
+	[ -f "$1/$2.pid" ] || return 0
+	_vp=$(tr -d ' \n' <"$1/$2.pid" 2>/dev/null) || return 0
+	case $_vp in '' | *[!0-9]*) return 0 ;; esac
+	printf '%s' "$_vp"
+}
+
+# vm_alive PID: PID exists and is not a zombie.  An exiting process has no
+# command line left but may still hold the data disk open: vm_gone waits on
+# this, not on vm_ours (checked before the signal).
+vm_alive() {
+	[ -d "/proc/$1" ] || return 1
+	_va_state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$1/status" 2>/dev/null) || return 1
+	[ -n "$_va_state" ] && [ "$_va_state" != Z ]
+}
+
+# vm_gone PID NAME SECONDS: wait up to SECONDS for guest NAME's qemu PID to end.
+vm_gone() {
+	_vg_i=0
+	while vm_alive "$1"; do
+		[ "$_vg_i" -lt "$3" ] || return 1
+		sleep 1
+		_vg_i=$((_vg_i + 1))
+	done
+	return 0
+}
+
+# vm_files_rm DIR NAME: the guest's files but its console.
+vm_files_rm() {
+	rm -f "$1/$2.qcow2" "$1/$2.pid" "$1/$2.mon.in" "$1/$2.mon.out" "$1/$2.cmdline"
+}
+
+verb_vm_start() {
+	vm_dir ${1+"$@"}
+	_vs_g=$(need guest ${1+"$@"})
+	vm_word guest "$_vs_g"
+	_vs_img=$(need image ${1+"$@"})
+	vm_path image "$_vs_img"
+	_vs_fmt=$(need format ${1+"$@"})
+	vm_enum format "$_vs_fmt" raw qcow2
+	_vs_kernel=$(opt kernel "" ${1+"$@"})
+	_vs_initrd=$(opt initrd "" ${1+"$@"})
+	_vs_append=$(opt cmdline "" ${1+"$@"})
+	if [ -n "$_vs_kernel" ]; then
+		vm_path kernel "$_vs_kernel"
+	elif [ -n "$_vs_initrd" ] || [ -n "$_vs_append" ]; then
+		usage_die "initrd= and cmdline= need kernel="
+	fi
+	[ -z "$_vs_initrd" ] || vm_path initrd "$_vs_initrd"
+	case $_vs_append in
+	*[!A-Za-z0-9=_.,:/+@\ -]*) usage_die "cmdline=$_vs_append has a character other than letters, digits, spaces and = _ . , : / + @ -" ;;
+	esac
+	_vs_mem=$(need memory ${1+"$@"})
+	vm_uint memory "$_vs_mem" 128 1048576
+	_vs_cpus=$(need cpus ${1+"$@"})
+	vm_uint cpus "$_vs_cpus" 1 256
+	_vs_bus=$(need bus ${1+"$@"})
+	vm_enum bus "$_vs_bus" virtio-blk virtio-scsi nvme sata
+	_vs_cache=$(need cache ${1+"$@"})
+	vm_enum cache "$_vs_cache" none writeback writethrough directsync unsafe
+	_vs_aio=$(need aio ${1+"$@"})
+	vm_enum aio "$_vs_aio" native threads io_uring
+	# qemu refuses aio=native on a file opened without O_DIRECT.
+	case $_vs_aio.$_vs_cache in
+	native.none | native.directsync | threads.* | io_uring.*) ;;
+	*) usage_die "aio=native needs cache=none or cache=directsync (O_DIRECT), not cache=$_vs_cache" ;;
+	esac
+	_vs_accel=$(need accel ${1+"$@"})
+	vm_enum accel "$_vs_accel" kvm tcg
+	_vs_disk=$(need disk ${1+"$@"})
+	case $_vs_disk in
+	/dev/?*) ;;
+	*) usage_die "disk=$_vs_disk is not a device under /dev" ;;
+	esac
+	case $_vs_disk in
+	*[!A-Za-z0-9_./+@-]*) usage_die "disk=$_vs_disk has a character other than letters, digits and _ . / + @ -" ;;
+	esac
+	case $_vs_disk/ in
+	*//* | */./* | */../*) usage_die "disk=$_vs_disk is not a plain path (no '//', '.' or '..' parts)" ;;
+	esac
+	_vs_port=$(need port ${1+"$@"})
+	vm_uint port "$_vs_port" 1 65535
+
+	[ -f "$_vs_img" ] || die "image $_vs_img: no such file"
+	[ -z "$_vs_kernel" ] || [ -f "$_vs_kernel" ] || die "kernel $_vs_kernel: no such file"
+	[ -z "$_vs_initrd" ] || [ -f "$_vs_initrd" ] || die "initrd $_vs_initrd: no such file"
+	[ -b "$_vs_disk" ] || die "disk $_vs_disk is not a block device"
+	command -v qemu-system-x86_64 >/dev/null 2>&1 || die "qemu-system-x86_64 not found (Debian: apt-get install qemu-system-x86)"
+	command -v qemu-img >/dev/null 2>&1 || die "qemu-img not found (Debian: apt-get install qemu-utils)"
+
+	_vs_b=$VM_DIR/$_vs_g
+	_vs_old=$(vm_pid "$VM_DIR" "$_vs_g")
+	if vm_ours "$_vs_old" "$_vs_g"; then
+		die "guest $_vs_g is already running (qemu pid $_vs_old, $_vs_b.pid); stop it with vm-stop or vm-reap first"
+	fi
+	run mkdir -p "$VM_DIR"
+	run chmod 0700 "$VM_DIR"
+	vm_files_rm "$VM_DIR" "$_vs_g"
+	rm -f "$_vs_b.console"
+	run qemu-img create -q -f qcow2 -F "$_vs_fmt" -b "$_vs_img" "$_vs_b.qcow2"
+	run mkfifo -m 0600 "$_vs_b.mon.in" "$_vs_b.mon.out"
+	case $_vs_accel in
+	kvm) _vs_cpu=host ;;
+	*) _vs_cpu=max ;;
+	esac
+	# The data disk: the bus's device, named fsmxdata (its serial), after the
+	# boot disk so that on virtio-blk the guest sees vda (boot), vdb (data).
+	case $_vs_bus in
+	virtio-blk) set -- -device virtio-blk-pci,drive=data,serial=fsmxdata ;;
+	virtio-scsi) set -- -device virtio-scsi-pci,id=scsi0 -device scsi-hd,drive=data,bus=scsi0.0,serial=fsmxdata ;;
+	nvme) set -- -device nvme,drive=data,serial=fsmxdata ;;
+	sata) set -- -device ide-hd,drive=data,bus=ide.0,serial=fsmxdata ;;
+	esac
+	set -- qemu-system-x86_64 -name "fsmx-$_vs_g" -machine "q35,accel=$_vs_accel" -cpu "$_vs_cpu" \
+		-smp "$_vs_cpus" -m "$_vs_mem" -nodefaults -no-user-config -display none \
+		-serial "file:$_vs_b.console" \
+		-chardev "pipe,id=mon,path=$_vs_b.mon" -mon chardev=mon,mode=readline \
+		-drive "file=$_vs_b.qcow2,format=qcow2,if=none,id=boot" -device virtio-blk-pci,drive=boot \
+		-drive "file=$_vs_disk,format=raw,if=none,id=data,cache=$_vs_cache,aio=$_vs_aio" "$@" \
+		-netdev "user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:$_vs_port-:22" -device virtio-net-pci,netdev=net0
+	if [ -n "$_vs_kernel" ]; then
+		set -- "$@" -kernel "$_vs_kernel"
+		[ -z "$_vs_initrd" ] || set -- "$@" -initrd "$_vs_initrd"
+		[ -z "$_vs_append" ] || set -- "$@" -append "$_vs_append"
+	fi
+	set -- "$@" -daemonize -pidfile "$_vs_b.pid"
+	# NAME.cmdline: every word shell-quoted (it can be run again); qemu_cmdline=
+	# below: the words joined by spaces, as ps shows them (only -append's value
+	# has spaces).
+	quote_all "$@" >"$_vs_b.cmdline"
+	printf '\n' >>"$_vs_b.cmdline"
+	_vs_line=$*
+	if ! try "$@" </dev/null; then
+		vm_files_rm "$VM_DIR" "$_vs_g"
+		die "qemu-system-x86_64 failed to start guest $_vs_g (see above; console: $_vs_b.console)"
+	fi
+	_vs_pid=$(vm_pid "$VM_DIR" "$_vs_g")
+	vm_ours "$_vs_pid" "$_vs_g" || die "qemu-system-x86_64 started but $_vs_b.pid names no running guest $_vs_g"
+	kv pid "$_vs_pid"
+	kv qemu "$(qemu-system-x86_64 --version 2>/dev/null | sed -n 1p)"
+	kv qemu_cmdline "$_vs_line"
+	kv host_cpu "$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo 2>/dev/null | sed -n 1p)"
+}
+
+verb_vm_stop() {
+	vm_dir ${1+"$@"}
+	_vt_g=$(need guest ${1+"$@"})
+	vm_word guest "$_vt_g"
+	_vt_t=$(need timeout ${1+"$@"})
+	vm_uint timeout "$_vt_t" 1 3600
+	_vt_b=$VM_DIR/$_vt_g
+	_vt_pid=$(vm_pid "$VM_DIR" "$_vt_g")
+	if ! vm_ours "$_vt_pid" "$_vt_g"; then
+		_vt_how=not-running
+	else
+		# ACPI power button through the monitor; the fifo is open in qemu
+		# (O_RDWR), but a qemu gone meanwhile leaves no reader: bounded.
+		# shellcheck disable=SC2016 # $1 is the inner sh's
+		if [ -p "$_vt_b.mon.in" ] &&
+			timeout 5 sh -c 'printf "system_powerdown\n" >"$1"' fsmx-vm-stop "$_vt_b.mon.in" 2>/dev/null &&
+			vm_gone "$_vt_pid" "$_vt_g" "$_vt_t"; then
+			_vt_how=acpi
+		else
+			kill -TERM "$_vt_pid" 2>/dev/null || true
+			if vm_gone "$_vt_pid" "$_vt_g" 10; then _vt_how=term; else
+				kill -KILL "$_vt_pid" 2>/dev/null || true
+				vm_gone "$_vt_pid" "$_vt_g" 10 || die "qemu pid $_vt_pid of guest $_vt_g survived SIGKILL"
+				_vt_how='kill'
+			fi
+		fi
+	fi
+	vm_files_rm "$VM_DIR" "$_vt_g"
+	kv stopped "$_vt_how"
+}
+
+# vm_reap DIR: every guest left in DIR killed (only a qemu-system-x86_64 of
+# that guest's pid file), its files removed, consoles too; prints the names.
+vm_reap() {
+	_vr_names=
+	for _vr_f in "$1"/*.pid "$1"/*.qcow2 "$1"/*.console "$1"/*.mon.in "$1"/*.mon.out "$1"/*.cmdline; do
+		[ -e "$_vr_f" ] || [ -p "$_vr_f" ] || continue
+		_vr_n=${_vr_f##*/}
+		_vr_n=${_vr_n%.pid}
+		_vr_n=${_vr_n%.qcow2}
+		_vr_n=${_vr_n%.console}
+		_vr_n=${_vr_n%.mon.in}
+		_vr_n=${_vr_n%.mon.out}
+		_vr_n=${_vr_n%.cmdline}
+		case " $_vr_names " in *" $_vr_n "*) continue ;; esac
+		# A file fsmatrix did not name: left alone.
+		case $_vr_n in '' | [!A-Za-z0-9_]* | *[!A-Za-z0-9_.-]*) continue ;; esac
+		_vr_names="$_vr_names${_vr_names:+ }$_vr_n"
+	done
+	for _vr_n in $_vr_names; do
+		_vr_pid=$(vm_pid "$1" "$_vr_n")
+		if vm_ours "$_vr_pid" "$_vr_n"; then
+			log "killing guest $_vr_n (qemu pid $_vr_pid)"
+			kill -TERM "$_vr_pid" 2>/dev/null || true
+			if ! vm_gone "$_vr_pid" "$_vr_n" 10; then
+				kill -KILL "$_vr_pid" 2>/dev/null || true
+				vm_gone "$_vr_pid" "$_vr_n" 10 || die "qemu pid $_vr_pid of guest $_vr_n survived SIGKILL"
+			fi
+		fi
+		vm_files_rm "$1" "$_vr_n"
+		rm -f "$1/$_vr_n.console"
+	done
+	printf '%s' "${_vr_names:-none}"
+}
+
+verb_vm_reap() {
+	vm_dir ${1+"$@"}
+	if [ -d "$VM_DIR" ] && [ ! -L "$VM_DIR" ]; then
+		_vr_out=$(vm_reap "$VM_DIR")
+	else
+		_vr_out=none
+	fi
+	kv reaped "$_vr_out"
+}
+
 usage() {
 	log "usage: $(basename "$0") VERB name=value ...
-verbs: facts preflight pg-check-settings make-fs mount pg-init pg-start load run sizes drop-caches pg-stop teardown cat
+verbs: facts preflight pg-check-settings make-fs mount pg-init pg-start load run sizes drop-caches pg-stop teardown cat vm-start vm-stop vm-reap
 see docs/remote-scripts.md"
 }
 
@@ -1385,6 +1687,9 @@ fsmx_main() {
 	drop-caches) verb_drop_caches ${1+"$@"} ;;
 	teardown) verb_teardown ${1+"$@"} ;;
 	cat) verb_cat ${1+"$@"} ;;
+	vm-start) verb_vm_start ${1+"$@"} ;;
+	vm-stop) verb_vm_stop ${1+"$@"} ;;
+	vm-reap) verb_vm_reap ${1+"$@"} ;;
 	-h | --help | help)
 		usage
 		exit 0

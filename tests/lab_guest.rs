@@ -19,7 +19,10 @@ use support::{fsmatrix, lab_dir, lab_lock, ssh_ok, Lab, LabHost, LabInventory};
 
 /// The lab's guest inventory (lab1 and lab1-vm) with `edit` applied, a
 /// one-variant matrix, in a temporary folder: (folder, inventory, matrix).
-fn inputs(edit: impl Fn(String) -> String, duration: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+fn inputs(
+    edit: impl Fn(String) -> String,
+    duration: &str,
+) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let src = lab_dir().join("inventory-guests.toml");
     let text = std::fs::read_to_string(&src).unwrap_or_else(|e| {
         panic!(
@@ -76,7 +79,11 @@ fn statuses(bundle: &Path) -> Vec<(String, String, String)> {
                 v["params"]["host"].as_str().unwrap_or("?").to_string(),
                 v["status"]["state"]
                     .as_str()
-                    .or_else(|| v["status"].as_object().and_then(|o| o.keys().next().map(|k| k.as_str())))
+                    .or_else(|| {
+                        v["status"]
+                            .as_object()
+                            .and_then(|o| o.keys().next().map(|k| k.as_str()))
+                    })
                     .unwrap_or("?")
                     .to_string(),
                 v.to_string(),
@@ -95,8 +102,16 @@ echo "overlays=$(ls /var/tmp/fsmatrix/vm/ 2>/dev/null | grep -c -e '\.qcow2$' -e
 "#,
         &[],
     );
-    assert!(out.contains("qemu=0\n"), "a guest still runs on {}: {out}", h.name);
-    assert!(out.contains("overlays=0\n"), "an overlay or pid file is left on {}: {out}", h.name);
+    assert!(
+        out.contains("qemu=0\n"),
+        "a guest still runs on {}: {out}",
+        h.name
+    );
+    assert!(
+        out.contains("overlays=0\n"),
+        "an overlay or pid file is left on {}: {out}",
+        h.name
+    );
 }
 
 /// The acceptance sweep: ext4 on lab1 and on its guest, both done; the
@@ -128,7 +143,9 @@ fn a_sweep_runs_lab1_and_its_guest_on_one_disk_under_one_lock() {
         if started {
             let only_lab1 = tmp.path().join("lab1.toml");
             let text = std::fs::read_to_string(&inv).expect("inventory");
-            let cut = text.find("\n[[host]]\nname = \"lab1-vm\"").expect("the guest entry");
+            let cut = text
+                .find("\n[[host]]\nname = \"lab1-vm\"")
+                .expect("the guest entry");
             std::fs::write(&only_lab1, &text[..cut]).expect("write");
             let second = run_cmd(&only_lab1, &matrix, &tmp.path().join("out2"))
                 .output()
@@ -147,7 +164,11 @@ fn a_sweep_runs_lab1_and_its_guest_on_one_disk_under_one_lock() {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
-    eprintln!("run -> {:?} in {:.0} s\n{text}", o.status.code(), t0.elapsed().as_secs_f64());
+    eprintln!(
+        "run -> {:?} in {:.0} s\n{text}",
+        o.status.code(),
+        t0.elapsed().as_secs_f64()
+    );
     let second = refused.expect("the guest was started while the sweep ran");
     let said = String::from_utf8_lossy(&second.stderr);
     assert!(
@@ -165,15 +186,22 @@ fn a_sweep_runs_lab1_and_its_guest_on_one_disk_under_one_lock() {
         assert!(of.iter().all(|(_, s, _)| s == "done"), "{host}: {of:?}");
     }
     // The guest's data disk was lab1's listed device, and nothing else.
-    let start = std::fs::read_to_string(bundle.join("data/hosts/lab1-vm/vm-start.txt")).expect("vm-start.txt");
+    let start = std::fs::read_to_string(bundle.join("data/hosts/lab1-vm/vm-start.txt"))
+        .expect("vm-start.txt");
     let cmdline = start
         .lines()
         .find_map(|l| l.strip_prefix("qemu_cmdline="))
         .expect("qemu_cmdline");
     let drives: Vec<&str> = cmdline.split(" -drive ").skip(1).collect();
-    assert_eq!(drives.len(), 2, "the overlay and the data disk only: {cmdline}");
+    assert_eq!(
+        drives.len(),
+        2,
+        "the overlay and the data disk only: {cmdline}"
+    );
     assert!(
-        drives.iter().any(|d| d.starts_with(&format!("file={},", lab1.device))),
+        drives
+            .iter()
+            .any(|d| d.starts_with(&format!("file={},", lab1.device))),
         "{cmdline}"
     );
     assert!(cmdline.contains("accel=tcg"), "{cmdline}");
@@ -188,7 +216,10 @@ fn a_sweep_runs_lab1_and_its_guest_on_one_disk_under_one_lock() {
     assert_eq!(f("device.0.present"), "yes", "{facts}");
     assert_ne!(f("vm_guest"), "none", "the guest knows it is one: {facts}");
     assert_eq!(f("hypervisor.accel"), "tcg", "{facts}");
-    assert!(f("hypervisor.qemu_cmdline").contains(&lab1.device), "{facts}");
+    assert!(
+        f("hypervisor.qemu_cmdline").contains(&lab1.device),
+        "{facts}"
+    );
     // Inside, the guest sees its boot disk and that one data disk only.
     assert_eq!(f("disks"), "vda vdb", "{facts}");
     assert!(
@@ -204,8 +235,16 @@ fn a_sweep_runs_lab1_and_its_guest_on_one_disk_under_one_lock() {
         .expect("report");
     let json = String::from_utf8_lossy(&report.stdout);
     assert!(json.contains("\"platforms\""), "{json}");
-    let verify = fsmatrix().arg("verify").arg(&bundle).output().expect("verify");
-    assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stdout));
+    let verify = fsmatrix()
+        .arg("verify")
+        .arg(&bundle)
+        .output()
+        .expect("verify");
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
     assert_no_guest_left(&lab.inv, &lab1);
 }
 
@@ -244,17 +283,33 @@ fn a_guest_that_does_not_boot_fails_its_cells_with_its_console() {
     );
     let out = tmp.path().join("out");
     let o = run_cmd(&inv, &matrix, &out).output().expect("run");
-    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let _ = std::fs::remove_file(&broken);
     let st = statuses(&bundle_in(&out));
     let metal: Vec<_> = st.iter().filter(|(h, _, _)| h == "lab1").collect();
-    assert!(metal.len() == 2 && metal.iter().all(|(_, s, _)| s == "done"), "{metal:?}");
+    assert!(
+        metal.len() == 2 && metal.iter().all(|(_, s, _)| s == "done"),
+        "{metal:?}"
+    );
     let guest: Vec<_> = st.iter().filter(|(h, _, _)| h == "lab1-vm").collect();
     assert_eq!(guest.len(), 2, "{st:?}");
     for (_, s, line) in &guest {
         assert_eq!(s, "failed", "{line}");
-        assert!(line.contains("vm-boot") && line.contains("serial console ends with"), "{line}");
-        assert!(line.contains("Linux version") || line.contains("initramfs") || line.contains("Gave up"), "the console's own words: {line}");
+        assert!(
+            line.contains("vm-boot") && line.contains("serial console ends with"),
+            "{line}"
+        );
+        assert!(
+            line.contains("Linux version")
+                || line.contains("initramfs")
+                || line.contains("Gave up"),
+            "the console's own words: {line}"
+        );
     }
     assert_no_guest_left(&lab.inv, &lab1);
 }
@@ -285,8 +340,14 @@ fn an_interrupted_or_killed_sweep_leaves_no_guest() {
             if started {
                 break;
             }
-            assert!(child.try_wait().expect("try_wait").is_none(), "the sweep ended before its guest started");
-            assert!(t0.elapsed() < Duration::from_secs(600), "the guest never started");
+            assert!(
+                child.try_wait().expect("try_wait").is_none(),
+                "the sweep ended before its guest started"
+            );
+            assert!(
+                t0.elapsed() < Duration::from_secs(600),
+                "the guest never started"
+            );
             std::thread::sleep(Duration::from_millis(500));
         }
         std::thread::sleep(Duration::from_secs(5));
@@ -297,8 +358,15 @@ fn an_interrupted_or_killed_sweep_leaves_no_guest() {
             // Its leased lock ends with it (docs/trust.md), so the next
             // sweep is not refused.
             let (tmp2, inv2, matrix2) = inputs(|t| t, "2s");
-            let o = run_cmd(&inv2, &matrix2, &tmp2.path().join("out")).output().expect("run");
-            assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+            let o = run_cmd(&inv2, &matrix2, &tmp2.path().join("out"))
+                .output()
+                .expect("run");
+            assert_eq!(
+                o.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&o.stderr)
+            );
         } else {
             let s = support::interrupt_and_wait(&mut child, Duration::from_secs(240));
             assert!(!s.success(), "an interrupted sweep does not exit 0");

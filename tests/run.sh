@@ -64,8 +64,9 @@ dir=${FSMATRIX_LAB_DIR:-/var/lib/fsmatrix/lab}
 
 if [ ! -e "$dir/inventory.toml" ]; then
 	# The standard test lab (tests/support/lab.rs LAB_UP): 3 Linux hosts, a FreeBSD and a
-	# DragonFly stand-in.
+	# DragonFly stand-in, and a TCG guest of lab1 (its Debian image is built here once per
+	# run, a few minutes, and cached in "$dir/guest-cache" for every later `lab up`).
 	trap '"$bin" lab down --dir "$dir"' EXIT
-	"$bin" lab up --install --hosts 5 --os linux,linux,linux,freebsd,dragonfly --dir "$dir"
+	"$bin" lab up --install --hosts 5 --os linux,linux,linux,freebsd,dragonfly --guests 1 --dir "$dir"
 fi
 FSMATRIX_TEST_REQUIRE_ALL=1 cargo test --workspace

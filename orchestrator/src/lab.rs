@@ -34,6 +34,10 @@ pub enum LabAction {
         /// Host 1 is a bastion; the others sit on an inner network
         /// (10.203.1.0/24) reachable only through it (`proxy_jump`).
         bastion: bool,
+        /// Hosts 1..=guests each get a guest (`labI-vm`, `guest_of = "labI"`):
+        /// a Debian 12 image the orchestrator boots under qemu (TCG) with the
+        /// host's loop device as its disk (docs/lab.md).
+        guests: u32,
     },
     Down {
         dir: PathBuf,
@@ -60,6 +64,20 @@ pub enum LabError {
     Os(String),
     #[error("write the stand-in files to a temporary folder: {0}")]
     Standin(std::io::Error),
+    #[error("--guests must be from 0 to --hosts ({hosts}), not {guests}")]
+    Guests { guests: u32, hosts: u32 },
+    #[error("--guests {guests}: lab{host} is a {os} stand-in; only Linux lab hosts can run a guest (give hosts 1..={guests} the OS linux in --os)")]
+    GuestOs { guests: u32, host: u32, os: String },
+    #[error("--guests with --bastion is not supported: a guest of a host behind the bastion would be two jumps away, which the lab does not build or test; bring the lab up without one of them")]
+    GuestBastion,
+}
+
+/// The OS of lab host `i` (1-based) from `--os`: the i-th, the last repeats.
+fn os_of(oses: &[String], i: u32) -> &str {
+    let idx = usize::try_from(i.saturating_sub(1)).unwrap_or(usize::MAX);
+    oses.get(idx)
+        .or(oses.last())
+        .map_or("linux", String::as_str)
 }
 
 /// The OSes a lab host can stand in for (docs/standin-hosts.md): the OS
@@ -110,9 +128,29 @@ pub fn script_args(action: &LabAction) -> Result<Vec<String>, LabError> {
             install,
             oses,
             bastion,
+            guests,
         } => {
             if *hosts == 0 || *hosts > MAX_HOSTS {
                 return Err(LabError::Hosts(*hosts));
+            }
+            if *guests > *hosts {
+                return Err(LabError::Guests {
+                    guests: *guests,
+                    hosts: *hosts,
+                });
+            }
+            if *guests > 0 && *bastion {
+                return Err(LabError::GuestBastion);
+            }
+            for host in 1..=*guests {
+                let os = os_of(oses, host);
+                if os != "linux" {
+                    return Err(LabError::GuestOs {
+                        guests: *guests,
+                        host,
+                        os: os.to_string(),
+                    });
+                }
             }
             if !valid_disk_size(disk_size) {
                 return Err(LabError::DiskSize(disk_size.clone()));
@@ -125,6 +163,7 @@ pub fn script_args(action: &LabAction) -> Result<Vec<String>, LabError> {
                 if *install { "1" } else { "0" }.into(),
                 oses_arg(oses)?,
                 if *bastion { "1" } else { "0" }.into(),
+                guests.to_string(),
             ]
         }
         LabAction::Down { dir } => vec!["down".into(), dir_arg(dir)?.into()],
@@ -192,6 +231,7 @@ mod tests {
             install: true,
             oses: vec!["linux".into()],
             bastion: false,
+            guests: 0,
         }
     }
 
@@ -220,7 +260,16 @@ mod tests {
         let args = script_args(&up(3, "4G", "/var/lib/fsmatrix/lab")).expect("valid");
         assert_eq!(
             args,
-            ["up", "/var/lib/fsmatrix/lab", "3", "4G", "1", "linux", "0"]
+            [
+                "up",
+                "/var/lib/fsmatrix/lab",
+                "3",
+                "4G",
+                "1",
+                "linux",
+                "0",
+                "0"
+            ]
         );
         let mut mixed = up(3, "4G", "/x");
         if let LabAction::Up { oses, .. } = &mut mixed {
@@ -233,6 +282,65 @@ mod tests {
             *bastion = true;
         }
         assert_eq!(script_args(&b).expect("valid")[6], "1");
+    }
+
+    fn with_guests(mut a: LabAction, n: u32, os: &[&str], with_bastion: bool) -> LabAction {
+        if let LabAction::Up {
+            guests,
+            oses,
+            bastion,
+            ..
+        } = &mut a
+        {
+            *guests = n;
+            *oses = os.iter().map(|s| s.to_string()).collect();
+            *bastion = with_bastion;
+        }
+        a
+    }
+
+    #[test]
+    fn guests_are_passed_last_and_checked() {
+        let a = with_guests(up(3, "4G", "/x"), 2, &["linux"], false);
+        assert_eq!(script_args(&a).expect("valid")[7], "2");
+        // Every host may have one; the last --os repeats.
+        let all = with_guests(up(3, "4G", "/x"), 3, &["linux"], false);
+        assert_eq!(script_args(&all).expect("valid")[7], "3");
+        let mixed = with_guests(up(3, "4G", "/x"), 2, &["linux", "linux", "freebsd"], false);
+        assert_eq!(script_args(&mixed).expect("valid")[7], "2");
+        // More guests than hosts.
+        let e = script_args(&with_guests(up(2, "4G", "/x"), 3, &["linux"], false))
+            .expect_err("refused");
+        assert!(
+            matches!(
+                e,
+                LabError::Guests {
+                    guests: 3,
+                    hosts: 2
+                }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("from 0 to --hosts (2)"), "{e}");
+        // A stand-in cannot host one: the message names the host and its OS.
+        let e = script_args(&with_guests(
+            up(3, "4G", "/x"),
+            2,
+            &["linux", "dragonfly"],
+            false,
+        ))
+        .expect_err("refused");
+        assert!(
+            e.to_string().contains("lab2 is a dragonfly stand-in"),
+            "{e}"
+        );
+        // With a bastion: refused, saying why.
+        let e =
+            script_args(&with_guests(up(3, "4G", "/x"), 1, &["linux"], true)).expect_err("refused");
+        assert!(e.to_string().contains("--bastion is not supported"), "{e}");
+        // No guests with a bastion is as before.
+        let b = with_guests(up(3, "4G", "/x"), 0, &["linux"], true);
+        assert_eq!(script_args(&b).expect("valid")[6..], ["1", "0"]);
     }
 
     #[test]

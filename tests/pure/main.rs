@@ -26,3 +26,4 @@ mod sshsig_differential;
 #[path = "../support/mod.rs"]
 mod support;
 mod tables;
+mod vm_verbs;

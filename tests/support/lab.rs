@@ -71,6 +71,8 @@ pub const LAB_UP: &[&str] = &[
     "5",
     "--os",
     "linux,linux,linux,freebsd,dragonfly",
+    "--guests",
+    "1",
 ];
 
 /// What the tests read from the lab's inventory.toml.
@@ -85,6 +87,24 @@ pub struct LabInventory {
     pub hosts: Vec<LabHost>,
     /// The stand-in hosts (Linux hosts dressed as a BSD: docs/standin-hosts.md).
     pub standins: Vec<LabHost>,
+    /// The guests (`--guests N`, issue 26): the entries with `guest_of` of
+    /// `inventory-guests.toml` (inventory.toml has none).
+    pub guests: Vec<LabGuest>,
+}
+
+/// A guest entry of the lab's inventory (`labI-vm`, `guest_of = "labI"`) and its
+/// `[host.vm]` values, as `vm-start` takes them.
+#[derive(Debug, Clone)]
+pub struct LabGuest {
+    pub name: String,
+    pub guest_of: String,
+    pub device: String,
+    pub image: String,
+    pub kernel: String,
+    pub initrd: String,
+    pub cmdline: String,
+    pub disk: String,
+    pub ssh_port: u16,
 }
 
 /// Reads `<dir>/inventory.toml`; None if there is none (no lab up).
@@ -98,10 +118,44 @@ pub fn read_inventory(dir: &Path) -> Option<LabInventory> {
             .unwrap_or_else(|| panic!("inventory key {k} is a string"))
             .to_string()
     };
-    let (hosts, standins): (Vec<LabHost>, Vec<LabHost>) = v["host"]
-        .as_array()
-        .expect("[[host]] array")
+    let all = v["host"].as_array().expect("[[host]] array");
+    // The guests are in inventory-guests.toml only (lab.sh write_inventory keeps them
+    // out of inventory.toml, so that a sweep over every host never boots one).
+    let guest_file: toml::Table = std::fs::read_to_string(dir.join("inventory-guests.toml"))
+        .ok()
+        .map(|t| toml::from_str(&t).expect("the lab's inventory-guests.toml is valid TOML"))
+        .unwrap_or_default();
+    let guest_hosts = guest_file
+        .get("host")
+        .and_then(|h| h.as_array())
+        .cloned()
+        .unwrap_or_default();
+    let guests = guest_hosts
         .iter()
+        .filter_map(|h| h.as_table())
+        .filter(|h| h.contains_key("guest_of"))
+        .map(|h| {
+            let vm = h["vm"].as_table().expect("a guest has [host.vm]");
+            let devices = h["devices"].as_array().expect("devices array");
+            LabGuest {
+                name: s(h, "name"),
+                guest_of: s(h, "guest_of"),
+                device: devices[0].as_str().expect("device string").to_string(),
+                image: s(vm, "image"),
+                kernel: s(vm, "kernel"),
+                initrd: s(vm, "initrd"),
+                cmdline: s(vm, "cmdline"),
+                disk: s(vm, "disk"),
+                ssh_port: vm["ssh_port"]
+                    .as_integer()
+                    .and_then(|p| u16::try_from(p).ok())
+                    .expect("ssh_port is a port"),
+            }
+        })
+        .collect();
+    let (hosts, standins): (Vec<LabHost>, Vec<LabHost>) = all
+        .iter()
+        .filter(|h| h.as_table().is_some_and(|h| !h.contains_key("guest_of")))
         .map(|h| {
             let h = h.as_table().expect("host table");
             let devices = h["devices"].as_array().expect("devices array");
@@ -128,6 +182,7 @@ pub fn read_inventory(dir: &Path) -> Option<LabInventory> {
             .expect("pg_port is a port"),
         hosts,
         standins,
+        guests,
     })
 }
 

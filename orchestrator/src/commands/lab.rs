@@ -11,6 +11,7 @@ pub fn lab(cmd: LabCommand) -> CmdResult {
             install: a.install,
             oses: a.os,
             bastion: a.bastion,
+            guests: a.guests,
         },
         LabCommand::Down(d) => LabAction::Down { dir: d.dir },
         LabCommand::Status(d) => LabAction::Status { dir: d.dir },

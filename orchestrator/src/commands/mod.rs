@@ -238,6 +238,13 @@ pub struct LabUpArgs {
     /// with `proxy_jump` (a sweep through a jump host).
     #[arg(long)]
     pub bastion: bool,
+    /// Give hosts 1..=N a guest each (`labI-vm`, guest_of = "labI"): a
+    /// Debian 12 image (debootstrap, built once and cached in the state
+    /// dir) that a sweep boots under qemu with TCG (no KVM in the lab:
+    /// its numbers mean nothing), with the host's disk as its disk.
+    /// Hosts 1..=N must be Linux hosts; not with --bastion.
+    #[arg(long, default_value_t = 0)]
+    pub guests: u32,
 }
 
 #[derive(Debug, Args)]

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The local lab: N throwaway Linux hosts on this machine (see docs/lab.md).
 #
-#   lab.sh up     DIR HOSTS DISK_SIZE INSTALL(0|1) [OSES [BASTION(0|1)]]
+#   lab.sh up     DIR HOSTS DISK_SIZE INSTALL(0|1) [OSES [BASTION(0|1) [GUESTS]]]
 #   lab.sh down   DIR
 #   lab.sh status DIR
 #
@@ -23,6 +23,8 @@
 # 10.203.1.(10+I).  The bastion does not forward IP, so the inner hosts are reached only
 # through its sshd (direct-tcpip, OpenSSH ProxyJump); the inventory says so with
 # proxy_jump = "root@10.203.0.11".
+# With GUESTS=N (`fsmatrix lab up --guests N`), hosts 1..N (Linux) each get a guest: see
+# "guests" below and docs/lab.md.
 # Every resource is recorded in DIR before or right after it is made, and `down` only
 # removes what DIR records (or what is provably ours: loop devices backed by DIR's files).
 #
@@ -107,6 +109,15 @@ missing_packages() {
 			printf '%s\n' "$pkg"
 	done
 	[ -n "$(pg_bin_dir)" ] || printf '%s\n' postgresql
+	# Guests: qemu (TCG) and the image build; only when asked for.
+	if [ "${GUESTS:-0}" -gt 0 ]; then
+		for pair in qemu-system-x86_64:qemu-system-x86 qemu-img:qemu-utils debootstrap:debootstrap mke2fs:e2fsprogs; do
+			cmd=${pair%%:*}
+			pkg=${pair#*:}
+			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin command -v "$cmd" >/dev/null 2>&1 ||
+				printf '%s\n' "$pkg"
+		done
+	fi
 	# A BSD stand-in's root logs in with tcsh (csh was root's shell on FreeBSD before 14;
 	# DragonFly's root has /bin/csh, which is tcsh).
 	case ",${OSES:-linux}," in
@@ -146,6 +157,15 @@ check_packages() {
 		install_packages $missing
 		missing=$(missing_packages | sort -u | tr '\n' ' ')
 		missing=${missing% }
+		if [ -n "$missing" ]; then
+			# A second round for what the first displaced: Debian 12's qemu-system-x86
+			# removes a backported qemu-utils (10.x) that was there, and qemu-img with it.
+			log "installed packages displaced others that are now missing: $missing"
+			# shellcheck disable=SC2086 # word splitting of the package list is meant
+			FSMATRIX_LAB_APT_UPDATED=1 install_packages $missing
+			missing=$(missing_packages | sort -u | tr '\n' ' ')
+			missing=${missing% }
+		fi
 		[ -z "$missing" ] || die 2 "packages still missing after installation: $missing"
 	else
 		die 2 "the lab needs packages that are missing: $missing; install them with \`apt-get install $missing\` or run \`fsmatrix lab up --install\`"
@@ -202,7 +222,10 @@ for d in '"$PRIVATE_DIRS"'; do
 		cp -a /tmp/.fsmx-etc-zfs/. /etc/zfs/
 		rm -rf /tmp/.fsmx-etc-zfs
 	else
-		mount -t tmpfs -o mode=0755,size=64m "fsmx-$host" "$d"
+		# /var/tmp holds work_dir, and under it the overlay of a guest (vm/NAME.qcow2).
+		size=64m
+		[ "$d" != /var/tmp ] || size=1g
+		mount -t tmpfs -o "mode=0755,size=$size" "fsmx-$host" "$d"
 	fi
 done
 chmod 1777 /tmp /var/tmp /run/lock
@@ -395,10 +418,127 @@ host_etc() {
 	chmod 0600 "$etc/doas.conf"
 }
 
+# --- guests (--guests N) ------------------------------------------------------------------
+#
+# A guest of lab host I (I = 1..GUESTS, a Linux host) is a Debian 12 system that the
+# orchestrator boots with qemu-system-x86_64 -accel tcg inside labI (the remote verbs
+# vm-start / vm-stop / vm-reap of remote-scripts/common.sh), with labI's loop device as
+# its data disk.  `lab up` does not boot it: it builds the image, gives each guest its
+# own copy with its own SSH host key and the lab's client key, and writes the guest's
+# [[host]] entry (guest_of = "labI") to the inventory.  The root built by debootstrap,
+# its kernel and initrd are cached in DIR/guest-cache (kept by `lab down`: a second
+# `lab up` does not build again; `rm -rf DIR/guest-cache` forces a new build); the
+# per-lab files (images with this lab's keys) are in DIR/guest and go with `lab down`.
+readonly GUEST_SUITE=bookworm
+readonly GUEST_MIRROR=http://deb.debian.org/debian
+readonly GUEST_LABEL=fsmx-guest
+readonly GUEST_IMAGE_SIZE=3G
+# First stage (debootstrap): a bootable system with sshd and what linux.sh's facts,
+# check and verbs run (blkid wipefs blockdev runuser flock: util-linux; losetup: mount;
+# free ps: procps; systemd-detect-virt: systemd; mkfs.ext4: e2fsprogs; mkfs.xfs).
+readonly GUEST_BASE_PKGS=systemd-sysv,udev,dbus,openssh-server,linux-image-amd64,initramfs-tools,e2fsprogs,xfsprogs,util-linux,mount,procps,kmod,iproute2,ca-certificates
+# Second stage (apt-get in the chroot, after policy-rc.d and createcluster.d are in
+# place, so no server starts in the chroot and no "main" cluster is made: fsmatrix
+# makes its own clusters on the data disk).
+readonly GUEST_PG_PKGS="postgresql-15 postgresql-client-15"
+# The guest's sshd port on its host's loopback: 10021 + I.
+guest_port() { printf '%d' $((10021 + $1)); }
+
+# What the cached root was built from: a cache built from another recipe is built again.
+# Bump the number when build_guest_base changes what it makes.
+guest_recipe() { printf '3 %s %s %s %s' "$GUEST_SUITE" "$GUEST_MIRROR" "$GUEST_BASE_PKGS" "$GUEST_PG_PKGS"; }
+
+# The cached root: built once, reused while DIR/guest-cache/recipe is this recipe.
+build_guest_base() {
+	local c="$DIR/guest-cache" t0 r
+	if [ -e "$c/built" ] && [ -d "$c/root" ] && [ -s "$c/vmlinuz" ] && [ -s "$c/initrd.img" ] &&
+		[ "$(cat "$c/recipe" 2>/dev/null)" = "$(guest_recipe)" ]; then
+		log "guest image: using the cached root in $c (built $(cat "$c/built"))"
+		return 0
+	fi
+	t0=$(now)
+	rm -rf "$c"
+	mkdir -p "$c"
+	r="$c/root"
+	log "guest image: debootstrap $GUEST_SUITE from $GUEST_MIRROR into $r (once; cached)"
+	debootstrap --variant=minbase --include="$GUEST_BASE_PKGS" "$GUEST_SUITE" "$r" "$GUEST_MIRROR" \
+		>"$c/debootstrap.log" 2>&1 9>&- ||
+		die 1 "debootstrap of the guest root failed (see $c/debootstrap.log, and $r/debootstrap/debootstrap.log if it exists)"
+	# No service starts inside the chroot (invoke-rc.d asks policy-rc.d: 101 = refused).
+	printf '#!/bin/sh\nexit 101\n' >"$r/usr/sbin/policy-rc.d"
+	chmod 0755 "$r/usr/sbin/policy-rc.d"
+	mkdir -p "$r/etc/postgresql-common/createcluster.d"
+	printf '%s\n' "# Written by fsmatrix lab up: fsmatrix makes its own clusters on the data disk." \
+		"create_main_cluster = false" >"$r/etc/postgresql-common/createcluster.d/fsmatrix-lab.conf"
+	# shellcheck disable=SC2086 # the package list is words
+	DEBIAN_FRONTEND=noninteractive chroot "$r" apt-get install -y -q --no-install-recommends $GUEST_PG_PKGS \
+		>>"$c/debootstrap.log" 2>&1 9>&- ||
+		die 1 "installing PostgreSQL in the guest root failed (see $c/debootstrap.log)"
+	chroot "$r" apt-get clean >/dev/null 2>&1 9>&- || true
+	rm -f "$r/usr/sbin/policy-rc.d"
+	# The host keys debootstrap's openssh-server made are the same for every guest:
+	# gone; each guest's image gets its own (guest_image).
+	rm -f "$r"/etc/ssh/ssh_host_*
+	# Root file system by label; DHCP on the user-mode NIC (systemd-networkd).
+	printf 'LABEL=%s / ext4 errors=remount-ro 0 1\n' "$GUEST_LABEL" >"$r/etc/fstab"
+	mkdir -p "$r/etc/systemd/network"
+	printf '[Match]\nName=en* eth*\n\n[Network]\nDHCP=ipv4\n' >"$r/etc/systemd/network/10-fsmx.network"
+	chroot "$r" systemctl enable systemd-networkd.service ssh.service >/dev/null 2>&1 9>&- ||
+		die 1 "enabling systemd-networkd and ssh in the guest root failed"
+	# sshd: keys only, root by key only.
+	printf '%s\n' "# Written by fsmatrix lab up." "PermitRootLogin prohibit-password" \
+		"PasswordAuthentication no" "KbdInteractiveAuthentication no" >"$r/etc/ssh/sshd_config.d/fsmatrix-lab.conf"
+	: >"$r/etc/machine-id"
+	# Direct kernel boot: the kernel and initrd next to the image.
+	cp "$(readlink -f "$r/vmlinuz")" "$c/vmlinuz"
+	cp "$(readlink -f "$r/initrd.img")" "$c/initrd.img"
+	guest_recipe >"$c/recipe"
+	printf '%s (%s s)\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(elapsed "$t0")" >"$c/built"
+	log "guest image: root built in $(elapsed "$t0") s"
+}
+
+# The image of the guest of host I: the cached root with this guest's own SSH host key,
+# hostname and the lab's client key, as an ext4 file system made from the folder
+# (mke2fs -d: nothing mounted).
+guest_image() {
+	local i=$1 c="$DIR/guest-cache" g="$DIR/guest" name="lab$1-vm" r t0
+	r="$c/root"
+	t0=$(now)
+	mkdir -p "$g"
+	rm -f "$g/$name".ssh_host_ed25519_key "$g/$name".ssh_host_ed25519_key.pub
+	ssh-keygen -q -t ed25519 -N '' -C "$name" -f "$g/$name.ssh_host_ed25519_key"
+	install -m 0600 "$g/$name.ssh_host_ed25519_key" "$r/etc/ssh/ssh_host_ed25519_key"
+	install -m 0644 "$g/$name.ssh_host_ed25519_key.pub" "$r/etc/ssh/ssh_host_ed25519_key.pub"
+	install -d -m 0700 "$r/root/.ssh"
+	install -m 0600 "$DIR/authorized_keys" "$r/root/.ssh/authorized_keys"
+	printf '%s\n' "$name" >"$r/etc/hostname"
+	rm -f "$g/$name.img"
+	mke2fs -q -F -t ext4 -L "$GUEST_LABEL" -d "$r" "$g/$name.img" "$GUEST_IMAGE_SIZE" >/dev/null 9>&- ||
+		die 1 "mke2fs of the image of $name failed"
+	rm -f "$r/etc/ssh/ssh_host_ed25519_key" "$r/etc/ssh/ssh_host_ed25519_key.pub" "$r/root/.ssh/authorized_keys"
+	printf '[127.0.0.1]:%s %s\n' "$(guest_port "$i")" "$(cut -d' ' -f1,2 "$g/$name.ssh_host_ed25519_key.pub")" >>"$DIR/known_hosts"
+	log "guest image: $g/$name.img in $(elapsed "$t0") s"
+}
+
+# write_inventory N PG_BIN: DIR/inventory.toml, every host and no guest (a sweep over it
+# never boots a TCG guest, which takes minutes); with guests also DIR/inventory-guests.toml:
+# only the hosts that have a guest, and their guests (tests/lab_guest.rs).
 write_inventory() {
-	local n=$1 pg_bin=$2 i os
+	local n=$1 pg_bin=$2
+	inventory_text "$n" "$pg_bin" "the local lab's hosts (guests: inventory-guests.toml)" 0 >"$DIR/inventory.toml.tmp"
+	mv "$DIR/inventory.toml.tmp" "$DIR/inventory.toml"
+	if [ "$GUESTS" -gt 0 ]; then
+		inventory_text "$GUESTS" "$pg_bin" "the lab's hosts with a guest, and their guests" 1 >"$DIR/inventory-guests.toml.tmp"
+		mv "$DIR/inventory-guests.toml.tmp" "$DIR/inventory-guests.toml"
+	fi
+}
+
+# inventory_text N PG_BIN WHAT WITH_GUESTS: hosts 1..N and, when WITH_GUESTS is 1, the
+# guests of those among them that have one.
+inventory_text() {
+	local n=$1 pg_bin=$2 what=$3 with_guests=$4 i os
 	{
-		printf '%s\n' "# Written by \`fsmatrix lab up\` on $(date -u +%Y-%m-%dT%H:%M:%SZ): the local lab's hosts."
+		printf '%s\n' "# Written by \`fsmatrix lab up\` on $(date -u +%Y-%m-%dT%H:%M:%SZ): $what."
 		printf '[defaults]\n'
 		printf 'user = "root"\n'
 		printf 'identity_file = "%s/id_ed25519"\n' "$DIR"
@@ -429,8 +569,30 @@ write_inventory() {
 				printf 'devices = ["%s"]\n' "$(cat "$DIR/hosts/lab$i/device.bsd")"
 			fi
 		done
-	} >"$DIR/inventory.toml.tmp"
-	mv "$DIR/inventory.toml.tmp" "$DIR/inventory.toml"
+		for ((i = 1; with_guests == 1 && i <= GUESTS && i <= n; i++)); do
+			printf '\n# A TCG guest of lab%d (docs/lab.md): booted by the sweep, its numbers mean nothing\n' "$i"
+			printf '[[host]]\n'
+			printf 'name = "lab%d-vm"\n' "$i"
+			printf 'guest_of = "lab%d"\n' "$i"
+			printf 'os = "linux"\n'
+			printf 'platform = "kvm"\n'
+			printf 'devices = ["/dev/vdb"]\n'
+			printf '[host.vm]\n'
+			printf 'image = "%s/guest/lab%d-vm.img"\n' "$DIR" "$i"
+			printf 'image_format = "raw"\n'
+			printf 'kernel = "%s/guest/vmlinuz"\n' "$DIR"
+			printf 'initrd = "%s/guest/initrd.img"\n' "$DIR"
+			printf 'cmdline = "root=LABEL=%s ro console=ttyS0"\n' "$GUEST_LABEL"
+			printf 'memory_mib = 1024\n'
+			printf 'cpus = 1\n'
+			printf 'disk_bus = "virtio-blk"\n'
+			printf 'cache = "none"\n'
+			printf 'accel = "tcg"\n'
+			printf 'disk = "%s"\n' "$(cat "$DIR/hosts/lab$i/device")"
+			printf 'ssh_port = %s\n' "$(guest_port "$i")"
+			printf 'boot_timeout = 300\n'
+		done
+	}
 }
 
 ssh_lab() {
@@ -481,6 +643,17 @@ cmd_up() {
 	1) [ "$n" -ge 2 ] || die 2 "--bastion needs at least 2 hosts (the bastion and one behind it)" ;;
 	*) die 2 "BASTION must be 0 or 1, not '$BASTION'" ;;
 	esac
+	case "$GUESTS" in
+	'' | *[!0-9]*) die 2 "--guests must be a number from 0 to --hosts ($n), not '$GUESTS'" ;;
+	esac
+	if [ "$GUESTS" -gt "$n" ]; then die 2 "--guests must be from 0 to --hosts ($n), not $GUESTS"; fi
+	if [ "$GUESTS" -gt 0 ] && [ "$BASTION" = 1 ]; then
+		die 2 "--guests with --bastion is not supported (a guest behind the bastion is two jumps away, which the lab does not build or test)"
+	fi
+	for ((i = 1; i <= GUESTS; i++)); do
+		o=$(os_of "$i" "$OSES")
+		[ "$o" = linux ] || die 2 "--guests $GUESTS: lab$i is a $o stand-in; only Linux lab hosts can run a guest"
+	done
 	[[ "$disk_size" =~ ^[1-9][0-9]*[KMGT]?$ ]] ||
 		die 2 "--disk-size must be a size like 4G or 2048M, not '$disk_size'"
 	IFS=, read -r -a o <<<"$OSES"
@@ -509,6 +682,8 @@ cmd_up() {
 	fi
 	check_packages "$install"
 	pg_bin=$(pg_bin_dir)
+	# The guests' root, built once (minutes) and cached: before anything of the lab is made.
+	[ "$GUESTS" = 0 ] || build_guest_base
 
 	t0=$(now)
 	mkdir -p "$DIR"
@@ -561,13 +736,21 @@ cmd_up() {
 	for ip in "${ips[@]}"; do
 		wait_for 15 "sshd on $ip" ssh_lab "$ip" true || false
 	done
+	if [ "$GUESTS" -gt 0 ]; then
+		record guest "$DIR/guest"
+		for ((i = 1; i <= GUESTS; i++)); do guest_image "$i"; done
+		cp "$DIR/guest-cache/vmlinuz" "$DIR/guest-cache/initrd.img" "$DIR/guest/"
+	fi
 	write_inventory "$n" "$pg_bin"
 	printf 'up\n' >"$DIR/state"
 	trap - EXIT INT TERM
-	log "lab up: $n hosts in $(elapsed "$t0") s; inventory: $DIR/inventory.toml"
+	log "lab up: $n hosts${GUESTS:+ ($GUESTS with a guest)} in $(elapsed "$t0") s; inventory: $DIR/inventory.toml"
 	[ "$BASTION" = 0 ] || log "lab up: lab1 is the bastion ($(bastion_ip)); lab2..lab$n are on $INNER_NET.0/24 behind it"
 	for ((i = 1; i <= n; i++)); do
 		printf 'lab%d %s %s %s\n' "$i" "$(host_ip "$i")" "$(cat "$DIR/hosts/lab$i/device")" "$(cat "$DIR/hosts/lab$i/os")"
+	done
+	for ((i = 1; i <= GUESTS; i++)); do
+		printf 'lab%d-vm guest of lab%d, 127.0.0.1:%s on lab%d, /dev/vdb\n' "$i" "$i" "$(guest_port "$i")" "$i"
 	done
 }
 
@@ -590,6 +773,45 @@ pids_in_ns_of() {
 }
 
 comm_of() { cat "/proc/$1/comm" 2>/dev/null || true; }
+
+# The work_dir of every lab host (write_inventory); a guest's files are under <work_dir>/vm.
+readonly LAB_WORK_DIR=/var/tmp/fsmatrix
+
+# Is root-namespace PID P guest NAME's qemu: qemu-system-x86_64 started with -name fsmx-NAME?
+is_guest_qemu() {
+	local p=$1 name=$2
+	[ -r "/proc/$p/cmdline" ] || return 1
+	tr '\0' '\n' <"/proc/$p/cmdline" 2>/dev/null |
+		awk -v n="fsmx-$name" 'NR == 1 { q = ($0 ~ /(^|\/)qemu-system-x86_64$/) } p == "-name" && $0 == n { f = 1 } { p = $0 } END { exit !(q && f) }'
+}
+
+# stop_guests INIT_PID HOST: kill the qemu of every guest pid file in the host's
+# work_dir/vm (seen through the init's root), by PID: the file holds the PID in the
+# host's pid namespace, matched to the root namespace's through NSpid.
+stop_guests() {
+	local init=$1 host=$2 f name nspid p n victims=()
+	for f in "/proc/$init/root$LAB_WORK_DIR/vm"/*.pid; do
+		name=$(basename "$f" .pid)
+		nspid=$(tr -d ' \n' <"$f" 2>/dev/null || true)
+		[[ "$nspid" =~ ^[0-9]+$ ]] || continue
+		for p in $(pids_in_ns_of "$init"); do
+			[ "$(awk '$1 == "NSpid:" { print $NF }' "/proc/$p/status" 2>/dev/null)" = "$nspid" ] || continue
+			if is_guest_qemu "$p" "$name"; then
+				log "lab down: $host: stopping guest $name (qemu pid $p)"
+				kill -TERM "$p" 2>/dev/null || true
+				victims+=("$p")
+			fi
+		done
+	done
+	for p in "${victims[@]}"; do
+		for ((n = 0; n < 50; n++)); do
+			[ -e "/proc/$p" ] || break
+			sleep 0.1
+		done
+		[ ! -e "/proc/$p" ] || kill -KILL "$p" 2>/dev/null || true
+	done
+	return 0
+}
 
 down_host() {
 	local hd=$1 host pid p dev n pools mnt left zpool
@@ -636,7 +858,11 @@ down_host() {
 				sleep 0.5
 			done
 		done
-		# 4. zfs-fuse: ask it to stop so it flushes; then end the host (TERM its init: the
+		# 4. Guests (issue 26): the qemu of every pid file under the host's work_dir/vm
+		#    (its own /var/tmp), only a qemu-system-x86_64 of that guest; their
+		#    overlays go with the host's private /var/tmp.
+		stop_guests "$pid" "$host"
+		# 5. zfs-fuse: ask it to stop so it flushes; then end the host (TERM its init: the
 		#    kernel ends every process of its pid namespace with it).
 		for p in $(pids_in_ns_of "$pid"); do
 			if [ "$(comm_of "$p")" = zfs-fuse ]; then kill -TERM "$p" 2>/dev/null || true; fi
@@ -665,7 +891,7 @@ down_host() {
 		# machine's init, since up's shell is gone) reaps it: wait for that.
 		wait_for 5 "the unshare of $host to be reaped" test ! -e "/proc/$p" || true
 	fi
-	# 5. The loop device: only one backed by this host's own file.
+	# 6. The loop device: only one backed by this host's own file.
 	if [ -e "$hd/disk.img" ]; then
 		for ((n = 0; n < 100; n++)); do
 			left=$(losetup -n -O NAME -j "$hd/disk.img" 2>/dev/null || true)
@@ -702,11 +928,13 @@ down_all() {
 			dir) rmdir "$what" 2>/dev/null || true ;;
 			# Only the empty mount point up made: a doas.conf someone filled since stays.
 			file) [ -s "$what" ] || rm -f "$what" ;;
+			# The guests' images (with this lab's keys); DIR/guest-cache stays.
+			guest) rm -rf "$what" ;;
 			esac
 		done < <(tac "$DIR/created")
 	fi
 	[ "$rc" = 0 ] || return 1
-	rm -rf "${DIR:?}/hosts" "$DIR/created" "$DIR/state" "$DIR/inventory.toml" "$DIR/known_hosts" \
+	rm -rf "${DIR:?}/hosts" "$DIR/created" "$DIR/state" "$DIR/inventory.toml" "$DIR/inventory-guests.toml" "$DIR/known_hosts" \
 		"$DIR/authorized_keys" "$DIR/id_ed25519" "$DIR/id_ed25519.pub" "$DIR/bastion"
 	rmdir "$DIR" 2>/dev/null || true
 }
@@ -780,16 +1008,17 @@ cmd_status() {
 }
 
 main() {
-	[ $# -ge 2 ] || die 2 "usage: lab.sh up|down|status DIR [HOSTS DISK_SIZE INSTALL [OSES [BASTION]]]"
+	[ $# -ge 2 ] || die 2 "usage: lab.sh up|down|status DIR [HOSTS DISK_SIZE INSTALL [OSES [BASTION [GUESTS]]]]"
 	DIR=${2%/}
 	readonly DIR
 	case "$1" in
 	up)
-		if [ $# -lt 5 ] || [ $# -gt 7 ]; then die 2 "usage: lab.sh up DIR HOSTS DISK_SIZE INSTALL [OSES [BASTION]]"; fi
+		if [ $# -lt 5 ] || [ $# -gt 8 ]; then die 2 "usage: lab.sh up DIR HOSTS DISK_SIZE INSTALL [OSES [BASTION [GUESTS]]]"; fi
 		OSES=${6:-linux}
 		BASTION=${7:-0}
+		GUESTS=${8:-0}
 		STANDIN=${FSMATRIX_LAB_STANDIN:-}
-		readonly OSES BASTION STANDIN
+		readonly OSES BASTION STANDIN GUESTS
 		cmd_up "$3" "$4" "$5"
 		;;
 	down) cmd_down ;;

@@ -1,0 +1,405 @@
+//! The guest verbs of remote-scripts/common.sh (vm-start, vm-stop, vm-reap; issue 26)
+//! without qemu: every hostile value is a usage error (exit 2) that names it, under every
+//! POSIX shell the scripts must run under, and nothing is made (no overlay, no fifo: qemu
+//! is never reached); vm-stop and vm-reap end only a qemu of that guest, never another
+//! process, whatever its pid file says.  The boot itself is tests/lab_guest.rs.
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::skip::tool_or_skip;
+
+fn linux_sh() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../remote-scripts/linux.sh")
+}
+
+/// The shells the remote scripts run under (as the every_*_posix_shell tests).
+const SHELLS: [(&str, &[&str], &str); 5] = [
+    ("dash", &[], "dash"),
+    ("posh", &[], "posh"),
+    ("mksh", &[], "mksh"),
+    ("yash", &[], "yash"),
+    ("busybox", &["sh"], "busybox"),
+];
+
+fn script(shell: &str, pre: &[&str], verb: &str, args: &[String]) -> Output {
+    Command::new(shell)
+        .args(pre)
+        .arg(linux_sh())
+        .arg(verb)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("run {shell}: {e}"))
+}
+
+/// Good vm-start arguments; `dir` is `<tmp>/vm`, which must not exist afterwards.
+fn good(dir: &Path) -> Vec<(&'static str, String)> {
+    vec![
+        ("dir", format!("{}/vm", dir.display())),
+        ("guest", "lab1-vm".into()),
+        ("image", "/var/lib/fsmatrix/lab/guest/nosuch.img".into()),
+        ("format", "raw".into()),
+        ("kernel", "/var/lib/fsmatrix/lab/guest/vmlinuz".into()),
+        ("initrd", "/var/lib/fsmatrix/lab/guest/initrd.img".into()),
+        ("cmdline", "root=LABEL=fsmx-guest ro console=ttyS0".into()),
+        ("memory", "1024".into()),
+        ("cpus", "1".into()),
+        ("bus", "virtio-blk".into()),
+        ("cache", "none".into()),
+        ("aio", "native".into()),
+        ("accel", "tcg".into()),
+        ("disk", "/dev/loop0".into()),
+        ("port", "10022".into()),
+    ]
+}
+
+fn with(args: &[(&'static str, String)], name: &str, value: Option<&str>) -> Vec<String> {
+    let mut out: Vec<String> = args
+        .iter()
+        .filter(|(n, _)| *n != name)
+        .map(|(n, v)| format!("{n}={v}"))
+        .collect();
+    if let Some(v) = value {
+        out.push(format!("{name}={v}"));
+    }
+    out
+}
+
+/// Hostile or absurd values, each with what the message must name.
+fn hostile_start() -> Vec<(&'static str, Option<&'static str>)> {
+    vec![
+        ("dir", Some("relative/vm")),
+        ("dir", Some("/tmp/not-the-vm-folder")),
+        ("dir", Some("/tmp/a,b/vm")),
+        ("dir", Some("/tmp/../etc/vm")),
+        ("guest", Some("../../etc/passwd")),
+        ("guest", Some("a,b")),
+        ("guest", Some("$(id)")),
+        ("guest", Some("-name")),
+        ("guest", Some(".hidden")),
+        (
+            "guest",
+            Some("a123456789012345678901234567890123456789012345678901234567890123"),
+        ),
+        ("guest", None),
+        ("image", Some("relative.img")),
+        ("image", Some("/var/lib/x.img,if=none,id=evil")),
+        ("image", Some("/var/lib/../../etc/shadow")),
+        ("image", Some("/var/lib//x.img")),
+        ("image", Some("/var/lib/./x.img")),
+        ("image", Some("/dev/sda")),
+        ("image", Some("/proc/self/environ")),
+        ("image", Some("/var/lib/x img")),
+        ("image", Some("/var/lib/x;reboot")),
+        ("image", Some("/var/lib/*.img")),
+        ("image", None),
+        ("format", Some("vmdk")),
+        ("format", Some("raw,backing=x")),
+        ("kernel", Some("/boot/vmlinuz,x")),
+        ("initrd", Some("/boot/initrd`id`")),
+        ("cmdline", Some("root=/dev/vda; reboot")),
+        ("cmdline", Some("init=/bin/sh$(id)")),
+        ("memory", Some("127")),
+        ("memory", Some("1048577")),
+        ("memory", Some("99999999999999999999")),
+        ("memory", Some("1G")),
+        ("memory", Some("-1")),
+        ("memory", Some("0128")),
+        ("cpus", Some("0")),
+        ("cpus", Some("257")),
+        ("bus", Some("ide")),
+        ("bus", Some("virtio-blk,drive=boot")),
+        ("cache", Some("none,aio=native")),
+        ("aio", Some("posix")),
+        ("accel", Some("hvf")),
+        ("accel", Some("kvm:tcg")),
+        ("disk", Some("/etc/passwd")),
+        ("disk", Some("/dev/loop0,format=qcow2")),
+        ("disk", Some("/dev/../etc/shadow")),
+        ("disk", None),
+        ("port", Some("0")),
+        ("port", Some("65536")),
+        ("port", Some("22-:22,hostfwd=tcp::2222")),
+    ]
+}
+
+#[test]
+fn vm_start_refuses_every_hostile_value_before_making_anything() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let args = good(tmp.path());
+    for (shell, pre, package) in SHELLS {
+        if !tool_or_skip(shell, package) {
+            continue;
+        }
+        for (name, value) in hostile_start() {
+            let out = script(shell, pre, "vm-start", &with(&args, name, value));
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{shell}: {name}={value:?} was not a usage error:\n{err}"
+            );
+            let named = match value {
+                Some(v) => format!("{name}={v}"),
+                None => format!("missing argument {name}="),
+            };
+            assert!(
+                err.contains("error: usage: vm-start: ") && err.contains(&named),
+                "{shell}: {name}={value:?}: the message does not name it:\n{err}"
+            );
+            assert!(
+                !tmp.path().join("vm").exists(),
+                "{shell}: {name}={value:?}: the vm folder was made"
+            );
+        }
+        // Options that only go with others.
+        let no_kernel = with(&with_pairs(&args, "kernel"), "cmdline", Some("ro"));
+        let out = script(shell, pre, "vm-start", &no_kernel);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{shell}: cmdline without kernel"
+        );
+        let o_direct = with(&args, "cache", Some("writeback"));
+        let out = script(shell, pre, "vm-start", &o_direct);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{shell}: aio=native, cache=writeback"
+        );
+        assert!(String::from_utf8_lossy(&out.stderr).contains("aio=native needs cache=none"));
+        // Every value good: the check passes and the missing image is a failed step
+        // (exit 1), still before anything is made.
+        let out = script(shell, pre, "vm-start", &with(&args, "x", None));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{shell}: good values:\n{err}");
+        assert!(err.contains("nosuch.img: no such file"), "{shell}: {err}");
+        assert!(!tmp.path().join("vm").exists(), "{shell}");
+    }
+}
+
+fn with_pairs(args: &[(&'static str, String)], drop: &str) -> Vec<(&'static str, String)> {
+    args.iter().filter(|(n, _)| *n != drop).cloned().collect()
+}
+
+#[test]
+fn vm_stop_and_vm_reap_refuse_hostile_values() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let dir = format!("dir={}/vm", tmp.path().display());
+    let cases: Vec<(&str, Vec<String>, &str)> = vec![
+        (
+            "vm-stop",
+            vec![dir.clone(), "guest=g".into()],
+            "missing argument timeout=",
+        ),
+        (
+            "vm-stop",
+            vec![dir.clone(), "guest=g".into(), "timeout=0".into()],
+            "timeout=0",
+        ),
+        (
+            "vm-stop",
+            vec![dir.clone(), "guest=g".into(), "timeout=3601".into()],
+            "timeout=3601",
+        ),
+        (
+            "vm-stop",
+            vec![dir.clone(), "guest=g".into(), "timeout=1s".into()],
+            "timeout=1s",
+        ),
+        (
+            "vm-stop",
+            vec![dir.clone(), "guest=*".into(), "timeout=5".into()],
+            "guest=*",
+        ),
+        (
+            "vm-stop",
+            vec![dir.clone(), "guest=../g".into(), "timeout=5".into()],
+            "guest=../g",
+        ),
+        (
+            "vm-stop",
+            vec!["dir=/tmp".into(), "guest=g".into(), "timeout=5".into()],
+            "dir=/tmp",
+        ),
+        ("vm-reap", vec!["dir=/".into()], "dir=/"),
+        (
+            "vm-reap",
+            vec!["dir=/var/tmp/fsmatrix".into()],
+            "dir=/var/tmp/fsmatrix",
+        ),
+        (
+            "vm-reap",
+            vec!["dir=/var/tmp/../../vm".into()],
+            "dir=/var/tmp/../../vm",
+        ),
+        ("vm-reap", vec!["dir=vm".into()], "dir=vm"),
+        ("vm-reap", vec![], "missing argument dir="),
+    ];
+    for (shell, pre, package) in SHELLS {
+        if !tool_or_skip(shell, package) {
+            continue;
+        }
+        for (verb, args, named) in &cases {
+            let out = script(shell, pre, verb, args);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{shell} {verb} {args:?}:\n{err}"
+            );
+            assert!(
+                err.contains(&format!("error: usage: {verb}: ")) && err.contains(named),
+                "{shell} {verb} {args:?}: the message does not name {named}:\n{err}"
+            );
+        }
+    }
+}
+
+/// A process that looks like qemu to `ps` (argv[0] qemu-system-x86_64, `-name VALUE`)
+/// but is bash waiting: what vm-stop and vm-reap may end only when VALUE is
+/// `fsmx-<guest>` of the pid file.
+fn fake_qemu(name_arg: &str, argv0: &str) -> Child {
+    Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "exec -a {argv0} bash -c 'while :; do sleep 1; done' x -name {name_arg}"
+        ))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the fake qemu")
+}
+
+fn alive(child: &mut Child) -> bool {
+    std::thread::sleep(Duration::from_millis(300));
+    child.try_wait().expect("try_wait").is_none()
+}
+
+fn ended(child: &mut Child) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if child.try_wait().expect("try_wait").is_some() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+fn kv(out: &Output, key: &str) -> String {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}=")).map(str::to_string))
+        .unwrap_or_else(|| {
+            panic!(
+                "no {key}= in:\n{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+}
+
+#[test]
+fn vm_reap_and_vm_stop_end_only_a_qemu_of_that_guest() {
+    if !tool_or_skip("dash", "dash") {
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let vm = tmp.path().join("vm");
+    std::fs::create_dir(&vm).expect("mkdir vm");
+    let dir = format!("dir={}", vm.display());
+    let write = |name: &str, body: &str| std::fs::write(vm.join(name), body).expect("write");
+
+    // Pid files that name processes which are not that guest's qemu: another guest's
+    // qemu, a process not called qemu, this test itself.
+    let mut other_guest = fake_qemu("fsmx-other", "qemu-system-x86_64");
+    let mut not_qemu = fake_qemu("fsmx-g2", "sleepy");
+    let mut ours = fake_qemu("fsmx-g3", "/usr/bin/qemu-system-x86_64");
+    write("g1.pid", &format!("{}\n", other_guest.id()));
+    write("g2.pid", &format!("{}\n", not_qemu.id()));
+    write("g3.pid", &format!("{}\n", ours.id()));
+    write("g4.pid", &format!("{}\n", std::process::id()));
+    for g in ["g1", "g2", "g3", "g4"] {
+        write(&format!("{g}.qcow2"), "overlay");
+        write(&format!("{g}.console"), "console");
+        write(&format!("{g}.cmdline"), "cmdline");
+    }
+    write("README", "not fsmatrix's");
+
+    // vm-stop of g1: not-running (the pid is another guest's qemu), files removed but
+    // the console; the other guest's process lives on.
+    let out = script(
+        "dash",
+        &[],
+        "vm-stop",
+        &[dir.clone(), "guest=g1".into(), "timeout=2".into()],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(kv(&out, "stopped"), "not-running");
+    assert!(!vm.join("g1.qcow2").exists() && !vm.join("g1.pid").exists());
+    assert!(vm.join("g1.console").exists(), "vm-stop keeps the console");
+    assert!(
+        alive(&mut other_guest),
+        "vm-stop ended another guest's qemu"
+    );
+
+    // vm-stop of g3 (ours, no monitor fifo, so no ACPI): SIGTERM.
+    let out = script(
+        "dash",
+        &[],
+        "vm-stop",
+        &[dir.clone(), "guest=g3".into(), "timeout=2".into()],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(kv(&out, "stopped"), "term");
+    assert!(ended(&mut ours), "vm-stop left its guest's qemu running");
+    assert!(vm.join("g3.console").exists());
+
+    // vm-reap: every guest's files (consoles too), the README left; no process ended
+    // but guest g3's (gone already).
+    let mut ours2 = fake_qemu("fsmx-g5", "qemu-system-x86_64");
+    write("g5.pid", &format!("{}\n", ours2.id()));
+    let out = script("dash", &[], "vm-reap", std::slice::from_ref(&dir));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut reaped: Vec<String> = kv(&out, "reaped").split(' ').map(str::to_string).collect();
+    reaped.sort();
+    assert_eq!(reaped, ["g1", "g2", "g3", "g4", "g5"]);
+    assert!(ended(&mut ours2), "vm-reap left its guest's qemu running");
+    assert!(
+        alive(&mut other_guest),
+        "vm-reap ended another guest's qemu"
+    );
+    assert!(
+        alive(&mut not_qemu),
+        "vm-reap ended a process that is not qemu"
+    );
+    let mut left: Vec<String> = std::fs::read_dir(&vm)
+        .expect("read vm")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["README"]);
+    // Nothing left: reaped=none.
+    std::fs::remove_file(vm.join("README")).expect("rm");
+    let out = script("dash", &[], "vm-reap", &[dir]);
+    assert_eq!(kv(&out, "reaped"), "none");
+    for mut c in [other_guest, not_qemu] {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
