@@ -189,7 +189,11 @@ pub fn report(args: &ReportArgs) -> CmdResult {
     report::mark_platforms(&mut r, &guests);
     report::mark_checksums(&mut r, &checks);
     // The HTML plots also need the cell records (timelines, load phases).
-    let text = args.format.render(&r, &sources);
+    let width = match &args.out {
+        Some(_) => super::DEFAULT_WIDTH,
+        None => super::terminal_width(),
+    };
+    let text = args.format.render(&r, &sources, width);
     match &args.out {
         Some(path) => std::fs::write(path, text).map_err(|e| {
             CliError::nothing_ran(format!("failed to write {}: {e}", path.display()))

@@ -684,6 +684,18 @@ fn inventory_import(args: &ImportArgs) -> CmdResult {
 static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// How a sweep shows its progress: `--json`, `-q`, else bars or lines.
+/// The columns text is wrapped at when stdout is not a terminal (a file, a
+/// pipe): what the reports written to files use too.
+pub(crate) const DEFAULT_WIDTH: usize = 100;
+
+/// The terminal's width when stdout is one (at least 40 columns), else
+/// [`DEFAULT_WIDTH`].
+pub(crate) fn terminal_width() -> usize {
+    console::Term::stdout()
+        .size_checked()
+        .map_or(DEFAULT_WIDTH, |(_, cols)| usize::from(cols).max(40))
+}
+
 fn display(json: bool) -> crate::run::Display {
     if json {
         crate::run::Display::Json

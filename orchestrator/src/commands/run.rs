@@ -194,7 +194,7 @@ fn finish(
     if let Ok((r, _)) = &full {
         print!(
             "{}",
-            crate::results::report::summary::render_summary(r, 100)
+            crate::results::report::summary::render_summary(r, super::terminal_width())
         );
     }
     println!("bundle: {}", s.bundle.display());

@@ -90,8 +90,10 @@ pub fn ratio_of_means(a: &[f64], b: &[f64]) -> Option<Ratio> {
 
 /// What a comparison with the baseline concluded, on the row's
 /// [`Metric`] (more tps, a lower latency, a shorter load time is better).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// Its one spelling is [`Verdict::text`]: JSON (serialised through it),
+/// CSV, Markdown, HTML, the terminal and the database all say these words
+/// ([`Verdict::ALL`] lists them for the docs and the tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     /// This row is the baseline.
     Baseline,
@@ -103,8 +105,8 @@ pub enum Verdict {
     LowerLatency,
     /// Rate-limited: a significantly higher mean latency than the baseline.
     HigherLatency,
-    /// p ≥ 0.05: within noise.
-    NotSignificant,
+    /// p ≥ 0.05: within noise of the baseline.
+    Tied,
     /// Fewer than two counted repeats on a side, or no spread at all.
     Untestable,
     /// The baseline did not run (or finish) on this host.
@@ -112,6 +114,19 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// Every verdict, in the order the docs list them.
+    pub const ALL: [Verdict; 8] = [
+        Verdict::Baseline,
+        Verdict::Faster,
+        Verdict::Slower,
+        Verdict::LowerLatency,
+        Verdict::HigherLatency,
+        Verdict::Tied,
+        Verdict::Untestable,
+        Verdict::NoBaseline,
+    ];
+
+    /// The verdict's one spelling, everywhere.
     pub fn text(self) -> &'static str {
         match self {
             Verdict::Baseline => "baseline",
@@ -119,10 +134,44 @@ impl Verdict {
             Verdict::Slower => "slower",
             Verdict::LowerLatency => "lower latency",
             Verdict::HigherLatency => "higher latency",
-            Verdict::NotSignificant => "no significant difference",
-            Verdict::Untestable => "too few repeats to test",
-            Verdict::NoBaseline => "no baseline on this host",
+            Verdict::Tied => "tied",
+            Verdict::Untestable => "untestable",
+            Verdict::NoBaseline => "no baseline",
         }
+    }
+
+    /// What the word means, for the reports' method notes.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Verdict::Baseline => "the variant the others are compared with",
+            Verdict::Faster => "more tps, or a shorter load time, than the baseline at p < 0.05",
+            Verdict::Slower => "fewer tps, or a longer load time, than the baseline at p < 0.05",
+            Verdict::LowerLatency => {
+                "rate-limited: a lower mean latency than the baseline at p < 0.05"
+            }
+            Verdict::HigherLatency => {
+                "rate-limited: a higher mean latency than the baseline at p < 0.05"
+            }
+            Verdict::Tied => "within noise of the baseline (p ≥ 0.05)",
+            Verdict::Untestable => "fewer than two counted repeats on a side, or no spread at all",
+            Verdict::NoBaseline => "the baseline did not run or finish on this host",
+        }
+    }
+
+    /// Significantly better than the baseline.
+    pub fn better(self) -> bool {
+        matches!(self, Verdict::Faster | Verdict::LowerLatency)
+    }
+
+    /// Significantly worse than the baseline.
+    pub fn worse(self) -> bool {
+        matches!(self, Verdict::Slower | Verdict::HigherLatency)
+    }
+}
+
+impl Serialize for Verdict {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.text())
     }
 }
 
@@ -154,7 +203,7 @@ pub fn compare(
         None => Verdict::Untestable,
         Some(w) if w.p < ALPHA && (w.t > 0.0) == metric.higher_is_better() => better,
         Some(w) if w.p < ALPHA => worse,
-        Some(_) => Verdict::NotSignificant,
+        Some(_) => Verdict::Tied,
     };
     Comparison {
         baseline: baseline_name.to_owned(),
@@ -274,10 +323,7 @@ mod tests {
     fn verdicts_and_winner() {
         let tps = Metric::Tps;
         assert_eq!(compare("ext4", &ZFS, &EXT4, tps).verdict, Verdict::Slower);
-        assert_eq!(
-            compare("ext4", &XFS, &EXT4, tps).verdict,
-            Verdict::NotSignificant
-        );
+        assert_eq!(compare("ext4", &XFS, &EXT4, tps).verdict, Verdict::Tied);
         assert_eq!(
             compare("ext4", &[900.0], &EXT4, tps).verdict,
             Verdict::Untestable

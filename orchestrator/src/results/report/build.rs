@@ -117,15 +117,25 @@ pub enum ReportError {
     },
 }
 
+/// The version of the JSON report's shape ([`Report`] serialised): raised
+/// when a field changes meaning or goes away (docs/formats.md, "The report
+/// as JSON").  1: before it was written; 2: `verdicts`, one verdict spelling.
+pub const REPORT_SCHEMA_VERSION: u32 = 2;
+
 /// Everything a report shows; serialised as is for `--format json`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Report {
+    /// [`REPORT_SCHEMA_VERSION`].
+    pub schema_version: u32,
     pub bundles: Vec<String>,
     /// The baseline asked for with `--baseline`, if any.
     pub baseline_requested: Option<String>,
     pub cv_threshold: f64,
     pub trim_start_s: f64,
     pub trim_end_s: f64,
+    /// The answer, first in every format: one line per host, workload and
+    /// client count ([`super::verdicts`]).
+    pub verdicts: Vec<super::verdicts::VerdictLine>,
     /// Method and blocking notes, in the order shown.
     pub notes: Vec<String>,
     /// Rows whose runs drift or whose first run is an outlier, and rows
@@ -279,6 +289,16 @@ Sizes (ZFS rows): du's on-disk bytes of the data directory are compared with the
     )
 }
 
+/// What each verdict word means, in one note (the words are
+/// [`compare::Verdict::text`]'s, in every format).
+fn verdicts_note() -> String {
+    let words: Vec<String> = compare::Verdict::ALL
+        .iter()
+        .map(|v| format!("{}: {}", v.text(), v.meaning()))
+        .collect();
+    format!("Verdicts: {}.", words.join("; "))
+}
+
 pub(super) const BLOCKING_NOTE: &str =
     "Variants are compared on the same host only; hosts are never compared with each other.";
 
@@ -424,6 +444,7 @@ fn build(
     }
     let mut notes = vec![
         METHOD_NOTE.to_owned(),
+        verdicts_note(),
         checks_note(),
         BLOCKING_NOTE.to_owned(),
     ];
@@ -638,6 +659,8 @@ fn build(
         .flat_map(Row::warnings)
         .collect();
     Ok(Report {
+        schema_version: REPORT_SCHEMA_VERSION,
+        verdicts: super::verdicts::verdict_lines(&tables),
         bundles: sources.iter().map(|s| s.name.to_owned()).collect(),
         baseline_requested: opts.baseline.clone(),
         cv_threshold: opts.stats.cv_threshold,

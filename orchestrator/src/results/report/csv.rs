@@ -1,6 +1,7 @@
 //! `--format csv`: one row per host × filesystem × workload × clients,
 //! [`REPORT_CSV_HEADER`] first.
 use super::{HostBlock, Report, Row, Table};
+use crate::results::analysis::compare;
 use crate::text::csv_text;
 
 /// The columns of `--format csv`, one row per host × filesystem × workload × clients;
@@ -123,7 +124,8 @@ fn csv_row(t: &Table, h: &HostBlock, row: &Row) -> [String; REPORT_CSV_HEADER.le
         num(welch.map(|w| w.t)),
         num(welch.map(|w| w.df)),
         num(welch.map(|w| w.p)),
-        c.map_or("baseline", |c| c.verdict.text()).to_owned(),
+        c.map_or(compare::Verdict::Baseline.text(), |c| c.verdict.text())
+            .to_owned(),
         (h.winner.as_deref() == Some(g.key.filesystem.as_str())).to_string(),
     ]
 }

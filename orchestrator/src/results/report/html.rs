@@ -32,9 +32,10 @@ use std::fmt::Write as _;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+use super::verdicts::VERDICTS_HEADING;
 use super::view::{
-    Kind, ReportView, SizeText, TableView, NO_COUNTED_RUN, NO_RESULTS, NO_WINNER, PROBLEMS_HEADING,
-    TITLE, WARN,
+    Kind, ReportView, SizeText, TableView, METHOD_HEADING, NO_COUNTED_RUN, NO_RESULTS,
+    PROBLEMS_HEADING, TITLE, WARN,
 };
 use super::Report;
 use crate::model::CellResult;
@@ -43,15 +44,19 @@ use crate::text;
 mod latency_plot;
 mod platform_plot;
 mod plots;
+mod ratio_plot;
 pub use latency_plot::LATENCY_PLOT;
 pub use platform_plot::PLATFORM_PLOT;
 pub use plots::TIMELINE_MAX_LINES;
 use plots::{plots_init, plots_sizes, plots_timelines, plots_tps_bars, plots_tps_vs_clients};
+use ratio_plot::plots_ratio;
+pub use ratio_plot::RATIO_PLOT;
 
 /// The plot kinds, in the order the report shows them (`data-plot` values).
-pub const PLOT_KINDS: [&str; 5] = [
-    "tps-vs-clients",
+pub const PLOT_KINDS: [&str; 6] = [
+    RATIO_PLOT,
     "tps-bars",
+    "tps-vs-clients",
     "tps-timeline",
     "size-on-disk",
     "init-phases",
@@ -121,7 +126,16 @@ pub fn render_html(r: &Report, cells: &[CellResult]) -> String {
         let _ = writeln!(out, "<p class=\"empty\">{NO_RESULTS}</p>\n</body>\n</html>");
         return out;
     }
-    out.push_str("<ul class=\"notes\">\n");
+    answer_html(&mut out, r);
+    let order = variant_order(cells);
+    let mut not_drawn = Vec::new();
+    section(
+        &mut out,
+        "By how much: each variant ÷ the baseline (95% CI)",
+        plots_ratio(r, &order),
+        &mut not_drawn,
+    );
+    let _ = writeln!(out, "<h2>{METHOD_HEADING}</h2>\n<ul class=\"notes\">");
     for n in &v.notes {
         let _ = writeln!(out, "<li>{}</li>", esc(n));
     }
@@ -134,29 +148,50 @@ pub fn render_html(r: &Report, cells: &[CellResult]) -> String {
         let _ = writeln!(out, "<p>{}</p>", esc(sentence));
     }
 
-    let order = variant_order(cells);
     out.push_str("<h2>Plots</h2>\n");
-    section(&mut out, "tps vs clients", plots_tps_vs_clients(r, &order));
     section(
         &mut out,
         "Mean tps per variant (95% CI)",
         plots_tps_bars(r, &order),
+        &mut not_drawn,
+    );
+    section(
+        &mut out,
+        "tps vs clients",
+        plots_tps_vs_clients(r, &order),
+        &mut not_drawn,
     );
     section(
         &mut out,
         "Per-second tps timelines",
         plots_timelines(r, cells, &order),
+        &mut not_drawn,
     );
     section(
         &mut out,
         "Size on disk: logical vs physical",
         plots_sizes(r, &order),
+        &mut not_drawn,
     );
     section(
         &mut out,
         "pgbench -i phase timings",
         plots_init(cells, &order),
+        &mut not_drawn,
     );
+    // Plots without data are not empty sections: one list says why.
+    if !not_drawn.is_empty() {
+        out.push_str("<ul class=\"not-drawn\">\n");
+        for (title, why) in &not_drawn {
+            let _ = writeln!(
+                out,
+                "<li class=\"empty\">Not drawn: {}: {}</li>",
+                esc(title),
+                esc(why)
+            );
+        }
+        out.push_str("</ul>\n");
+    }
     platform_plot::platform_html(&mut out, r, &order);
 
     latency_plot::latency_html(&mut out, r, &order);
@@ -165,28 +200,61 @@ pub fn render_html(r: &Report, cells: &[CellResult]) -> String {
     out
 }
 
-/// A plot section: its figures, or the sentence saying why there are none.
-fn section(out: &mut String, title: &str, plots: Result<Vec<Figure>, String>) {
-    let _ = writeln!(out, "<h3>{}</h3>", esc(title));
-    match plots {
-        Ok(figs) if !figs.is_empty() => {
-            for f in figs {
-                // The title is drawn in the plot; a caption only says
-                // why a plot could not be drawn.
-                if f.svg.is_empty() {
-                    let _ = writeln!(out, "<p class=\"empty\">{}</p>", esc(&f.caption));
-                } else {
-                    let _ = writeln!(out, "<figure>\n{}</figure>", f.svg);
-                }
-            }
-        }
+/// A plot section: its heading and figures, or, when there are none, the
+/// title and why added to `not_drawn` (listed once after the plots).
+fn section(
+    out: &mut String,
+    title: &str,
+    plots: Result<Vec<Figure>, String>,
+    not_drawn: &mut Vec<(String, String)>,
+) {
+    let figs = match plots {
+        Ok(figs) if !figs.is_empty() => figs,
         Ok(_) => {
-            let _ = writeln!(out, "<p class=\"empty\">No data for this plot.</p>");
+            not_drawn.push((title.to_owned(), "no data for this plot.".into()));
+            return;
         }
         Err(why) => {
-            let _ = writeln!(out, "<p class=\"empty\">{}</p>", esc(&why));
+            not_drawn.push((title.to_owned(), why));
+            return;
+        }
+    };
+    let _ = writeln!(out, "<h3>{}</h3>", esc(title));
+    for f in figs {
+        // The title is drawn in the plot; a caption only says why a plot
+        // could not be drawn.
+        if f.svg.is_empty() {
+            let _ = writeln!(out, "<p class=\"empty\">{}</p>", esc(&f.caption));
+        } else {
+            let _ = writeln!(out, "<figure>\n{}</figure>", f.svg);
         }
     }
+}
+
+/// The answer first: the verdict lines ([`super::verdicts`]), each a list
+/// item, the variant names in `<code>` as the Markdown's backticks.
+fn answer_html(out: &mut String, r: &Report) {
+    if r.verdicts.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "<h2>{VERDICTS_HEADING}</h2>\n<ul class=\"answer\">");
+    for v in &r.verdicts {
+        let _ = writeln!(out, "<li>{}</li>", code_spans(&v.sentence));
+    }
+    out.push_str("</ul>\n");
+}
+
+/// `text` escaped, its backtick spans as `<code>`.
+fn code_spans(text: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in text.split('`').enumerate() {
+        if i % 2 == 1 {
+            let _ = write!(out, "<code>{}</code>", esc(part));
+        } else {
+            out.push_str(&esc(part));
+        }
+    }
+    out
 }
 
 struct Figure {
@@ -314,21 +382,12 @@ fn tables_html(out: &mut String, v: &ReportView) {
             }
             out.push_str("</ul>\n");
         }
-        let verdicts: Vec<String> = s
-            .verdicts
-            .iter()
-            .map(|h| match &h.winner {
-                Some(w) => format!(
-                    "<li>{}: winner <span class=\"winner\">{}</span> {}</li>",
-                    esc(&h.host),
-                    esc(w),
-                    esc(h.why)
-                ),
-                None => format!("<li>{}: {}</li>", esc(&h.host), esc(NO_WINNER)),
-            })
-            .collect();
-        if !verdicts.is_empty() {
-            let _ = writeln!(out, "<ul>\n{}\n</ul>", verdicts.join("\n"));
+        if !s.verdicts.is_empty() {
+            out.push_str("<ul class=\"answer\">\n");
+            for l in &s.verdicts {
+                let _ = writeln!(out, "<li>{}</li>", code_spans(l));
+            }
+            out.push_str("</ul>\n");
         }
     }
     if let Some(t) = &v.problems {
@@ -487,7 +546,11 @@ mod tests {
             );
         }
         assert_eq!(h.matches("data-plot=\"tps-timeline\"").count(), 2);
-        assert!(h.contains("compressratio 2.50x"));
+        assert!(h.contains("logical/physical "));
+        assert!(
+            !h.contains("compressratio 2.50x"),
+            "one measure over every size bar"
+        );
         assert!(!h.contains("class=\"empty\""));
         // Host names are escaped in HTML and in the SVG text.
         assert!(h.contains("h&lt;1&gt;") && !h.contains("h<1>"));

@@ -7,9 +7,10 @@ use super::latency::{
     STATEMENTS_HEADING,
 };
 use super::platform::{platform_line, platform_sections, PLATFORM_HEADING};
+use super::verdicts::VERDICTS_HEADING;
 use super::view::{
-    Kind, ReportView, SizeText, TableView, NO_COUNTED_RUN, NO_RESULTS, NO_WINNER, PROBLEMS_HEADING,
-    TITLE, WARN,
+    Kind, ReportView, SizeText, TableView, METHOD_HEADING, NO_COUNTED_RUN, NO_RESULTS,
+    PROBLEMS_HEADING, TITLE, WARN,
 };
 use super::{build_report, Report, ReportOptions, Source};
 use crate::model::CellResult;
@@ -80,6 +81,14 @@ pub fn render_markdown_report(r: &Report) -> String {
         let _ = writeln!(out, "{NO_RESULTS}");
         return out;
     }
+    if !r.verdicts.is_empty() {
+        let _ = writeln!(out, "## {VERDICTS_HEADING}\n");
+        for l in &r.verdicts {
+            let _ = writeln!(out, "- {}", md_text(&l.sentence));
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(out, "## {METHOD_HEADING}\n");
     for n in &v.notes {
         let _ = writeln!(out, "- {}", md_text(n));
     }
@@ -104,12 +113,8 @@ pub fn render_markdown_report(r: &Report) -> String {
         if !s.warnings.is_empty() {
             out.push('\n');
         }
-        for h in &s.verdicts {
-            let host = md_text(&h.host);
-            let _ = match &h.winner {
-                Some(w) => writeln!(out, "- {host}: winner **{}** {}", md_text(w), h.why),
-                None => writeln!(out, "- {host}: {NO_WINNER}"),
-            };
+        for l in &s.verdicts {
+            let _ = writeln!(out, "- {}", md_text(l));
         }
         if !s.verdicts.is_empty() {
             out.push('\n');

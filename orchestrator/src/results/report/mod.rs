@@ -21,6 +21,7 @@ pub mod latency;
 pub mod markdown;
 pub mod platform;
 pub mod summary;
+pub mod verdicts;
 pub mod view;
 
 #[cfg(test)]
@@ -29,26 +30,34 @@ mod tests;
 pub use build::{
     build_report, by_bundle_label, label_standins, mark_checksums, mark_standins, standin_label,
     HostBlock, Problem, Report, ReportError, ReportOptions, Row, Source, Table,
+    REPORT_SCHEMA_VERSION,
 };
 pub use platform::{label_tcg_guests, mark_platforms, tcg_label, Platform};
+pub use verdicts::{verdict_lines, VerdictLine, VERDICTS_HEADING};
 
 /// What `report` writes: the formats, by their `--format` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// Markdown tables.
+    /// Markdown: the answer, the method, the tables.
     Md,
+    /// One row per host × variant × workload × clients, with its verdict.
     Csv,
+    /// The whole report (`schema_version`, `verdicts`, tables).
     Json,
-    /// One self-contained file with SVG plots.
+    /// One self-contained file with SVG plots, the ratio plot first.
     Html,
+    /// The few lines `run` ends with: the answer, then each host's ranking.
+    Summary,
 }
 
 impl Format {
     /// `r` in this format.  `sources` are the cell records `r` was built
     /// from, for the formats that draw more than the report (the HTML
-    /// plots' timelines and load phases).
-    pub fn render(self, r: &Report, sources: &[Source]) -> String {
+    /// plots' timelines and load phases); `width` is the columns the
+    /// summary is wrapped at.
+    pub fn render(self, r: &Report, sources: &[Source], width: usize) -> String {
         match self {
+            Format::Summary => summary::render_summary(r, width),
             Format::Md => markdown::render_markdown_report(r),
             Format::Csv => csv::render_csv(r),
             Format::Json => json::render_json(r),

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use super::html::render_html;
 use super::markdown::render_markdown_report;
 use super::platform::{platform_line, platform_sections, PLATFORM_HEADING};
+use super::verdicts::VERDICTS_HEADING;
 use super::view::{ms_text, statement_label};
 use super::{
     build_report, label_standins, label_tcg_guests, mark_checksums, mark_platforms, mark_standins,
@@ -100,6 +101,13 @@ fn mean_text(row: &Row, m: Metric) -> String {
 /// The summary text, wrapped at `width` columns.
 pub fn render_summary(r: &Report, width: usize) -> String {
     let mut out = String::new();
+    if !r.verdicts.is_empty() {
+        wrap_into(&mut out, &format!("{VERDICTS_HEADING}:"), width);
+        for v in &r.verdicts {
+            wrap_into(&mut out, &format!("  {}", v.sentence), width);
+        }
+        out.push('\n');
+    }
     for t in &r.tables {
         let m = t.metric;
         for hb in &t.hosts {
@@ -168,10 +176,7 @@ pub fn render_summary(r: &Report, width: usize) -> String {
             } else {
                 let head = match &hb.winner {
                     Some(_) => format!("  {} {}", fs(best), m.verb()),
-                    None => format!(
-                        "  no variant is better than every other at p < {ALPHA}; {lead} {}:",
-                        fs(best)
-                    ),
+                    None => format!("  {lead}: {}; the others against it:", fs(best)),
                 };
                 lines.push(head);
                 for other in &rows[1..] {

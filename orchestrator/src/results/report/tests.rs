@@ -306,8 +306,13 @@ fn median_and_warmup_exclusion() {
     );
     assert!(md.contains("1 warm-up run not counted."), "{md}");
     assert!(md.contains("wrong fs type \\| bad option"), "{md}");
-    assert!(md.contains("slower than ext4"), "{md}");
-    assert!(md.contains("deb1: winner **ext4**"), "{md}");
+    assert!(md.contains("`zfs-lz4` is slower than `ext4`: 0."), "{md}");
+    assert!(md.contains("on deb1: `ext4` is best"), "{md}");
+    // The answer comes first, before the method.
+    assert!(
+        md.find("## The answer") < md.find("## How this was measured"),
+        "{md}"
+    );
 }
 
 #[test]
@@ -427,7 +432,7 @@ fn bundles_side_by_side_compare_each_variant_with_its_original() {
             (
                 "ext4 @ rerun",
                 Some("ext4 @ orig"),
-                Some(compare::Verdict::NotSignificant)
+                Some(compare::Verdict::Tied)
             ),
             ("zfs-lz4 @ orig", None, None),
             (
@@ -452,7 +457,10 @@ fn bundles_side_by_side_compare_each_variant_with_its_original() {
     assert!(!r.notes.iter().any(|n| n.contains("pooled")));
     let md = render_markdown_report(&r);
     assert!(md.contains("| deb1 | zfs-lz4 @ rerun | zfs |"), "{md}");
-    assert!(md.contains("slower than zfs-lz4 @ orig"), "{md}");
+    assert!(
+        md.contains("`zfs-lz4 @ rerun` is slower than `zfs-lz4 @ orig`"),
+        "{md}"
+    );
     // One bundle, or a --baseline, cannot be put side by side.
     let one = build_report(&sources[..1], &opts).unwrap_err();
     assert!(one.to_string().contains("give at least two bundles"));
@@ -555,16 +563,16 @@ fn every_format_is_named_once_and_renders_the_report() {
         .filter_map(|f| f.to_possible_value())
         .map(|v| v.get_name().to_owned())
         .collect();
-    assert_eq!(names, ["md", "csv", "json", "html"]);
+    assert_eq!(names, ["md", "csv", "json", "html", "summary"]);
     for f in Format::value_variants() {
-        let text = f.render(&r, &sources);
+        let text = f.render(&r, &sources, 100);
         assert!(
             text.contains("zfs-lz4") && text.contains("deb1"),
             "{f:?}: {text}"
         );
     }
     assert_eq!(
-        Format::Md.render(&r, &sources),
+        Format::Md.render(&r, &sources, 100),
         markdown::render_markdown_report(&r)
     );
 }

@@ -23,10 +23,8 @@ pub const NO_RESULTS: &str = "No cell results.";
 pub const NO_COUNTED_RUN: &str = "No counted run finished.";
 /// The heading of the problems table.
 pub const PROBLEMS_HEADING: &str = "Failed and not run";
-/// After a host's winner on tps ([`Metric::winner_why`] for the others).
-pub const WINNER_WHY: &str = "(more tps than every other variant, p < 0.05)";
-/// After a host without a winner.
-pub const NO_WINNER: &str = "no winner (differences within noise or untestable)";
+/// The heading of the method notes (after the answer and its plot).
+pub const METHOD_HEADING: &str = "How this was measured";
 /// Marks a row's cell that a warning under its table explains.
 pub const WARN: &str = "⚠";
 
@@ -173,8 +171,9 @@ pub struct SectionView {
     /// measured), shown before the table.
     pub statements: Option<TableView>,
     pub table: TableView,
-    /// Hosts with at least two variants, in table order.
-    pub verdicts: Vec<HostVerdict>,
+    /// The verdict lines of this table's hosts ([`super::verdicts`]: the
+    /// same sentences the report leads with), in host order.
+    pub verdicts: Vec<String>,
     /// The rows' warnings in words ([`Row::warnings`]),
     /// in row order.
     pub warnings: Vec<String>,
@@ -186,15 +185,6 @@ impl SectionView {
         let s = if self.clients == 1 { "" } else { "s" };
         format!("{workload} — {} client{s}", self.clients)
     }
-}
-
-/// A host's winner, or that it has none.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HostVerdict {
-    pub host: String,
-    pub winner: Option<String>,
-    /// Why the winner won ([`Metric::winner_why`]).
-    pub why: &'static str,
 }
 
 /// How a renderer writes byte sizes: the one cell whose text differs
@@ -267,15 +257,11 @@ impl ReportView {
                         })
                         .collect(),
                 },
-                verdicts: t
-                    .hosts
+                verdicts: r
+                    .verdicts
                     .iter()
-                    .filter(|h| h.rows.len() >= 2)
-                    .map(|h| HostVerdict {
-                        host: h.host.clone(),
-                        winner: h.winner.clone(),
-                        why: t.metric.winner_why(),
-                    })
+                    .filter(|v| v.workload == t.workload && v.clients == t.clients)
+                    .map(|v| v.sentence.clone())
                     .collect(),
                 warnings: t
                     .hosts
@@ -451,7 +437,11 @@ fn result_cells(row: &Row, m: Metric, sizes: SizeText) -> Vec<String> {
         .zfs_compressratio
         .map_or(DASH.into(), |x| format!("{x:.2}x"));
     let (ratio, p, verdict) = match &row.comparison {
-        None => ("1".to_owned(), DASH.to_owned(), "baseline".to_owned()),
+        None => (
+            "1".to_owned(),
+            DASH.to_owned(),
+            Verdict::Baseline.text().to_owned(),
+        ),
         Some(c) => {
             let ratio = match c.ratio {
                 Some(rt) => match rt.ci95 {
@@ -461,15 +451,7 @@ fn result_cells(row: &Row, m: Metric, sizes: SizeText) -> Vec<String> {
                 None => DASH.into(),
             };
             let p = c.welch.map_or(DASH.into(), |w| p_cell(w.p));
-            let verdict = match c.verdict {
-                Verdict::Faster
-                | Verdict::Slower
-                | Verdict::LowerLatency
-                | Verdict::HigherLatency => {
-                    format!("{} than {}", c.verdict.text(), c.baseline)
-                }
-                v => v.text().to_owned(),
-            };
+            let verdict = c.verdict.text().to_owned();
             (ratio, p, verdict)
         }
     };

@@ -27,11 +27,21 @@ pub fn latency_html(out: &mut String, r: &Report, order: &[String]) {
     let any_log = rows(r).any(|(_, g)| g.latency_percentiles.is_some());
     if any_log {
         let _ = writeln!(out, "<h2>{}</h2>", esc(LATENCY_HEADING));
+        let mut not_drawn = Vec::new();
         section(
             out,
             "Latency at each percentile (mean of the counted runs)",
             plots(r, order),
+            &mut not_drawn,
         );
+        for (title, why) in not_drawn {
+            let _ = writeln!(
+                out,
+                "<p class=\"empty\">Not drawn: {}: {}</p>",
+                esc(&title),
+                esc(&why)
+            );
+        }
         out.push_str("<table class=\"fsmx-table\">\n<tr>");
         for c in LATENCY_COLUMNS {
             let _ = write!(out, "<th>{}</th>", esc(c));

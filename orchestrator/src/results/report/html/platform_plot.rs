@@ -5,12 +5,9 @@
 //! (bare metal), then the sentences.
 use std::fmt::Write as _;
 
-use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
-
-use super::{
-    category, clip, draw_svg, e2s, esc, figure, plain_y, upper, variant_color, DESC, LABEL, LIGHT,
-};
+use super::ratio_plot::{draw_dots, Dot};
+use super::{esc, figure};
+use crate::results::analysis::compare::ALPHA;
 use crate::results::report::platform::{
     platform_line, platform_sections, PlatformSection, PLATFORM_HEADING,
 };
@@ -53,7 +50,8 @@ pub(super) fn platform_html(out: &mut String, r: &Report, order: &[String]) {
     }
 }
 
-/// One dot and whisker per row with a ratio; `None` when no row has one.
+/// One dot and whisker per row with a ratio ([`draw_dots`]); `None` when
+/// no row has one.
 fn draw_ratio(
     s: &PlatformSection<'_>,
     title: &str,
@@ -65,82 +63,28 @@ fn draw_ratio(
         .filter_map(|p| Some((*p, p.ratio?, p.metric?)))
         .collect();
     let metric = rows.first()?.2;
-    let cats: Vec<String> = rows
+    let dots: Vec<Dot> = rows
         .iter()
-        .map(|(p, _, _)| {
-            let mark = if p.standin { " [TCG]" } else { "" };
-            format!("{} ({}){mark}", p.variant, p.guest)
+        .map(|(p, x, _)| Dot {
+            label: format!(
+                "{} ({}){}",
+                p.variant,
+                p.guest,
+                if p.standin { " [TCG]" } else { "" }
+            ),
+            variant: p.variant.clone(),
+            ratio: *x,
+            ci: p.ci_low.zip(p.ci_high),
+            significant: p.p.is_some_and(|p| p < ALPHA),
         })
         .collect();
-    let ymax = upper(
-        rows.iter()
-            .map(|(p, x, _)| p.ci_high.unwrap_or(*x).max(*x))
-            .fold(1.0, f64::max),
-    );
-    let y_desc = format!("guest ÷ bare metal ({})", metric.name());
-    let n = rows.len();
-    Some(draw_svg(PLATFORM_PLOT, title, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(title, ("sans-serif", 22))
-            .margin(12)
-            .x_label_area_size(50)
-            .y_label_area_size(85)
-            .build_cartesian_2d(-0.5..(n as f64 - 0.5), 0.0..ymax)
-            .map_err(e2s)?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_desc("variant (guest)")
-            .y_desc(y_desc.as_str())
-            .x_labels(n.max(1))
-            .x_label_formatter(&|x| category(x, &cats))
-            .y_label_formatter(&plain_y)
-            .label_style(("sans-serif", LABEL))
-            .axis_desc_style(("sans-serif", DESC))
-            .light_line_style(LIGHT)
-            .draw()
-            .map_err(e2s)?;
-        // Bare metal: ratio 1.
-        let grey = RGBColor(110, 110, 110);
-        chart
-            .draw_series(LineSeries::new(
-                [(-0.5, 1.0), (n as f64 - 0.5, 1.0)],
-                grey.stroke_width(1),
-            ))
-            .map_err(e2s)?;
-        chart
-            .draw_series(std::iter::once(Text::new(
-                "bare metal = 1",
-                (-0.45, clip(1.0, ymax)),
-                ("sans-serif", LABEL)
-                    .into_font()
-                    .color(&grey)
-                    .pos(Pos::new(HPos::Left, VPos::Bottom)),
-            )))
-            .map_err(e2s)?;
-        for (i, (p, x, _)) in rows.iter().enumerate() {
-            let c = variant_color(order, &p.variant);
-            let xi = i as f64;
-            let st = c.stroke_width(2);
-            if let (Some(lo), Some(hi)) = (p.ci_low, p.ci_high) {
-                let (lo, hi) = (clip(lo, ymax), clip(hi, ymax));
-                chart
-                    .draw_series([PathElement::new(vec![(xi, lo), (xi, hi)], st)])
-                    .map_err(e2s)?;
-                chart
-                    .draw_series([lo, hi].map(|y| {
-                        EmptyElement::at((xi, y)) + PathElement::new(vec![(-5, 0), (5, 0)], st)
-                    }))
-                    .map_err(e2s)?;
-            }
-            chart
-                .draw_series(std::iter::once(Circle::new(
-                    (xi, clip(*x, ymax)),
-                    5,
-                    c.filled(),
-                )))
-                .map_err(e2s)?;
-        }
-        Ok(())
-    }))
+    Some(draw_dots(
+        PLATFORM_PLOT,
+        title,
+        &dots,
+        "bare metal = 1",
+        "variant (guest)",
+        &format!("guest ÷ bare metal ({})", metric.name()),
+        order,
+    ))
 }

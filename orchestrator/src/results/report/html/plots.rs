@@ -192,20 +192,32 @@ struct BarChart<'a> {
     y_fmt: &'a dyn Fn(&f64) -> String,
 }
 
+/// Height of the strip above a bar chart that holds its title and legend:
+/// the legend never sits inside the plot, where it would cover a bar or
+/// the text over it.
+const LEGEND_STRIP: u32 = 66;
+
 fn draw_bars(b: &BarChart) -> Result<String, String> {
-    // Headroom above the tallest bar for the legend (upper right).
-    let headroom = if b.legend.is_empty() { 1.0 } else { 1.3 };
-    let ymax = headroom
-        * upper(
-            b.bars
-                .iter()
-                .map(|x| x.hi.max(x.ci.map_or(0.0, |c| c.1)))
-                .fold(0.0, f64::max),
-        );
+    let ymax = upper(
+        b.bars
+            .iter()
+            .map(|x| x.hi.max(x.ci.map_or(0.0, |c| c.1)))
+            .fold(0.0, f64::max),
+    );
     let n = b.cats.len();
     draw_svg(b.kind, b.title, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .caption(b.title, ("sans-serif", 22))
+        let body = if b.legend.is_empty() {
+            root.clone()
+        } else {
+            let (head, body) = root.split_vertically(LEGEND_STRIP);
+            legend_strip(&head, b.title, &b.legend)?;
+            body
+        };
+        let mut builder = ChartBuilder::on(&body);
+        if b.legend.is_empty() {
+            builder.caption(b.title, ("sans-serif", 22));
+        }
+        let mut chart = builder
             .margin(12)
             .x_label_area_size(50)
             .y_label_area_size(95)
@@ -265,27 +277,44 @@ fn draw_bars(b: &BarChart) -> Result<String, String> {
                     .map_err(e2s)?;
             }
         }
-        for (name, c) in &b.legend {
-            let c = *c;
-            chart
-                .draw_series(std::iter::empty::<Rectangle<(f64, f64)>>())
-                .map_err(e2s)?
-                .label(name.as_str())
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
-        }
-        if !b.legend.is_empty() {
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.85))
-                .label_font(("sans-serif", LABEL))
-                .label_font(("sans-serif", LABEL))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::UpperRight)
-                .draw()
-                .map_err(e2s)?;
-        }
         Ok(())
     })
+}
+
+/// The title, centred, and under it the legend's swatches and names in
+/// one row, centred (plotters' rough text width: about 0.55 em a character).
+fn legend_strip(
+    head: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+    title: &str,
+    legend: &[(String, RGBColor)],
+) -> Result<(), String> {
+    let (w, _) = head.dim_in_pixel();
+    let title_style = ("sans-serif", 22)
+        .into_font()
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Center, VPos::Top));
+    head.draw(&Text::new(title, (w as i32 / 2, 8), title_style))
+        .map_err(e2s)?;
+    let char_w = f64::from(LABEL) * 0.55;
+    let item_w = |name: &str| 22 + (name.chars().count() as f64 * char_w) as i32 + 18;
+    let total: i32 = legend.iter().map(|(n, _)| item_w(n)).sum();
+    let mut x = (w as i32 - total).max(0) / 2;
+    let y = 48;
+    for (name, c) in legend {
+        head.draw(&Rectangle::new([(x, y - 6), (x + 14, y + 6)], c.filled()))
+            .map_err(e2s)?;
+        head.draw(&Text::new(
+            name.as_str(),
+            (x + 20, y),
+            ("sans-serif", LABEL)
+                .into_font()
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Left, VPos::Center)),
+        ))
+        .map_err(e2s)?;
+        x += item_w(name);
+    }
+    Ok(())
 }
 
 pub(super) fn plots_tps_bars(r: &Report, order: &[String]) -> Result<Vec<Figure>, String> {
@@ -518,10 +547,6 @@ fn median_band(runs: &[Vec<(f64, f64)>]) -> Vec<(f64, f64, f64, f64)> {
         .collect()
 }
 
-fn bytes_axis(y: &f64) -> String {
-    text::iec_bytes_short(*y)
-}
-
 pub(super) fn plots_sizes(r: &Report, order: &[String]) -> Result<Vec<Figure>, String> {
     // (host, workload) → variant → (apparent, on disk, compressratio), from
     // the group with the fewest clients that measured sizes.
@@ -549,24 +574,38 @@ pub(super) fn plots_sizes(r: &Report, order: &[String]) -> Result<Vec<Figure>, S
     let mut figs = Vec::new();
     for ((host, workload), variants) in &m {
         let vs = sorted_variants(order, variants);
+        // The axis in one binary unit picked by the largest bar (ticks at
+        // 20, 40, 60 MiB, never 47.7 and 95.4 MiB of decimal steps in bytes).
+        let largest = vs
+            .iter()
+            .flat_map(|(_, (a, d, _))| [*a, *d])
+            .flatten()
+            .fold(0.0, f64::max);
+        let (scaled, unit) = text::iec_scaled(largest);
+        let per_unit = if scaled > 0.0 { largest / scaled } else { 1.0 };
         let mut bars = Vec::new();
         for (cat, (_, (app, disk, ratio))) in vs.iter().enumerate() {
+            let app = app.map(|a| a / per_unit);
+            let disk = disk.map(|d| d / per_unit);
             if let Some(a) = app {
                 bars.push(Bar {
                     cat,
                     slot: 0,
                     slots: 2,
                     lo: 0.0,
-                    hi: *a,
+                    hi: a,
                     color: apparent_c,
                     ci: None,
                     note: None,
                 });
             }
             if let Some(d) = disk {
-                let note = match (ratio, app) {
-                    (Some(x), _) => Some(format!("compressratio {x:.2}x")),
-                    (None, Some(a)) if *d > 0.0 => Some(format!("logical/physical {:.2}x", a / d)),
+                // Every bar says the same measure, logical ÷ physical (du);
+                // ZFS's own compressratio (before allocation) is in the
+                // tables.  Only without du's apparent size is it shown.
+                let note = match (app, ratio) {
+                    (Some(a), _) if d > 0.0 => Some(format!("logical/physical {:.2}x", a / d)),
+                    (None, Some(x)) => Some(format!("compressratio {x:.2}x")),
                     _ => None,
                 };
                 bars.push(Bar {
@@ -574,7 +613,7 @@ pub(super) fn plots_sizes(r: &Report, order: &[String]) -> Result<Vec<Figure>, S
                     slot: 1,
                     slots: 2,
                     lo: 0.0,
-                    hi: *d,
+                    hi: d,
                     color: on_disk_c,
                     ci: None,
                     note,
@@ -582,10 +621,11 @@ pub(super) fn plots_sizes(r: &Report, order: &[String]) -> Result<Vec<Figure>, S
             }
         }
         let title = format!("{host} — {workload}: data directory size after load");
+        let y_desc = format!("size ({unit})");
         let chart = BarChart {
             kind: "size-on-disk",
             title: &title,
-            y_desc: "bytes",
+            y_desc: &y_desc,
             x_desc: "filesystem variant",
             cats: vs.iter().map(|(fs, _)| (*fs).clone()).collect(),
             bars,
@@ -593,7 +633,7 @@ pub(super) fn plots_sizes(r: &Report, order: &[String]) -> Result<Vec<Figure>, S
                 ("logical (du apparent)".into(), apparent_c),
                 ("physical (du on disk)".into(), on_disk_c),
             ],
-            y_fmt: &bytes_axis,
+            y_fmt: &plain_y,
         };
         figs.push(figure("size-on-disk", &title, draw_bars(&chart)));
     }

@@ -1,0 +1,186 @@
+//! Issue 27: the answer first.  On a bundle with a tie and a significant
+//! loser, every prose format (`--format summary`, Markdown, HTML, JSON)
+//! leads with the same verdict lines, none says "no winner", the loser is
+//! named with its ratio, CI and p, and the verdict words are one spelling
+//! in JSON, CSV and Markdown.
+use std::path::{Path, PathBuf};
+
+use fsmatrix::results::analysis::compare::Verdict;
+use fsmatrix::results::{Bundle, SweepStatus};
+
+use crate::bundle_common::{cell, done, write_cell};
+
+/// ext4 (the baseline, first in matrix order), xfs within noise of it,
+/// btrfs about 0.62× its tps: three repeats each on lab1.
+fn tie_and_loser(out: &Path) -> PathBuf {
+    let mut b = Bundle::create(out, "answer").unwrap();
+    b.write("matrix.toml", b"name = \"answer\"\nrepeats = 3\n")
+        .unwrap();
+    b.write("inventory.toml", b"[[host]]\nname = \"lab1\"\n")
+        .unwrap();
+    b.write("hosts/lab1/facts.json", b"{\"kernel\":\"6.1\"}\n")
+        .unwrap();
+    let runs = [
+        ("ext4", [400.0, 412.0, 405.0]),
+        ("xfs", [403.0, 398.0, 411.0]),
+        ("btrfs", [250.0, 258.0, 252.0]),
+    ];
+    let mut n = 0;
+    for (fs, tps) in runs {
+        for (i, t) in tps.into_iter().enumerate() {
+            n += 1;
+            write_cell(
+                &mut b,
+                &cell(&format!("c{n:02}"), fs, 4, i as u32 + 1, done(t)),
+            );
+        }
+    }
+    b.close(SweepStatus::Complete).unwrap()
+}
+
+fn report(bundle: &Path, format: &str) -> String {
+    let out = assert_cmd::Command::cargo_bin("fsmatrix")
+        .unwrap()
+        .args(["report", "--format", format])
+        .arg(bundle)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "report --format {format}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn every_format_leads_with_the_same_verdicts_and_names_the_loser() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = tie_and_loser(tmp.path());
+
+    let json: serde_json::Value = serde_json::from_str(&report(&bundle, "json")).unwrap();
+    assert_eq!(json["schema_version"], 2, "{json}");
+    let verdicts = json["verdicts"].as_array().expect("a verdicts array");
+    assert_eq!(verdicts.len(), 1, "{json}");
+    let v = &verdicts[0];
+    let sentence = v["sentence"].as_str().unwrap().to_owned();
+    // The loser is named with its ratio, CI and p; the tie is a tie.
+    assert!(
+        sentence.starts_with(
+            "tpcb, 4 clients, on lab1: `btrfs` is slower than `ext4`: 0.62× its tps (95% CI 0."
+        ),
+        "{sentence}"
+    );
+    assert!(
+        sentence.contains("`xfs` is tied with `ext4` (1.00× its tps"),
+        "{sentence}"
+    );
+    let by: std::collections::BTreeMap<&str, &str> = v["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["variant"].as_str().unwrap(),
+                x["verdict"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(by["btrfs"], Verdict::Slower.text());
+    assert_eq!(by["xfs"], Verdict::Tied.text());
+    assert!(v["variants"][1]["p"].as_f64().unwrap() < 0.05, "{v}");
+
+    // Every prose format says that sentence before anything else it says
+    // about the results (its first table, its method notes).
+    // The summary is wrapped at the width: compare its words.
+    let summary = report(&bundle, "summary")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let md = report(&bundle, "md");
+    let html = report(&bundle, "html");
+    let html_sentence = sentence
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .split('`')
+        .enumerate()
+        .map(|(i, p)| {
+            if i % 2 == 1 {
+                format!("<code>{p}</code>")
+            } else {
+                p.to_owned()
+            }
+        })
+        .collect::<String>();
+    for (name, text, said, first_other) in [
+        (
+            "summary",
+            &summary,
+            sentence.as_str(),
+            "tpcb with 4 clients on lab1:",
+        ),
+        ("md", &md, sentence.as_str(), "## How this was measured"),
+        (
+            "html",
+            &html,
+            html_sentence.as_str(),
+            "<h2>How this was measured</h2>",
+        ),
+    ] {
+        let at = text
+            .find(said)
+            .unwrap_or_else(|| panic!("{name} lacks the verdict line {said:?}:\n{text}"));
+        let other = text
+            .find(first_other)
+            .unwrap_or_else(|| panic!("{name} lacks {first_other:?}"));
+        assert!(at < other, "{name}: the answer is not first:\n{text}");
+        assert!(
+            !text.to_lowercase().contains("no winner"),
+            "{name} says no winner:\n{text}"
+        );
+    }
+    // The HTML's first plot is the ratio plot.
+    let first_plot = html.find("<svg class=\"fsmx-plot\"").unwrap();
+    assert!(
+        html[first_plot..].starts_with("<svg class=\"fsmx-plot\" data-plot=\"ratio\""),
+        "{}",
+        &html[first_plot..first_plot + 80]
+    );
+
+    // One spelling: the verdict column of the CSV and of the Markdown table
+    // say the JSON's words.
+    let csv = report(&bundle, "csv");
+    let mut rdr = csv::Reader::from_reader(csv.as_bytes());
+    let head = rdr.headers().unwrap().clone();
+    let col = head.iter().position(|h| h == "verdict").unwrap();
+    let fs = head.iter().position(|h| h == "filesystem").unwrap();
+    let csv_words: std::collections::BTreeMap<String, String> = rdr
+        .records()
+        .map(|r| {
+            let r = r.unwrap();
+            (r[fs].to_owned(), r[col].to_owned())
+        })
+        .collect();
+    assert_eq!(csv_words["btrfs"], "slower", "{csv}");
+    assert_eq!(csv_words["xfs"], "tied", "{csv}");
+    assert_eq!(csv_words["ext4"], "baseline", "{csv}");
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| lab1 | btrfs |"))
+        .unwrap();
+    assert!(row.contains("| slower |"), "{row}");
+}
+
+/// The summary fits the width it is given (a terminal's, or 100 when
+/// stdout is not one, as here).
+#[test]
+fn the_summary_format_fits_100_columns_off_a_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = tie_and_loser(tmp.path());
+    let s = report(&bundle, "summary");
+    assert!(s.starts_with("The answer:\n"), "{s}");
+    for l in s.lines() {
+        assert!(l.chars().count() <= 100, "{l:?} is wider than 100");
+    }
+}
