@@ -217,8 +217,8 @@ fn html_report_renders_in_headless_chromium() {
     assert_eq!(count("tps-timeline"), 12);
     // One measure over every size bar (ZFS's compressratio is in the table).
     assert!(dom.contains("logical/physical "), "size labels missing");
-    // The answer first, then the ratio plot, per (host, workload, clients).
-    assert_eq!(count("ratio"), 12);
+    // The answer first, then the ratio plot, per (host, workload).
+    assert_eq!(count("ratio"), 4);
     let first_plot = dom.find("<svg class=\"fsmx-plot\"").unwrap();
     assert!(dom[first_plot..].starts_with("<svg class=\"fsmx-plot\" data-plot=\"ratio\""));
     assert!(dom.find("<h2>The answer</h2>").unwrap() < first_plot);

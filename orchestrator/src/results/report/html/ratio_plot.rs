@@ -1,5 +1,6 @@
 //! "By how much", as a picture ([`RATIO_PLOT`], the HTML report's first
-//! plot): per host, workload and client count, each variant's ratio to the
+//! plot): per host and workload (its client counts side by side), each
+//! variant's ratio to the
 //! baseline (the table's metric: tps, mean latency or load time) as a dot
 //! with its 95% CI whisker, a line at 1.0 (the baseline), and the
 //! significant ones (p < 0.05) filled and starred; tied and untestable
@@ -14,7 +15,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::{category, draw_svg, e2s, figure, plain_y, variant_color, Figure, DESC, LABEL, LIGHT};
 use crate::results::analysis::compare::Verdict;
 use crate::results::analysis::stats::Metric;
-use crate::results::report::Report;
+use crate::results::report::{Report, VerdictLine};
 
 /// The `data-plot` kind of the ratio plot.
 pub const RATIO_PLOT: &str = "ratio";
@@ -150,17 +151,32 @@ pub(super) fn draw_dots(
     })
 }
 
-/// One ratio plot per verdict line with at least one ratio, in the order of
-/// the verdicts; the reasons when there is none.
+/// One ratio plot per host and workload (its client counts side by side,
+/// labelled `variant, N cl` when there are several), in the order of the
+/// verdicts; the reason when there is none.
 pub(super) fn plots_ratio(r: &Report, order: &[String]) -> Result<Vec<Figure>, String> {
-    let mut out = Vec::new();
+    // (host, workload) in first-seen order → its verdict lines.
+    let mut groups: Vec<((&str, &str), Vec<&VerdictLine>)> = Vec::new();
     for v in &r.verdicts {
-        let dots: Vec<Dot> = v
-            .variants
+        let key = (v.host.as_str(), v.workload.as_str());
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, vs)) => vs.push(v),
+            None => groups.push((key, vec![v])),
+        }
+    }
+    let mut out = Vec::new();
+    for ((host, workload), lines) in groups {
+        let several = lines.len() > 1;
+        let dots: Vec<Dot> = lines
             .iter()
-            .filter_map(|x| {
+            .flat_map(|v| v.variants.iter().map(move |x| (v.clients, x)))
+            .filter_map(|(clients, x)| {
                 Some(Dot {
-                    label: x.variant.clone(),
+                    label: if several {
+                        format!("{}, {clients} cl", x.variant)
+                    } else {
+                        x.variant.clone()
+                    },
                     variant: x.variant.clone(),
                     ratio: x.ratio.filter(|r| r.is_finite())?,
                     ci: x.ci95,
@@ -171,16 +187,13 @@ pub(super) fn plots_ratio(r: &Report, order: &[String]) -> Result<Vec<Figure>, S
         if dots.is_empty() {
             continue;
         }
+        let v = lines[0];
         let baseline = v
             .baseline
             .clone()
             .or_else(|| v.variants.first().map(|x| x.baseline.clone()))
             .unwrap_or_default();
-        let s = if v.clients == 1 { "" } else { "s" };
-        let title = format!(
-            "{} on {}, {} client{s}: ÷ {baseline}",
-            v.workload, v.host, v.clients
-        );
+        let title = format!("{workload} on {host}: each variant ÷ {baseline}");
         let what = match v.metric {
             Metric::Tps => "tps",
             Metric::Latency => "mean latency (lower is better)",
