@@ -173,3 +173,71 @@ fn run_says_where_its_ssh_config_values_came_from() {
     assert!(err.contains("HostName"), "{err}");
     assert!(err.contains("port 1"), "{err}");
 }
+
+/// `fsmatrix man --dir D` writes the top page and one page per subcommand
+/// (nested ones too), and every page the top page names exists.
+#[test]
+fn man_writes_every_page() {
+    let dir = tempfile::tempdir().unwrap();
+    fsmatrix()
+        .args(["man", "--dir"])
+        .arg(dir.path())
+        .assert()
+        .success();
+    let top = std::fs::read_to_string(dir.path().join("fsmatrix.1")).expect("fsmatrix.1");
+    let cmd = <fsmatrix::commands::Cli as clap::CommandFactory>::command();
+    let mut want = Vec::new();
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+        want.push(format!("fsmatrix-{}.1", sub.get_name()));
+        for nested in sub.get_subcommands().filter(|s| s.get_name() != "help") {
+            want.push(format!(
+                "fsmatrix-{}-{}.1",
+                sub.get_name(),
+                nested.get_name()
+            ));
+        }
+    }
+    assert!(want.len() > 20, "{want:?}");
+    for page in &want {
+        let text = std::fs::read_to_string(dir.path().join(page))
+            .unwrap_or_else(|e| panic!("{page}: {e}"));
+        assert!(text.contains(".TH "), "{page} is not a manual page");
+    }
+    // The top page names the subcommand pages it has.
+    assert!(top.contains("fsmatrix\\-report(1)"), "{top}");
+    assert!(dir.path().join("fsmatrix-lab-up.1").is_file());
+    // Not a folder: refused with exit 2, nothing written.
+    fsmatrix()
+        .args(["man", "--dir"])
+        .arg(dir.path().join("nosuch"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("give an existing folder"));
+}
+
+/// `fsmatrix report … | head -1` with the reader gone: the process ends
+/// quietly (SIGPIPE, the shell's convention, or 0), never with a panic.
+#[test]
+fn a_closed_pipe_ends_a_report_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let bundle = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/bundle-v1");
+    for format in ["md", "json", "summary", "html"] {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("fsmatrix"))
+            .args(["report", "--format", format])
+            .arg(&bundle)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before anything is read (`head` that quit).
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{format}: {err}");
+        assert!(
+            out.status.code() == Some(0) || out.status.signal() == Some(libc::SIGPIPE),
+            "{format}: {:?} {err}",
+            out.status
+        );
+    }
+}

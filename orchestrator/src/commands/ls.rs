@@ -1,10 +1,8 @@
 //! `fsmatrix ls [DIR]`: the bundles under a folder, archives too, oldest
-//! first, as a table of 100 columns or, `--json`, one object per line.
+//! first, as a table as wide as the terminal (100 columns into a pipe or a
+//! file) or, `--json`, one object per line.
 use super::{CliError, CmdResult, Exit, LsArgs};
 use crate::results::bundle::listing::{self, ListStatus};
-
-/// The table's width (as `run`'s summary).
-const WIDTH: usize = 100;
 
 /// 0 every bundle could be read, 1 some are listed as unreadable (why on
 /// stderr too), 2 the folder cannot be listed.
@@ -20,7 +18,10 @@ pub fn ls(args: &LsArgs) -> CmdResult {
     } else if l.bundles.is_empty() {
         eprintln!("fsmatrix: no bundle under {}", args.dir.display());
     } else {
-        print!("{}", listing::render_table(&l.bundles, &args.dir, WIDTH));
+        print!(
+            "{}",
+            listing::render_table(&l.bundles, &args.dir, super::terminal_width())
+        );
     }
     let unreadable: Vec<_> = l
         .bundles

@@ -83,9 +83,49 @@ pub enum Command {
         action: InventoryCommand,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
-    Completions { shell: clap_complete::Shell },
-    /// Print the manual page (roff), generated from this CLI's definition.
-    Man,
+    Completions {
+        /// The shell the script is for.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), generated from this CLI's definition;
+    /// with --dir, write every page: fsmatrix.1 and one per subcommand.
+    Man {
+        /// Write fsmatrix.1 and every subcommand's page (fsmatrix-plan.1,
+        /// fsmatrix-lab-up.1, …) into this existing folder, as `man -l` or
+        /// MANPATH reads them.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+}
+
+impl Command {
+    /// Reads and prints only: no host, file or database row is changed, so
+    /// being ended half way by a closed pipe loses nothing.
+    fn only_reads(&self) -> bool {
+        match self {
+            Command::Plan(_)
+            | Command::Verify(_)
+            | Command::Report(_)
+            | Command::Ls(_)
+            | Command::Queue(_)
+            | Command::Completions { .. } => true,
+            Command::Man { dir } => dir.is_none(),
+            Command::Inventory {
+                action: InventoryCommand::Import(a),
+            } => a.out.is_none(),
+            Command::Lab { .. }
+            | Command::Check(_)
+            | Command::Run(_)
+            | Command::Resume(_)
+            | Command::Archive(_)
+            | Command::Sign(_)
+            | Command::Db { .. }
+            | Command::Submit(_)
+            | Command::Cancel(_)
+            | Command::Publish(_)
+            | Command::Agent(_) => false,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -160,8 +200,10 @@ pub struct DbArgs {
 
 #[derive(Debug, Args)]
 pub struct SubmitArgs {
+    /// The inventory (TOML): the hosts, their devices and the owners' consent (docs/formats.md).
     #[arg(long, short)]
     pub inventory: PathBuf,
+    /// The matrix (TOML): filesystem variants, workloads, repeats (docs/formats.md).
     #[arg(long, short)]
     pub matrix: PathBuf,
     /// Higher runs first; equal priorities run oldest first.
@@ -193,6 +235,7 @@ pub struct CancelArgs {
 
 #[derive(Debug, Args)]
 pub struct PublishArgs {
+    /// The bundle's folder, as `run` wrote it.
     pub bundle: PathBuf,
     #[command(flatten)]
     pub db: DbArgs,
@@ -249,8 +292,10 @@ pub struct LabUpArgs {
 
 #[derive(Debug, Args)]
 pub struct PlanArgs {
+    /// The inventory (TOML): the hosts, their devices and the owners' consent (docs/formats.md).
     #[arg(long, short)]
     pub inventory: PathBuf,
+    /// The matrix (TOML): filesystem variants, workloads, repeats (docs/formats.md).
     #[arg(long, short)]
     pub matrix: PathBuf,
     /// Print the plan as JSON instead of a table.
@@ -274,6 +319,7 @@ pub struct PlanArgs {
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
+    /// The inventory (TOML): the hosts, their devices and the owners' consent (docs/formats.md).
     #[arg(long, short)]
     pub inventory: PathBuf,
     /// Also check the tools each planned filesystem needs.
@@ -292,8 +338,10 @@ pub struct CheckArgs {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
+    /// The inventory (TOML); not with --from, which takes the bundle's.
     #[arg(long, short, required_unless_present = "from")]
     pub inventory: Option<PathBuf>,
+    /// The matrix (TOML); not with --from, which takes the bundle's.
     #[arg(long, short, required_unless_present = "from")]
     pub matrix: Option<PathBuf>,
     /// Run the very same sweep again from a bundle's snapshots.
@@ -333,6 +381,7 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 pub struct BundleArgs {
+    /// The bundle's folder.
     pub bundle: PathBuf,
 }
 
@@ -349,6 +398,7 @@ pub struct LsArgs {
 
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
+    /// The bundle of the sweep to finish (its journal says what is left).
     pub bundle: PathBuf,
     /// Progress as JSON lines on stdout, as `run --json`.
     #[arg(long)]
@@ -375,6 +425,7 @@ pub struct ResumeArgs {
 
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
+    /// The bundle's folder, or its .tar.zst archive.
     pub bundle: PathBuf,
     /// Also require a signature by a key this file allows (ssh-keygen's
     /// allowed_signers format: `principals [options] keytype base64`), and
@@ -427,8 +478,10 @@ pub struct ReportArgs {
     /// With --db: the sweeps (ids from `submit`) whose bundles are reported on.
     #[arg(long, requires = "db", conflicts_with = "matrix")]
     pub sweep: Vec<i64>,
+    /// What to write: Markdown, CSV, JSON, one HTML file, or the terminal summary.
     #[arg(long, value_enum, default_value_t = ReportFormat::Md)]
     pub format: ReportFormat,
+    /// Write the report to this file instead of stdout.
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Filesystem variant to compare with (default: the first in matrix order).
@@ -572,6 +625,17 @@ type CmdResult = Result<Exit, CliError>;
 /// The program: parse the command line, say what the command says, exit.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.command.only_reads() {
+        // `fsmatrix report … | head`: a closed pipe ends the process quietly,
+        // by SIGPIPE as for any Unix filter (the shell's convention), not with
+        // a panic.  Rust ignores SIGPIPE; the default is restored only for the
+        // commands that change nothing anywhere, so that no sweep, setup or
+        // write is ever cut off half way by a reader that went away.
+        // SAFETY: one call at start-up, before any thread exists.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     init_tracing(cli.verbose, cli.quiet);
     QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
     match dispatch(cli.command) {
@@ -614,11 +678,29 @@ fn dispatch(command: Command) -> CmdResult {
             clap_complete::generate(shell, &mut cmd, "fsmatrix", &mut std::io::stdout());
             Ok(Exit::Success)
         }
-        Command::Man => {
+        Command::Man { dir } => {
             let cmd = <Cli as clap::CommandFactory>::command();
-            clap_mangen::Man::new(cmd)
-                .render(&mut std::io::stdout())
-                .map_err(|e| CliError::problems(format!("failed to write the manual page: {e}")))?;
+            match dir {
+                Some(dir) => {
+                    if !dir.is_dir() {
+                        return Err(CliError::nothing_ran(format!(
+                            "failed to write the manual pages into {}: not a folder; give an existing folder",
+                            crate::text::terminal_safe(&dir.display().to_string())
+                        )));
+                    }
+                    clap_mangen::generate_to(cmd, &dir).map_err(|e| {
+                        CliError::problems(format!(
+                            "failed to write the manual pages into {}: {e}",
+                            crate::text::terminal_safe(&dir.display().to_string())
+                        ))
+                    })?;
+                }
+                None => clap_mangen::Man::new(cmd)
+                    .render(&mut std::io::stdout())
+                    .map_err(|e| {
+                        CliError::problems(format!("failed to write the manual page: {e}"))
+                    })?,
+            }
             Ok(Exit::Success)
         }
     }
@@ -719,4 +801,42 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .enable_all()
         .build()
         .map_err(|e| CliError::nothing_ran(format!("failed to start the async runtime: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+
+    /// Every argument of every command, with the path of commands to it,
+    /// that has no help text (clap's own --help and --version aside).
+    fn without_help(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
+        for a in cmd.get_arguments() {
+            let id = a.get_id().as_str();
+            if id == "help" || id == "version" {
+                continue;
+            }
+            let has = a
+                .get_help()
+                .is_some_and(|h| !h.to_string().trim().is_empty())
+                || a.get_long_help()
+                    .is_some_and(|h| !h.to_string().trim().is_empty());
+            if !has {
+                out.push(format!("{path} {id}"));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            if sub.get_name() == "help" {
+                continue;
+            }
+            without_help(sub, &format!("{path} {}", sub.get_name()), out);
+        }
+    }
+
+    #[test]
+    fn every_argument_has_help_text() {
+        let cmd = <Cli as clap::CommandFactory>::command();
+        let mut missing = Vec::new();
+        without_help(&cmd, "fsmatrix", &mut missing);
+        assert!(missing.is_empty(), "arguments without help: {missing:#?}");
+    }
 }
