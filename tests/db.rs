@@ -74,6 +74,14 @@ async fn count(c: &tokio_postgres::Client, sql: &str) -> i64 {
     c.query_one(sql, &[]).await.expect(sql).get(0)
 }
 
+/// Takes a database back from schema version 4 to 3, as an older fsmatrix
+/// left it.
+const DROP_VERSION_4: &str = "DROP VIEW fsmatrix_verdicts;
+     DROP TABLE fsmatrix_comparisons;
+     DROP TABLE fsmatrix_matrix_reports;
+     ALTER TABLE fsmatrix_runs DROP COLUMN postgres_version, DROP COLUMN postgres_version_num;
+     DELETE FROM fsmatrix_schema WHERE version >= 4;";
+
 #[test]
 fn db_init_creates_the_schema_and_a_second_init_changes_nothing() {
     let pg = Postgres::start();
@@ -81,14 +89,14 @@ fn db_init_creates_the_schema_and_a_second_init_changes_nothing() {
     let o = run(&["db", "init"], &url);
     assert_eq!(o.status.code(), Some(0), "{}", out(&o));
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("schema version 0 -> 3"),
+        String::from_utf8_lossy(&o.stdout).contains("schema version 0 -> 4"),
         "{}",
         out(&o)
     );
     let o = run(&["db", "init"], &url);
     assert_eq!(o.status.code(), Some(0), "{}", out(&o));
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("schema version 3: up to date"),
+        String::from_utf8_lossy(&o.stdout).contains("schema version 4: up to date"),
         "{}",
         out(&o)
     );
@@ -97,20 +105,21 @@ fn db_init_creates_the_schema_and_a_second_init_changes_nothing() {
     // its sweeps.
     rt.block_on(async {
         let c = client(&url).await;
-        c.batch_execute(
-            "DROP TRIGGER fsmatrix_sweeps_submitter ON fsmatrix_sweeps;
+        c.batch_execute(&format!(
+            "{DROP_VERSION_4}
+             DROP TRIGGER fsmatrix_sweeps_submitter ON fsmatrix_sweeps;
              DROP FUNCTION fsmatrix_sweeps_submitter();
              ALTER TABLE fsmatrix_sweeps DROP COLUMN scripts;
              ALTER TABLE fsmatrix_sweeps ALTER COLUMN submitted_by DROP DEFAULT;
              ALTER TABLE fsmatrix_sweeps DROP COLUMN split_hosts;
-             DELETE FROM fsmatrix_schema WHERE version >= 2;",
-        )
+             DELETE FROM fsmatrix_schema WHERE version >= 2;"
+        ))
         .await
         .unwrap();
     });
     let o = run(&["db", "init"], &url);
     assert!(
-        o.status.success() && String::from_utf8_lossy(&o.stdout).contains("schema version 1 -> 3"),
+        o.status.success() && String::from_utf8_lossy(&o.stdout).contains("schema version 1 -> 4"),
         "{}",
         out(&o)
     );
@@ -131,6 +140,8 @@ fn db_init_creates_the_schema_and_a_second_init_changes_nothing() {
             "fsmatrix_cells",
             "fsmatrix_bundles",
             "fsmatrix_runs",
+            "fsmatrix_matrix_reports",
+            "fsmatrix_verdicts",
         ] {
             let n = count(&c, &format!("SELECT count(*) FROM {t}")).await;
             assert_eq!(n, 0, "{t}");
@@ -732,30 +743,6 @@ fn publish_imports_a_bundle_once_and_refuses_one_that_does_not_verify() {
             .unwrap()
             .get(0);
         assert_eq!(tps, 410.0);
-        // The three queries of docs/results-database.md run on it: the winners
-        // (ext4 over zfs-lz4 at 1 client), ext4 by PostgreSQL version, and the
-        // host's sweeps.
-        let readme = std::fs::read_to_string(repo().join("docs/results-database.md")).unwrap();
-        let queries: Vec<&str> = readme
-            .split("```sql\n")
-            .skip(1)
-            .map(|b| b.split("```").next().unwrap())
-            .collect();
-        assert_eq!(
-            queries.len(),
-            3,
-            "the SQL blocks of docs/results-database.md"
-        );
-        let winners = c.query(queries[0], &[]).await.expect("docs query 1");
-        let w: Vec<(String, String)> = winners
-            .iter()
-            .map(|r| (r.get::<_, String>("host"), r.get::<_, String>("filesystem")))
-            .collect();
-        assert_eq!(w, [("lab1".to_string(), "ext4".to_string())]);
-        let by_version = c.query(queries[1], &[]).await.expect("docs query 2");
-        assert_eq!(by_version.len(), 1);
-        assert_eq!(by_version[0].get::<_, i64>("runs"), 2);
-        c.query(queries[2], &[]).await.expect("docs query 3");
     });
     // The report from the database is the bundle's report (the source named
     // by folder and sha256 prefix instead of folder).
@@ -1261,4 +1248,468 @@ fn publish_refuses_a_host_name_that_would_leave_the_bundle() {
         assert_eq!(count(&c, "SELECT count(*) FROM fsmatrix_runs").await, 0);
         assert_eq!(count(&c, "SELECT count(*) FROM fsmatrix_bundles").await, 0);
     });
+}
+
+/// Matrix `demo` on two hosts, as bundle `k` (1 or 2) of two: ext4 (the
+/// baseline, first in matrix order), xfs and btrfs, three counted runs each.
+/// On lab1 xfs ties with ext4 and btrfs is significantly slower (with a
+/// warm-up run of ext4 that counts nowhere); on lab2 xfs beats both.
+fn demo_cells(k: usize) -> Vec<fsmatrix::model::CellResult> {
+    use bundle_common::{cell, done};
+    let tps: &[(&str, &str, [[f64; 3]; 2])] = &[
+        (
+            "lab1",
+            "ext4",
+            [[1000.0, 1012.0, 991.0], [1004.0, 996.0, 1008.0]],
+        ),
+        (
+            "lab1",
+            "xfs",
+            [[1003.0, 990.0, 1010.0], [998.0, 1006.0, 995.0]],
+        ),
+        (
+            "lab1",
+            "btrfs",
+            [[612.0, 598.0, 605.0], [601.0, 609.0, 615.0]],
+        ),
+        (
+            "lab2",
+            "ext4",
+            [[500.0, 510.0, 505.0], [495.0, 508.0, 502.0]],
+        ),
+        (
+            "lab2",
+            "xfs",
+            [[700.0, 710.0, 705.0], [702.0, 698.0, 707.0]],
+        ),
+        (
+            "lab2",
+            "btrfs",
+            [[300.0, 310.0, 305.0], [303.0, 298.0, 307.0]],
+        ),
+    ];
+    let mut cells = Vec::new();
+    let mut minute = 0;
+    let mut at = |c: &mut fsmatrix::model::CellResult, host: &str| {
+        minute += 1;
+        c.params.host = host.to_string();
+        c.started = Some(format!("2026-12-0{k}T10:{minute:02}:00Z"));
+        c.ended = Some(format!("2026-12-0{k}T10:{minute:02}:30Z"));
+    };
+    if k == 1 {
+        let mut w = cell("b1-lab1-ext4-w", "ext4", 4, 0, done(200.0));
+        w.params.warmup = true;
+        at(&mut w, "lab1");
+        cells.push(w);
+    }
+    for (host, fs, runs) in tps {
+        for (r, v) in runs[k - 1].iter().enumerate() {
+            let mut c = cell(
+                &format!("b{k}-{host}-{fs}-{r}"),
+                fs,
+                4,
+                r as u32 + 1,
+                done(*v),
+            );
+            at(&mut c, host);
+            cells.push(c);
+        }
+    }
+    cells
+}
+
+fn demo_bundle(dir: &std::path::Path, k: usize, extra: &[fsmatrix::model::CellResult]) -> String {
+    let mut cells = demo_cells(k);
+    cells.extend_from_slice(extra);
+    bundle_common::make_bundle_of(
+        dir,
+        "demo",
+        &cells,
+        &[
+            (
+                "lab1",
+                "{\"postgres_version\":\"postgres (PostgreSQL) 15.10 (Debian 15.10-0+deb12u1)\"}\n",
+            ),
+            (
+                "lab2",
+                "{\"postgres_version\":\"postgres (PostgreSQL) 9.6.24\"}\n",
+            ),
+        ],
+        fsmatrix::results::SweepStatus::Complete,
+    )
+    .to_str()
+    .unwrap()
+    .to_string()
+}
+
+/// A verdict as the JSON report spells it.
+fn spelled(v: fsmatrix::results::analysis::compare::Verdict) -> String {
+    serde_json::to_value(v)
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// One row of the report's tables or of `fsmatrix_verdicts`: workload,
+/// clients, host, variant, n, mean, ratio, p, verdict, winner.
+type VerdictRow = (
+    String,
+    i64,
+    String,
+    String,
+    i64,
+    f64,
+    Option<f64>,
+    Option<f64>,
+    String,
+    bool,
+);
+
+/// The rows of a `report --format json`, in its order.
+fn report_rows(json: &[u8]) -> Vec<VerdictRow> {
+    let r: serde_json::Value = serde_json::from_slice(json).expect("the JSON report");
+    let mut rows = Vec::new();
+    for t in r["tables"].as_array().unwrap() {
+        assert_eq!(t["metric"], "tps", "the fixture is compared on tps");
+        for h in t["hosts"].as_array().unwrap() {
+            for row in h["rows"].as_array().unwrap() {
+                let fs = row["stats"]["key"]["filesystem"]
+                    .as_str()
+                    .unwrap()
+                    .to_string();
+                let c = &row["comparison"];
+                rows.push((
+                    t["workload"].as_str().unwrap().to_string(),
+                    t["clients"].as_i64().unwrap(),
+                    h["host"].as_str().unwrap().to_string(),
+                    fs.clone(),
+                    row["stats"]["tps"]["n"].as_i64().unwrap(),
+                    row["stats"]["tps"]["mean"].as_f64().unwrap(),
+                    c["ratio"]["ratio"].as_f64(),
+                    c["welch"]["p"].as_f64(),
+                    match c["verdict"].as_str() {
+                        Some(v) => v.to_string(),
+                        // The baseline row has no comparison.
+                        None => spelled(fsmatrix::results::analysis::compare::Verdict::Baseline),
+                    },
+                    h["winner"].as_str() == Some(fs.as_str()),
+                ));
+            }
+        }
+    }
+    rows
+}
+
+async fn db_rows(c: &tokio_postgres::Client, matrix: &str) -> Vec<VerdictRow> {
+    c.query(
+        "SELECT workload, clients, host, filesystem, n, mean, ratio, p, verdict, winner
+         FROM fsmatrix_verdicts WHERE matrix = $1 ORDER BY ord",
+        &[&matrix],
+    )
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| {
+        (
+            r.get(0),
+            r.get::<_, i32>(1) as i64,
+            r.get(2),
+            r.get(3),
+            r.get::<_, i32>(4) as i64,
+            r.get(5),
+            r.get(6),
+            r.get(7),
+            r.get(8),
+            r.get(9),
+        )
+    })
+    .collect()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+/// The same rows, numbers within float tolerance.
+fn assert_same_rows(db: &[VerdictRow], report: &[VerdictRow]) {
+    assert_eq!(db.len(), report.len(), "rows: {db:#?}\nreport: {report:#?}");
+    let opt = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => close(a, b),
+        (a, b) => a == b,
+    };
+    for (d, r) in db.iter().zip(report) {
+        let same = (&d.0, d.1, &d.2, &d.3, d.4, &d.8, d.9)
+            == (&r.0, r.1, &r.2, &r.3, r.4, &r.8, r.9)
+            && close(d.5, r.5)
+            && opt(d.6, r.6)
+            && opt(d.7, r.7);
+        assert!(same, "database {d:?}\nreport   {r:?}");
+    }
+}
+
+#[test]
+fn the_database_s_verdicts_are_the_report_s() {
+    use fsmatrix::results::analysis::compare::Verdict;
+    let pg = Postgres::start();
+    let url = pg.url("postgres");
+    assert_eq!(run(&["db", "init"], &url).status.code(), Some(0));
+    let (t1, t2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (b1, b2) = (
+        demo_bundle(t1.path(), 1, &[]),
+        demo_bundle(t2.path(), 2, &[]),
+    );
+    for b in [&b1, &b2] {
+        let o = run(&["publish", b], &url);
+        assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    }
+    // The report on the bundles themselves, and on the database.
+    let from_bundles = run(&["report", &b1, &b2, "--format", "json"], &url);
+    assert_eq!(
+        from_bundles.status.code(),
+        Some(0),
+        "{}",
+        out(&from_bundles)
+    );
+    let want = report_rows(&from_bundles.stdout);
+    let from_db = run(
+        &[
+            "report", "--db", &url, "--matrix", "demo", "--format", "json",
+        ],
+        &url,
+    );
+    assert_eq!(from_db.status.code(), Some(0), "{}", out(&from_db));
+    assert_same_rows(&report_rows(&from_db.stdout), &want);
+    // The fixture is what it says: a tie, a significant loser, a winner.
+    let verdict = |host: &str, fs: &str| {
+        want.iter()
+            .find(|r| r.2 == host && r.3 == fs)
+            .map(|r| r.8.clone())
+            .unwrap()
+    };
+    assert_eq!(verdict("lab1", "ext4"), spelled(Verdict::Baseline));
+    assert_eq!(verdict("lab1", "xfs"), spelled(Verdict::NotSignificant));
+    assert_eq!(verdict("lab1", "btrfs"), spelled(Verdict::Slower));
+    assert_eq!(verdict("lab2", "xfs"), spelled(Verdict::Faster));
+    assert_eq!(verdict("lab2", "btrfs"), spelled(Verdict::Slower));
+    assert_eq!(
+        want.iter().filter(|r| r.9).count(),
+        1,
+        "one winner: {want:?}"
+    );
+    assert!(
+        want.iter().all(|r| r.4 == 6),
+        "warm-ups count nowhere: {want:?}"
+    );
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let before = rt.block_on(async {
+        let c = client(&url).await;
+        let got = db_rows(&c, "demo").await;
+        assert_same_rows(&got, &want);
+        // The PostgreSQL version, as text and as a number that sorts.
+        let v: Vec<(String, String, Option<i32>)> = c
+            .query(
+                "SELECT DISTINCT host, postgres_version, postgres_version_num FROM fsmatrix_runs
+                 ORDER BY host",
+                &[],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect();
+        assert_eq!(
+            v,
+            [
+                (
+                    "lab1".to_string(),
+                    "postgres (PostgreSQL) 15.10 (Debian 15.10-0+deb12u1)".to_string(),
+                    Some(150010)
+                ),
+                (
+                    "lab2".to_string(),
+                    "postgres (PostgreSQL) 9.6.24".to_string(),
+                    Some(90624)
+                ),
+            ]
+        );
+        // Every SQL block of docs/results-database.md runs, and says what
+        // the report says.
+        let doc = std::fs::read_to_string(repo().join("docs/results-database.md")).unwrap();
+        let queries: Vec<&str> = doc
+            .split("```sql\n")
+            .skip(1)
+            .map(|b| b.split("```").next().unwrap())
+            .collect();
+        assert_eq!(
+            queries.len(),
+            4,
+            "the SQL blocks of docs/results-database.md"
+        );
+        // host, baseline, winner, better, worse
+        type Wins = (
+            String,
+            String,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+        );
+        let wins: Vec<Wins> = c
+            .query(queries[0], &[])
+            .await
+            .expect("docs query 1")
+            .iter()
+            .map(|r| {
+                (
+                    r.get("host"),
+                    r.get("baseline"),
+                    r.get("winner"),
+                    r.get("better"),
+                    r.get("worse"),
+                )
+            })
+            .collect();
+        assert_eq!(wins.len(), 2, "{wins:?}");
+        let (lab1, lab2) = (&wins[0], &wins[1]);
+        assert_eq!((lab1.0.as_str(), lab1.1.as_str()), ("lab1", "ext4"));
+        assert_eq!((&lab1.2, &lab1.3), (&None, &None), "{lab1:?}");
+        assert!(
+            lab1.4
+                .as_deref()
+                .is_some_and(|w| w.starts_with("btrfs 0.6") && !w.contains("xfs")),
+            "{lab1:?}"
+        );
+        assert_eq!(lab2.2.as_deref(), Some("xfs"), "{lab2:?}");
+        assert!(
+            lab2.3.as_deref().is_some_and(|b| b.starts_with("xfs 1.4")),
+            "{lab2:?}"
+        );
+        assert!(
+            lab2.4
+                .as_deref()
+                .is_some_and(|w| w.starts_with("btrfs 0.6")),
+            "{lab2:?}"
+        );
+        let table = c.query(queries[1], &[]).await.expect("docs query 2");
+        let named: Vec<(String, String, String)> = table
+            .iter()
+            .map(|r| (r.get("host"), r.get("filesystem"), r.get("verdict")))
+            .collect();
+        let expected: Vec<(String, String, String)> = want
+            .iter()
+            .map(|r| (r.2.clone(), r.3.clone(), r.8.clone()))
+            .collect();
+        assert_eq!(named, expected);
+        let by_version: Vec<(Option<i32>, i64)> = c
+            .query(queries[2], &[])
+            .await
+            .expect("docs query 3")
+            .iter()
+            .map(|r| (r.get("postgres_version_num"), r.get("runs")))
+            .collect();
+        assert_eq!(by_version, [(Some(90624), 6), (Some(150010), 6)]);
+        c.query(queries[3], &[]).await.expect("docs query 4");
+        got
+    });
+
+    // `db ls`: the published matrix.
+    let o = run(&["db", "ls", "--json"], &url);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let ls: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(ls["matrix"], "demo");
+    assert_eq!(ls["bundles"], 2);
+    assert_eq!(ls["hosts"], 2);
+    assert_eq!(ls["cells"], 37, "18 runs a bundle and a warm-up");
+    assert_eq!(ls["comparisons"], 6);
+    assert!(ls["error"].is_null());
+    assert!(ls["first_published"].as_str().unwrap() <= ls["last_published"].as_str().unwrap());
+    let o = run(&["db", "ls"], &url);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.lines().next().unwrap().starts_with("MATRIX")
+            && text
+                .lines()
+                .nth(1)
+                .unwrap()
+                .split_whitespace()
+                .take(5)
+                .collect::<Vec<_>>()
+                == ["demo", "2", "2", "37", "6"],
+        "{}",
+        out(&o)
+    );
+
+    // A database an older fsmatrix published to is migrated: versions
+    // parsed, comparisons computed.
+    rt.block_on(async {
+        client(&url)
+            .await
+            .batch_execute(DROP_VERSION_4)
+            .await
+            .unwrap();
+    });
+    let o = run(&["db", "init"], &url);
+    assert!(
+        o.status.success() && String::from_utf8_lossy(&o.stdout).contains("schema version 3 -> 4"),
+        "{}",
+        out(&o)
+    );
+    rt.block_on(async {
+        let c = client(&url).await;
+        assert_same_rows(&db_rows(&c, "demo").await, &before);
+        assert_eq!(
+            count(
+                &c,
+                "SELECT count(*) FROM fsmatrix_runs WHERE postgres_version_num = 150010"
+            )
+            .await,
+            19
+        );
+    });
+    let o = run(&["db", "refresh"], &url);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("demo: 6 comparisons over 2 bundles"),
+        "{}",
+        out(&o)
+    );
+    let o = run(&["db", "refresh", "--matrix", "nosuch"], &url);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+
+    // A bundle the report will not pool with the others (it holds bundle
+    // 1's runs again): the matrix has no rows, and `db ls` says why.
+    let t3 = tempfile::tempdir().unwrap();
+    let mut extra =
+        bundle_common::cell("b3-lab1-ext4-9", "ext4", 4, 9, bundle_common::done(1001.0));
+    extra.started = Some("2026-12-03T10:00:00Z".into());
+    let b3 = demo_bundle(t3.path(), 1, &[extra]);
+    // Published by an agent's role, listed by a submitter's.
+    let o = run(&["db", "init", "--roles"], &url);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    rt.block_on(async {
+        client(&url)
+            .await
+            .batch_execute(
+                "CREATE ROLE runner LOGIN; CREATE ROLE alice LOGIN;
+                 GRANT fsmatrix_agent TO runner; GRANT fsmatrix_submitter TO alice;",
+            )
+            .await
+            .unwrap();
+    });
+    let o = run(&["publish", &b3], &pg.url("runner"));
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let o = run(&["db", "ls"], &pg.url("alice"));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("no comparisons: failed to pool") && text.contains("same run"),
+        "{}",
+        out(&o)
+    );
+    rt.block_on(async {
+        let c = client(&url).await;
+        assert!(db_rows(&c, "demo").await.is_empty());
+    });
+    let o = run(&["db", "refresh", "--matrix", "demo"], &url);
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
 }

@@ -266,6 +266,17 @@ fn three_sweeps_two_agents_three_hosts_every_cell_once() {
             .collect()
     });
     assert_eq!(bundles.len(), 3);
+    // What the report says of each matrix was stored as the agents
+    // published (tests/db.rs holds it to `report` row by row).
+    let (matrices, with_verdicts, refused): (i64, i64, i64) = query(&url, |c| {
+        (
+            c.rows("SELECT count(DISTINCT matrix_name) FROM fsmatrix_bundles")[0].get(0),
+            c.rows("SELECT count(DISTINCT matrix) FROM fsmatrix_verdicts")[0].get(0),
+            c.rows("SELECT count(*) FROM fsmatrix_matrix_reports WHERE error IS NOT NULL")[0]
+                .get(0),
+        )
+    });
+    assert_eq!((with_verdicts, refused), (matrices, 0));
     for (sha, path) in bundles {
         let v = fsmatrix().args(["verify", &path]).output().unwrap();
         assert_eq!(

@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::text::csv_text;
 
+mod pg_version;
+pub use pg_version::{postgres_release, postgres_version_num};
+
 /// Version of this record layout; bump only on an incompatible change.
 pub const RESULT_SCHEMA: u32 = 1;
 

@@ -135,17 +135,43 @@ pub fn sample_cells() -> Vec<CellResult> {
     ]
 }
 
-/// A closed, complete bundle under `out`.
+/// A closed bundle under `out`.
 pub fn make_bundle(out: &Path, status: SweepStatus) -> PathBuf {
-    let mut b = Bundle::create(out, "quick").unwrap();
-    b.write("matrix.toml", b"name = \"quick\"\nrepeats = 2\n")
-        .unwrap();
-    b.write("inventory.toml", b"[[host]]\nname = \"lab1\"\n")
-        .unwrap();
-    b.write("hosts/lab1/facts.json", b"{\"kernel\":\"6.1\"}\n")
-        .unwrap();
-    for c in sample_cells() {
-        write_cell(&mut b, &c);
+    make_bundle_of(
+        out,
+        "quick",
+        &sample_cells(),
+        &[("lab1", "{\"kernel\":\"6.1\"}\n")],
+        status,
+    )
+}
+
+/// A closed bundle of matrix `matrix` under `out` holding `cells`, and each
+/// host's `facts.json` (host name, its text).
+pub fn make_bundle_of(
+    out: &Path,
+    matrix: &str,
+    cells: &[CellResult],
+    facts: &[(&str, &str)],
+    status: SweepStatus,
+) -> PathBuf {
+    let mut b = Bundle::create(out, matrix).unwrap();
+    b.write(
+        "matrix.toml",
+        format!("name = \"{matrix}\"\nrepeats = 2\n").as_bytes(),
+    )
+    .unwrap();
+    let inventory: String = facts
+        .iter()
+        .map(|(h, _)| format!("[[host]]\nname = \"{h}\"\n"))
+        .collect();
+    b.write("inventory.toml", inventory.as_bytes()).unwrap();
+    for (h, text) in facts {
+        b.write(&format!("hosts/{h}/facts.json"), text.as_bytes())
+            .unwrap();
+    }
+    for c in cells {
+        write_cell(&mut b, c);
     }
     b.close(status).unwrap()
 }

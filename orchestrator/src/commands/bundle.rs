@@ -129,16 +129,9 @@ pub fn report(args: &ReportArgs) -> CmdResult {
     let mut guests = Vec::new();
     if args.db.is_some() {
         for s in super::db::report_sources(args)? {
-            // Published bundles were verified before they were imported.
-            checks.push(read::ChecksumCheck {
-                bundle: s.name.clone(),
-                verified: true,
-                problems: Vec::new(),
-            });
-            let mut cells = s.cells;
-            report::label_standins(&mut cells, &s.standins);
+            checks.push(s.checksum_check());
+            loaded.push((s.name.clone(), s.labelled_cells()));
             standins.extend(s.standins);
-            loaded.push((s.name, cells));
         }
     }
     for b in &args.bundles {

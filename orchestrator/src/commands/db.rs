@@ -1,10 +1,10 @@
-//! The results database's commands: `db init`, `submit`, `queue`,
-//! `cancel`, `publish`.  A database that cannot be reached is exit 2 with
+//! The results database's commands: `db init`, `db ls`, `db refresh`,
+//! `submit`, `queue`, `cancel`, `publish`.  A database that cannot be reached is exit 2 with
 //! where it was looked for (never its password); nothing is queued or
 //! leased then.
 use super::{
-    AgentArgs, CancelArgs, CliError, CmdResult, DbArgs, DbInitArgs, Exit, PublishArgs, QueueArgs,
-    ReportArgs, SubmitArgs,
+    AgentArgs, CancelArgs, CliError, CmdResult, DbArgs, DbInitArgs, DbLsArgs, DbRefreshArgs, Exit,
+    PublishArgs, QueueArgs, ReportArgs, SubmitArgs,
 };
 use crate::db::{self, queue, DbError};
 
@@ -46,6 +46,95 @@ pub fn init(args: &DbInitArgs) -> CmdResult {
             );
         }
         Ok(Exit::Success)
+    })
+}
+
+/// `db ls`: the published matrices, the most recently published first.
+pub fn ls(args: &DbLsArgs) -> CmdResult {
+    super::runtime()?.block_on(async {
+        let c = ready(&args.db).await?;
+        let rows = db::verdicts::list(&c).await.map_err(db_error)?;
+        if args.json {
+            for r in &rows {
+                println!(
+                    "{}",
+                    serde_json::to_string(r).expect("a matrix row serializes")
+                );
+            }
+            return Ok(Exit::Success);
+        }
+        println!(
+            "{:<24} {:>7} {:>5} {:>6} {:>11}  {:<20}  {:<20}",
+            "MATRIX",
+            "BUNDLES",
+            "HOSTS",
+            "CELLS",
+            "COMPARISONS",
+            "FIRST PUBLISHED",
+            "LAST PUBLISHED"
+        );
+        for r in &rows {
+            // Names come from other people's bundles: made safe for a terminal.
+            let safe = crate::text::terminal_safe;
+            println!(
+                "{:<24} {:>7} {:>5} {:>6} {:>11}  {:<20}  {:<20}",
+                safe(&r.matrix),
+                r.bundles,
+                r.hosts,
+                r.cells,
+                r.comparisons,
+                r.first_published,
+                r.last_published
+            );
+            if let Some(e) = &r.error {
+                println!("    no comparisons: {}", safe(e));
+            }
+        }
+        Ok(Exit::Success)
+    })
+}
+
+/// `db refresh`: the stored comparisons computed again; 1 when the report
+/// refused a matrix (its error is printed and stored).
+pub fn refresh(args: &DbRefreshArgs) -> CmdResult {
+    super::runtime()?.block_on(async {
+        let mut c = ready(&args.db).await?;
+        let tx = c
+            .transaction()
+            .await
+            .map_err(|e| db_error(DbError::query("begin the refresh")(e)))?;
+        let done = match &args.matrix {
+            Some(m) => vec![db::verdicts::refresh(&tx, m).await.map_err(db_error)?],
+            None => db::verdicts::refresh_all(&tx).await.map_err(db_error)?,
+        };
+        tx.commit()
+            .await
+            .map_err(|e| db_error(DbError::query("commit the refresh")(e)))?;
+        if let (Some(m), [only]) = (&args.matrix, done.as_slice()) {
+            if only.bundles == 0 {
+                return Err(CliError::nothing_ran(format!(
+                    "no bundle of matrix {:?} is published in this database (fsmatrix publish BUNDLE)",
+                    crate::text::terminal_safe(m)
+                )));
+            }
+        }
+        let mut refused = false;
+        for r in &done {
+            let safe = crate::text::terminal_safe;
+            match &r.error {
+                None => println!(
+                    "{}: {} comparisons over {} bundles",
+                    safe(&r.matrix),
+                    r.rows,
+                    r.bundles
+                ),
+                Some(e) => {
+                    refused = true;
+                    println!("{}: no comparisons: {}", safe(&r.matrix), safe(e));
+                }
+            }
+        }
+        Ok(if refused { Exit::Problems } else { Exit::Success })
     })
 }
 

@@ -174,6 +174,31 @@ pub struct AgentArgs {
 pub enum DbCommand {
     /// Create the schema, or migrate it to this fsmatrix's version.
     Init(DbInitArgs),
+    /// The published matrices: bundles, hosts, cells, when published, and
+    /// the comparisons the view fsmatrix_verdicts holds of each.
+    Ls(DbLsArgs),
+    /// Compute the stored comparisons (fsmatrix_verdicts) again, as
+    /// `report --db --matrix` computes them: after upgrading fsmatrix, or
+    /// for a matrix whose report refused.
+    Refresh(DbRefreshArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DbLsArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// One JSON object per matrix and line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DbRefreshArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Only this matrix (default: every published one).
+    #[arg(long)]
+    pub matrix: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -665,6 +690,12 @@ fn dispatch(command: Command) -> CmdResult {
         Command::Db {
             action: DbCommand::Init(args),
         } => db::init(&args),
+        Command::Db {
+            action: DbCommand::Ls(args),
+        } => db::ls(&args),
+        Command::Db {
+            action: DbCommand::Refresh(args),
+        } => db::refresh(&args),
         Command::Submit(args) => db::submit(&args),
         Command::Queue(args) => db::list(&args),
         Command::Cancel(args) => db::cancel(&args),

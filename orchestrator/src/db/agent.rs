@@ -377,8 +377,11 @@ async fn one_sweep(
             .ok()
             .and_then(|i| serde_json::to_value(i).ok())
             .unwrap_or(serde_json::Value::Null);
-        client
-            .execute(
+        let tx = client
+            .transaction()
+            .await
+            .map_err(DbError::query("begin recording the bundle's checksum"))?;
+        tx.execute(
                 "UPDATE fsmatrix_bundles SET sha256 = $2, path = $3,
                         bag_info = CASE WHEN $4::jsonb = 'null'::jsonb THEN bag_info ELSE $4::jsonb END
                  WHERE sha256 = $1",
@@ -386,6 +389,12 @@ async fn one_sweep(
             )
             .await
             .map_err(DbError::query("record the bundle's checksum"))?;
+        // The report names a bundle by its checksum and orders bundles by it
+        // on a tie: what it says of the matrix is computed again.
+        super::verdicts::refresh(&tx, m.name.as_str()).await?;
+        tx.commit()
+            .await
+            .map_err(DbError::query("commit the bundle's checksum"))?;
     }
     let interrupted = summary.interrupted || stopped.is_some();
     if !interrupted {
@@ -605,6 +614,7 @@ async fn publish_one(
     )
     .await
     .map_err(DbError::query("record the cell's state"))?;
+    super::verdicts::refresh(&tx, matrix).await?;
     tx.commit().await.map_err(DbError::query("commit a cell"))?;
     Ok(true)
 }

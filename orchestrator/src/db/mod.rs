@@ -11,6 +11,7 @@ pub mod queue;
 pub mod registry;
 pub mod report;
 pub mod schema;
+pub mod verdicts;
 
 pub use conn::{connect, resolve, DbTarget, ProcessEnv};
 

@@ -1,7 +1,9 @@
 //! `fsmatrix publish BUNDLE`: a bundle made by `run` into the database,
 //! verified first (a bundle that does not verify is refused before anything
 //! is written), idempotent (a bundle is its tag manifest's sha256, a run is
-//! that and its cell id: publishing twice adds nothing).
+//! that and its cell id: publishing twice adds nothing).  The matrix's
+//! comparisons are computed again in the same transaction
+//! ([`super::verdicts`]).
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -104,6 +106,8 @@ pub async fn publish(client: &mut Client, dir: &Path) -> Result<Published, DbErr
     for r in &results {
         added += insert_run(&tx, &sha, r, facts.get(&r.params.host)).await?;
     }
+    // What the report says of the matrix now, committed with its runs.
+    super::verdicts::refresh(&tx, &matrix).await?;
     tx.commit()
         .await
         .map_err(DbError::query("commit the publish"))?;
@@ -129,12 +133,14 @@ pub(crate) async fn insert_run(
     };
     let result = serde_json::to_value(r)
         .map_err(|e| DbError::Refused(format!("cell {}: {e}", r.cell_id)))?;
+    let (pg_text, pg_num) = super::verdicts::postgres_version(facts);
     tx.execute(
         "INSERT INTO fsmatrix_runs (bundle_sha256, cell_id, host, filesystem, fs_type, workload,
                                     clients, repeat, warmup, state, tps, latency_ms,
-                                    started_at, ended_at, result, facts)
+                                    started_at, ended_at, result, facts,
+                                    postgres_version, postgres_version_num)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
-                 $13::text::timestamptz, $14::text::timestamptz, $15, $16)
+                 $13::text::timestamptz, $14::text::timestamptz, $15, $16, $17, $18)
          ON CONFLICT (bundle_sha256, cell_id) DO NOTHING",
         &[
             &sha,
@@ -153,6 +159,8 @@ pub(crate) async fn insert_run(
             &r.ended,
             &result,
             &facts,
+            &pg_text,
+            &pg_num,
         ],
     )
     .await

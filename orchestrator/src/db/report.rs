@@ -3,10 +3,12 @@
 //! bundle holds, so that the report is the one a bundle gives.
 use std::collections::BTreeMap;
 
-use tokio_postgres::Client;
+use tokio_postgres::GenericClient;
 
 use super::DbError;
 use crate::results::bundle::parse_cell_result;
+use crate::results::bundle::read::ChecksumCheck;
+use crate::results::report::{self, Report, ReportError, ReportOptions, Source};
 use crate::results::CellResult;
 
 /// Which published results to report on.
@@ -28,7 +30,47 @@ pub struct DbSource {
     pub standins: BTreeMap<String, String>,
 }
 
-pub async fn load(client: &Client, sel: &Selection) -> Result<Vec<DbSource>, DbError> {
+impl DbSource {
+    /// The cells as the report takes them: a stand-in host's rows carry
+    /// its label ([`report::label_standins`]).
+    pub fn labelled_cells(&self) -> Vec<CellResult> {
+        let mut cells = self.cells.clone();
+        report::label_standins(&mut cells, &self.standins);
+        cells
+    }
+
+    /// A published bundle was verified before it was imported.
+    pub fn checksum_check(&self) -> ChecksumCheck {
+        ChecksumCheck {
+            bundle: self.name.clone(),
+            verified: true,
+            problems: Vec::new(),
+        }
+    }
+}
+
+/// The report `report --db` gives of `sources` alone: the one place the
+/// database's stored comparisons ([`super::verdicts`]) come from.
+pub fn build(sources: &[DbSource], opts: &ReportOptions) -> Result<Report, ReportError> {
+    let cells: Vec<Vec<CellResult>> = sources.iter().map(DbSource::labelled_cells).collect();
+    let named: Vec<Source> = sources
+        .iter()
+        .zip(&cells)
+        .map(|(s, cells)| Source {
+            name: &s.name,
+            cells,
+        })
+        .collect();
+    let mut r = report::build_report(&named, opts)?;
+    let standins: BTreeMap<String, String> =
+        sources.iter().flat_map(|s| s.standins.clone()).collect();
+    report::mark_standins(&mut r, &standins);
+    let checks: Vec<ChecksumCheck> = sources.iter().map(DbSource::checksum_check).collect();
+    report::mark_checksums(&mut r, &checks);
+    Ok(r)
+}
+
+pub async fn load(client: &impl GenericClient, sel: &Selection) -> Result<Vec<DbSource>, DbError> {
     let bundles = match sel {
         Selection::Matrix(name) => client
             .query(

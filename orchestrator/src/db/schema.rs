@@ -129,6 +129,58 @@ $$;
 CREATE TRIGGER fsmatrix_sweeps_submitter BEFORE INSERT OR UPDATE ON fsmatrix_sweeps
     FOR EACH ROW EXECUTE FUNCTION fsmatrix_sweeps_submitter();
 "#,
+    // 4: the database says what the report says.  Each published matrix's
+    // comparisons as `report --db --matrix` computes them (fsmatrix's own
+    // statistics, stored by `super::verdicts::refresh` in the transaction
+    // that publishes; never computed in SQL), and the PostgreSQL version as
+    // a number beside its text.  [`init`] fills both in for the rows of an
+    // older database (`super::verdicts::backfill`).
+    r#"
+ALTER TABLE fsmatrix_runs ADD COLUMN postgres_version text,
+                          ADD COLUMN postgres_version_num integer;
+
+-- One row per published matrix: when its comparisons were computed, by
+-- which fsmatrix, over how many bundles, or why the report refused them.
+CREATE TABLE fsmatrix_matrix_reports (
+    matrix_name  text PRIMARY KEY,
+    computed_at  timestamptz NOT NULL DEFAULT now(),
+    by_version   text        NOT NULL,
+    bundles      integer     NOT NULL,
+    error        text
+);
+
+-- One row per row of the report's tables: a variant on a host, for a
+-- workload and client count, against that host's baseline.
+CREATE TABLE fsmatrix_comparisons (
+    matrix_name   text    NOT NULL REFERENCES fsmatrix_matrix_reports ON DELETE CASCADE,
+    ord           integer NOT NULL,        -- the report's row order
+    workload      text    NOT NULL,
+    clients       integer NOT NULL,
+    host          text    NOT NULL,        -- as the report labels it
+    filesystem    text    NOT NULL,
+    metric        text    NOT NULL,        -- what is compared: tps, latency, load_time
+    n             integer NOT NULL,        -- counted runs
+    mean          double precision,
+    ci_low        double precision,        -- 95% CI of the mean
+    ci_high       double precision,
+    baseline      text,                    -- the variant compared with
+    ratio         double precision,        -- mean / the baseline's mean
+    ratio_ci_low  double precision,
+    ratio_ci_high double precision,
+    p             double precision,        -- Welch, two-sided
+    verdict       text    NOT NULL,        -- as `report --format json` spells it
+    winner        boolean NOT NULL,        -- the report names it this host's winner
+    PRIMARY KEY (matrix_name, ord),
+    UNIQUE (matrix_name, workload, clients, host, filesystem)
+);
+
+CREATE VIEW fsmatrix_verdicts AS
+SELECT c.matrix_name AS matrix, c.workload, c.clients, c.host, c.filesystem, c.metric,
+       c.n, c.mean, c.ci_low, c.ci_high, c.baseline, c.ratio, c.ratio_ci_low,
+       c.ratio_ci_high, c.p, c.verdict, c.winner, c.ord,
+       m.computed_at, m.by_version
+FROM fsmatrix_comparisons c JOIN fsmatrix_matrix_reports m USING (matrix_name);
+"#,
 ];
 
 /// The roles `db init --roles` creates (without LOGIN: grant them to the
@@ -149,10 +201,12 @@ BEGIN
 END
 $$;
 REVOKE ALL ON fsmatrix_schema, fsmatrix_sweeps, fsmatrix_hosts, fsmatrix_host_leases,
-              fsmatrix_cells, fsmatrix_bundles, fsmatrix_runs
+              fsmatrix_cells, fsmatrix_bundles, fsmatrix_runs, fsmatrix_matrix_reports,
+              fsmatrix_comparisons, fsmatrix_verdicts
     FROM PUBLIC, fsmatrix_submitter, fsmatrix_agent;
 GRANT SELECT ON fsmatrix_schema, fsmatrix_sweeps, fsmatrix_hosts, fsmatrix_host_leases,
-                fsmatrix_cells, fsmatrix_bundles, fsmatrix_runs
+                fsmatrix_cells, fsmatrix_bundles, fsmatrix_runs, fsmatrix_matrix_reports,
+                fsmatrix_comparisons, fsmatrix_verdicts
     TO fsmatrix_submitter, fsmatrix_agent;
 
 GRANT INSERT (matrix_name, inventory, matrix, inventory_path, matrix_path, plan, priority,
@@ -166,7 +220,8 @@ GRANT INSERT (address, port, os), UPDATE (os) ON fsmatrix_hosts TO fsmatrix_subm
 GRANT UPDATE (state, started_at, ended_at, note) ON fsmatrix_sweeps TO fsmatrix_agent;
 GRANT UPDATE (state, holder, started_at, ended_at) ON fsmatrix_cells TO fsmatrix_agent;
 GRANT UPDATE ON fsmatrix_hosts TO fsmatrix_agent;
-GRANT INSERT, UPDATE, DELETE ON fsmatrix_host_leases, fsmatrix_bundles, fsmatrix_runs
+GRANT INSERT, UPDATE, DELETE ON fsmatrix_host_leases, fsmatrix_bundles, fsmatrix_runs,
+                                fsmatrix_matrix_reports, fsmatrix_comparisons
     TO fsmatrix_agent;
 
 ALTER TABLE fsmatrix_sweeps ENABLE ROW LEVEL SECURITY;
@@ -286,6 +341,11 @@ pub async fn init(client: &mut tokio_postgres::Client) -> Result<(i32, i32), DbE
         )
         .await
         .map_err(DbError::query("record the schema version"))?;
+    }
+    if before < 4 {
+        // Rows published before version 4: the same Rust that fills them
+        // in at publish time, in the migration's transaction.
+        super::verdicts::backfill(&tx).await?;
     }
     tx.commit()
         .await

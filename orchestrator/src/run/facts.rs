@@ -152,12 +152,11 @@ impl HostFacts {
         self.tools.iter().any(|t| t == tool)
     }
 
-    /// `15.4` out of `postgres (PostgreSQL) 15.4`.
+    /// `15.4` out of `postgres (PostgreSQL) 15.4` ([`crate::model::postgres_release`]).
     pub fn postgres_release(&self) -> Option<&str> {
         self.postgres_version
             .as_deref()
-            .and_then(|v| v.rsplit(' ').next())
-            .map(|v| v.trim_end_matches(')'))
+            .and_then(crate::model::postgres_release)
     }
 }
 
