@@ -1488,7 +1488,7 @@ fn the_database_s_verdicts_are_the_report_s() {
             .unwrap()
     };
     assert_eq!(verdict("lab1", "ext4"), spelled(Verdict::Baseline));
-    assert_eq!(verdict("lab1", "xfs"), spelled(Verdict::NotSignificant));
+    assert_eq!(verdict("lab1", "xfs"), spelled(Verdict::Tied));
     assert_eq!(verdict("lab1", "btrfs"), spelled(Verdict::Slower));
     assert_eq!(verdict("lab2", "xfs"), spelled(Verdict::Faster));
     assert_eq!(verdict("lab2", "btrfs"), spelled(Verdict::Slower));
