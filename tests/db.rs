@@ -766,7 +766,14 @@ fn publish_imports_a_bundle_once_and_refuses_one_that_does_not_verify() {
         v["bundles"] = serde_json::Value::Null;
         v["checksums"] = serde_json::Value::Null;
         v["notes"][0] = serde_json::Value::Null;
+        // What was compared names the bundles as each source names them.
+        for part in ["systems", "variants"] {
+            for row in v[part].as_array_mut().into_iter().flatten() {
+                row["bundles"] = serde_json::Value::Null;
+            }
+        }
     }
+    assert!(a["systems"][0]["kernel"] == "6.1", "{a}");
     assert_eq!(a, d);
     let none = fsmatrix()
         .args(["report", "--db", &url, "--matrix", "nosuch"])

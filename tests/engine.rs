@@ -450,9 +450,26 @@ duration = "10s"
     assert_eq!(md.parent(), bundle.parent(), "{}", md.display());
     let full = std::fs::read_to_string(&md).expect("the Markdown report");
     assert!(full.contains("| lab1 | zfs |"), "the full report: {full}");
-    assert!(std::fs::read_to_string(&html)
-        .expect("the HTML report")
-        .contains("<svg"));
+    let html = std::fs::read_to_string(&html).expect("the HTML report");
+    assert!(html.contains("<svg"));
+    // What was compared (issue 27): the system table names each host's
+    // ZFS for what it is on the lab, zfs-fuse, and the variant table the
+    // matrix's properties and settings.
+    let system = &html[html
+        .find("<h2>System under test</h2>")
+        .expect("the system table")..];
+    let system = &system[..system.find("</table>").expect("its end")];
+    for h in &lab.inv.hosts {
+        assert!(system.contains(&format!("<td>{}</td>", h.name)), "{system}");
+    }
+    assert!(system.contains("zfs: zfs-fuse"), "{system}");
+    assert!(system.contains("PostgreSQL"), "{system}");
+    let variants = &html[html
+        .find("<h2>Filesystem variants</h2>")
+        .expect("the variant table")..];
+    assert!(variants.contains("compress=zstd"), "{variants}");
+    assert!(variants.contains("atime=off, compression=on"), "{variants}");
+    assert!(variants.contains("full_page_writes=off"), "{variants}");
 }
 
 #[test]

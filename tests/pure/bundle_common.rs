@@ -175,3 +175,88 @@ pub fn make_bundle_of(
     }
     b.close(status).unwrap()
 }
+
+/// The facts a lab host records (`linux.sh facts`), with ZFS from zfs-fuse.
+pub const LAB_FACTS: &str = r#"{
+  "arch": "x86_64",
+  "cpu_count": "2",
+  "cpu_model": "AMD EPYC 7B13",
+  "device.0.model": "QEMU HARDDISK",
+  "device.0.path": "/dev/loop0",
+  "device.0.present": "yes",
+  "device.0.rotational": "1",
+  "device.0.size_bytes": "4294967296",
+  "distro": "Debian GNU/Linux 12 (bookworm)",
+  "kernel": "6.1.0-28-amd64",
+  "mem_bytes": "8589934592",
+  "os": "linux",
+  "postgres_version": "postgres (PostgreSQL) 15.10 (Debian 15.10-0+deb12u1)",
+  "zfs_impl": "zfs-fuse",
+  "zfs_version": "0.7.0-25+b1"
+}
+"#;
+
+/// A resolved plan (`data/plan.json`, as the run engine writes it) for
+/// [`sample_cells`]: workload tpcb (tpcb-like, scale 1, `duration_s` s per
+/// run) over ext4 (noatime), zfs-lz4 (compression=lz4, recordsize=8k) and
+/// xfs, with shared_buffers = 32MB.
+pub fn sample_plan(duration_s: u64) -> serde_json::Value {
+    let fs = |name: &str, ty: &str, mount: &[&str], props: &[(&str, &str)]| {
+        serde_json::json!({
+            "name": name, "type": ty, "mkfs_options": [], "mount_options": mount,
+            "properties": props.iter().map(|(n, v)| serde_json::json!({"name": n, "value": v})).collect::<Vec<_>>(),
+            "pool_properties": [], "postgres": [], "varied": []
+        })
+    };
+    let cells: Vec<serde_json::Value> = sample_cells()
+        .iter()
+        .map(|c| {
+            let p = &c.params;
+            let fs = match p.filesystem.as_str() {
+                "ext4" => fs("ext4", "ext4", &["noatime"], &[]),
+                "zfs-lz4" => fs(
+                    "zfs-lz4",
+                    "zfs",
+                    &[],
+                    &[("compression", "lz4"), ("recordsize", "8k")],
+                ),
+                other => fs(other, other, &[], &[]),
+            };
+            serde_json::json!({
+                "id": c.cell_id, "host": p.host, "os": "linux", "device": "/dev/loop0",
+                "fs": fs,
+                "pg_settings": [{"name": "shared_buffers", "value": "32MB"}],
+                "workload": {"name": p.workload, "kind": "builtin", "builtin": "tpcb-like", "scale": {"factor": 1}},
+                "clients": p.clients, "jobs": p.jobs, "repeat": p.repeat, "warmup": p.warmup,
+                "length": {"seconds": duration_s}, "progress": true, "drop_caches": false,
+                "included": false
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "matrix": "quick", "cells": cells, "dropped": [], "excluded": 0,
+        "skipped_hosts": [], "hosts": [], "eta": 60, "eta_min": 60
+    })
+}
+
+/// A closed bundle named `name` under `out` of [`sample_cells`] started at
+/// `started` (bundles of one sweep's re-runs differ there), with
+/// [`LAB_FACTS`] and the plan [`sample_plan`] of `duration_s`.
+pub fn make_planned_bundle(out: &Path, name: &str, duration_s: u64, started: &str) -> PathBuf {
+    let mut b = Bundle::create(out, "quick").unwrap();
+    b.write("matrix.toml", b"name = \"quick\"\nrepeats = 2\n")
+        .unwrap();
+    b.write("inventory.toml", b"[[host]]\nname = \"lab1\"\n")
+        .unwrap();
+    b.write("hosts/lab1/facts.json", LAB_FACTS.as_bytes())
+        .unwrap();
+    b.write_json("plan.json", &sample_plan(duration_s)).unwrap();
+    for mut c in sample_cells() {
+        c.started = Some(started.into());
+        write_cell(&mut b, &c);
+    }
+    let root = b.close(SweepStatus::Complete).unwrap();
+    let named = out.join(name);
+    std::fs::rename(&root, &named).unwrap();
+    named
+}

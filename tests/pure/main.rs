@@ -20,6 +20,7 @@ mod plan_examples;
 mod plan_props;
 mod plan_run_same;
 mod report_answer;
+mod report_compared;
 mod report_drift;
 mod report_html;
 mod report_metric;

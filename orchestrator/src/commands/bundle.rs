@@ -3,8 +3,8 @@ use super::{BundleArgs, CliError, CmdResult, Exit, ReportArgs, VerifyArgs};
 use crate::results::analysis::stats::StatsOptions;
 use crate::results::bundle::allowed_signers::{self, AllowedSigners};
 use crate::results::bundle::archive::{self, ArchiveError};
-use crate::results::bundle::read;
 use crate::results::bundle::signature::{self, SignatureCheck};
+use crate::results::bundle::{definitions, read};
 use crate::results::report::{self, ReportOptions, Source};
 
 /// `fsmatrix verify BUNDLE [--allowed-signers FILE]`: 0 the bag verifies
@@ -127,11 +127,20 @@ pub fn report(args: &ReportArgs) -> CmdResult {
     let mut checks = Vec::new();
     let mut standins = std::collections::BTreeMap::new();
     let mut guests = Vec::new();
+    // What each bundle recorded of what it compared: definitions and facts.
+    let mut recorded = Vec::new();
     if args.db.is_some() {
         for s in super::db::report_sources(args)? {
             checks.push(s.checksum_check());
             loaded.push((s.name.clone(), s.labelled_cells()));
             standins.extend(s.standins);
+            // The database keeps each host's facts but no bundle's plan: its
+            // bundles' definitions are not recorded, and the report says so.
+            recorded.push(definitions::Recorded {
+                bundle: s.name.clone(),
+                definitions: None,
+                facts: s.facts,
+            });
         }
     }
     for b in &args.bundles {
@@ -162,6 +171,7 @@ pub fn report(args: &ReportArgs) -> CmdResult {
         let found = read::guest_hosts(b);
         report::label_tcg_guests(&mut cells, &found);
         guests.extend(found);
+        recorded.push(definitions::read_recorded(b, &name).map_err(CliError::failed_to)?);
         loaded.push((name, cells));
     }
     let sources: Vec<Source> = loaded
@@ -177,7 +187,11 @@ pub fn report(args: &ReportArgs) -> CmdResult {
             trim_end_s: args.trim_end_s,
         },
     };
+    let differences =
+        report::check_pooling(&recorded, args.by_bundle).map_err(CliError::failed_to)?;
     let mut r = report::build_report(&sources, &opts).map_err(CliError::failed_to)?;
+    report::mark_compared(&mut r, &recorded);
+    report::mark_differences(&mut r, &recorded, differences);
     report::mark_standins(&mut r, &standins);
     report::mark_platforms(&mut r, &guests);
     report::mark_checksums(&mut r, &checks);

@@ -7,6 +7,7 @@ use tokio_postgres::GenericClient;
 
 use super::DbError;
 use crate::results::bundle::parse_cell_result;
+use crate::results::bundle::read::text_facts;
 use crate::results::bundle::read::ChecksumCheck;
 use crate::results::report::{self, Report, ReportError, ReportOptions, Source};
 use crate::results::CellResult;
@@ -28,6 +29,8 @@ pub struct DbSource {
     pub cells: Vec<CellResult>,
     /// Host → the OS a stand-in host was dressed as (from its facts).
     pub standins: BTreeMap<String, String>,
+    /// Host → its facts as published (key → text), for the system table.
+    pub facts: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl DbSource {
@@ -101,7 +104,7 @@ pub async fn load(client: &impl GenericClient, sel: &Selection) -> Result<Vec<Db
         let folder = path.rsplit('/').next().unwrap_or(&path).to_string();
         let rows = client
             .query(
-                "SELECT result::text, host, facts->>'standin' FROM fsmatrix_runs
+                "SELECT result::text, host, facts->>'standin', facts::text FROM fsmatrix_runs
                  WHERE bundle_sha256 = $1 ORDER BY started_at NULLS LAST, cell_id",
                 &[&sha],
             )
@@ -109,6 +112,7 @@ pub async fn load(client: &impl GenericClient, sel: &Selection) -> Result<Vec<Db
             .map_err(DbError::query("read the published results"))?;
         let mut cells = Vec::with_capacity(rows.len());
         let mut standins = BTreeMap::new();
+        let mut facts = BTreeMap::new();
         for r in &rows {
             let text: String = r.get(0);
             // The same validator as a bundle's results.jsonl: the database is
@@ -122,11 +126,21 @@ pub async fn load(client: &impl GenericClient, sel: &Selection) -> Result<Vec<Db
                     standins.insert(r.get::<_, String>(1), os);
                 }
             }
+            if let std::collections::btree_map::Entry::Vacant(e) = facts.entry(r.get(1)) {
+                let found = r
+                    .get::<_, Option<String>>(3)
+                    .and_then(|t| serde_json::from_str(&t).ok())
+                    .and_then(text_facts);
+                if let Some(f) = found {
+                    e.insert(f);
+                }
+            }
         }
         out.push(DbSource {
             name: format!("{folder} ({})", &sha[..12]),
             cells,
             standins,
+            facts,
         });
     }
     Ok(out)

@@ -105,9 +105,8 @@ pub fn write(sink: &Sink, inputs: &Inputs, m: &Matrix, p: &Plan) -> Result<(), R
 
 /// The most bytes read of the inventory, matrix and inputs snapshots.
 pub const MAX_SNAPSHOT_BYTES: u64 = 16 << 20;
-/// The most bytes read of a bundle's plan.json (100 000 cells take tens of
-/// MB).
-pub const MAX_PLAN_BYTES: u64 = 1 << 30;
+/// The most bytes read of a bundle's plan.json: the bundle reader's.
+pub use crate::results::bundle::definitions::MAX_PLAN_BYTES;
 
 /// A snapshot file of a bundle: a bundle is someone else's input, so only
 /// a regular file (not a link, never a FIFO) of at most `limit` bytes.

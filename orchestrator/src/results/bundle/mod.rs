@@ -6,6 +6,8 @@
 //! - [`journal`]: append-only `journal.jsonl` that drives resume.
 //! - [`manifest`]: sha256 helpers and manifest files.
 //! - [`mod@verify`]: completeness and checksums of a bag ([`verify::verify`]).
+//! - [`definitions`]: each workload's and variant's definition as it ran
+//!   (`data/plan.json`), as data to compare.
 //! - [`read`]: a finished bundle's cell records, read for a report, its
 //!   checksums checked first.
 //! - [`signature`]: SSH signatures of a bundle (`ssh-keygen -Y sign`
@@ -19,6 +21,7 @@ use std::path::{Path, PathBuf};
 pub mod allowed_signers;
 pub mod archive;
 pub mod bag;
+pub mod definitions;
 pub mod journal;
 pub mod listing;
 pub mod manifest;

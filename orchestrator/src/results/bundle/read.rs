@@ -254,3 +254,35 @@ pub fn guest_hosts(dir: &Path) -> Vec<GuestInfo> {
     }
     guests
 }
+
+/// Every host's facts of bundle `dir` (`data/hosts/<host>/facts.json`,
+/// read as [`host_facts`] reads one): host → key → value, the text values
+/// only.  A folder whose name is not a host name, or facts that are not a
+/// JSON object, are left out.
+pub fn hosts_facts(dir: &Path) -> BTreeMap<String, BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(dir.join("data").join("hosts")) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let host = e.file_name().to_string_lossy().into_owned();
+        if let Some(facts) = host_facts(dir, &host).ok().flatten().and_then(text_facts) {
+            out.insert(host, facts);
+        }
+    }
+    out
+}
+
+/// A host's facts as key → text (what the scripts print; other values are
+/// left out), or `None` when they are not a JSON object.
+pub fn text_facts(v: serde_json::Value) -> Option<BTreeMap<String, String>> {
+    let serde_json::Value::Object(facts) = v else {
+        return None;
+    };
+    Some(
+        facts
+            .into_iter()
+            .filter_map(|(k, v)| v.as_str().map(|v| (k, v.to_owned())))
+            .collect(),
+    )
+}

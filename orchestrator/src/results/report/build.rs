@@ -115,6 +115,8 @@ pub enum ReportError {
         cell: String,
         started: String,
     },
+    #[error("pool the bundles: {differences}; runs of different definitions would count as one group: give --by-bundle to put them side by side")]
+    DefinitionsDiffer { differences: String },
 }
 
 /// The version of the JSON report's shape ([`Report`] serialised): raised
@@ -157,6 +159,17 @@ pub struct Report {
     /// [`super::mark_platforms`]); empty when no bundle had a guest.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub platforms: Vec<super::Platform>,
+    /// Workloads and variants that bundles put side by side define
+    /// otherwise ([`super::pooling`]); empty when they agree.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub definition_differences: Vec<super::pooling::DefinitionDifference>,
+    /// What was compared: one row per host (and per set of facts, when
+    /// bundles disagree on a host's), and one per variant definition
+    /// ([`super::compared`]); empty when nothing was recorded.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub systems: Vec<super::compared::SystemRow>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<super::compared::VariantRow>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -674,6 +687,9 @@ fn build(
         problems,
         checksums: Vec::new(),
         platforms: Vec::new(),
+        definition_differences: Vec::new(),
+        systems: Vec::new(),
+        variants: Vec::new(),
     })
 }
 

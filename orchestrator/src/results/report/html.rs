@@ -147,6 +147,7 @@ pub fn render_html(r: &Report, cells: &[CellResult]) -> String {
     for sentence in [&v.warmups, &v.not_needed].into_iter().flatten() {
         let _ = writeln!(out, "<p>{}</p>", esc(sentence));
     }
+    compared_html(&mut out, r);
 
     out.push_str("<h2>Plots</h2>\n");
     section(
@@ -198,6 +199,14 @@ pub fn render_html(r: &Report, cells: &[CellResult]) -> String {
     tables_html(&mut out, &v);
     out.push_str("</body>\n</html>\n");
     out
+}
+
+/// What was compared ([`super::compared`]): the system and variant tables.
+fn compared_html(out: &mut String, r: &Report) {
+    for (heading, t) in super::compared::compared_tables(r) {
+        let _ = writeln!(out, "<h2>{}</h2>", esc(heading));
+        table_html(out, &t);
+    }
 }
 
 /// A plot section: its heading and figures, or, when there are none, the

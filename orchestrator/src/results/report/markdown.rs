@@ -93,6 +93,7 @@ pub fn render_markdown_report(r: &Report) -> String {
         let _ = writeln!(out, "- {}", md_text(n));
     }
     let _ = writeln!(out, "- {}\n", md_text(&v.noisy_note("")));
+    compared_markdown(&mut out, r);
     if v.sections.is_empty() {
         let _ = writeln!(out, "{NO_COUNTED_RUN}\n");
     }
@@ -131,6 +132,15 @@ pub fn render_markdown_report(r: &Report) -> String {
         out.push('\n');
     }
     out
+}
+
+/// What was compared ([`super::compared`]): the system and variant tables.
+fn compared_markdown(out: &mut String, r: &Report) {
+    for (heading, t) in super::compared::compared_tables(r) {
+        let _ = writeln!(out, "## {heading}\n");
+        md_table(out, &t);
+        out.push('\n');
+    }
 }
 
 /// The guests against bare metal ([`super::platform`]): per (workload,

@@ -8,18 +8,24 @@
 //! [`summary`] is the few lines `run` ends with on a terminal.
 //! [`platform`] compares guests with their physical hosts (issue 26): every
 //! format shows it ([`mark_platforms`] fills [`Report::platforms`]).
+//! [`pooling`] refuses to pool bundles whose workloads or variants are
+//! defined otherwise ([`check_pooling`], [`mark_differences`]);
+//! [`compared`] says what was compared: the system and variant tables
+//! ([`mark_compared`]).
 //!
 //! To add a format: a renderer file here, its row in [`Format`] (the name,
 //! the `mod` line and the arm of [`Format::render`]), and a test.
 use crate::model::CellResult;
 
 pub mod build;
+pub mod compared;
 pub mod csv;
 pub mod html;
 pub mod json;
 pub mod latency;
 pub mod markdown;
 pub mod platform;
+pub mod pooling;
 pub mod summary;
 pub mod verdicts;
 pub mod view;
@@ -32,7 +38,9 @@ pub use build::{
     HostBlock, Problem, Report, ReportError, ReportOptions, Row, Source, Table,
     REPORT_SCHEMA_VERSION,
 };
+pub use compared::mark_compared;
 pub use platform::{label_tcg_guests, mark_platforms, tcg_label, Platform};
+pub use pooling::{check_pooling, mark_differences};
 pub use verdicts::{verdict_lines, VerdictLine, VERDICTS_HEADING};
 
 /// What `report` writes: the formats, by their `--format` names.

@@ -74,7 +74,7 @@ pub fn label_tcg_guests(cells: &mut [CellResult], guests: &[GuestInfo]) {
 
 /// Whether `shown` (a host as the report shows it: maybe labelled as a
 /// stand-in) is host `name`.  Host names have no spaces or brackets.
-fn is_host(shown: &str, name: &str) -> bool {
+pub(super) fn is_host(shown: &str, name: &str) -> bool {
     shown == name
         || shown
             .strip_prefix(name)

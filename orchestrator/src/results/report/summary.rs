@@ -25,6 +25,7 @@ use super::{
 };
 use crate::results::analysis::compare::{times_better, welch, ALPHA};
 use crate::results::analysis::stats::{p_text, Metric};
+use crate::results::bundle::definitions::read_recorded;
 use crate::results::bundle::read::{
     check_checksums, guest_hosts, load_bundle_results, standin_hosts,
 };
@@ -59,6 +60,7 @@ pub fn bundle_report(dir: &Path) -> Result<(Report, Vec<CellResult>), BundleErro
     })?;
     mark_standins(&mut r, &standins);
     mark_platforms(&mut r, &guests);
+    super::mark_compared(&mut r, &[read_recorded(dir, &name)?]);
     mark_checksums(&mut r, &[check]);
     Ok((r, cells))
 }
@@ -101,6 +103,10 @@ fn mean_text(row: &Row, m: Metric) -> String {
 /// The summary text, wrapped at `width` columns.
 pub fn render_summary(r: &Report, width: usize) -> String {
     let mut out = String::new();
+    // Bundles side by side whose definitions differ: said before any number.
+    for d in &r.definition_differences {
+        wrap_into(&mut out, &format!("Definitions differ: {d}."), width);
+    }
     if !r.verdicts.is_empty() {
         wrap_into(&mut out, &format!("{VERDICTS_HEADING}:"), width);
         for v in &r.verdicts {
