@@ -43,7 +43,7 @@ fn bundles_whose_duration_differs_are_not_pooled_and_side_by_side_say_so() {
         let out = report(&["--by-bundle", "--format", format], &[&a, &b]);
         let stdout = text(&out.stdout);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-        let at = stdout.find("DEFINITIONS DIFFER").expect(&stdout);
+        let at = stdout.find("Definitions differ:").expect(&stdout);
         // Above the tables.
         for row in ["ext4 @ a", "ext4 @ b"] {
             assert!(at < stdout.find(row).expect(row), "{stdout}");

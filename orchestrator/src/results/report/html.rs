@@ -243,6 +243,14 @@ fn section(
 /// The answer first: the verdict lines ([`super::verdicts`]), each a list
 /// item, the variant names in `<code>` as the Markdown's backticks.
 fn answer_html(out: &mut String, r: &Report) {
+    // Side by side with differing definitions: said before any verdict.
+    for d in &r.definition_differences {
+        let _ = writeln!(
+            out,
+            "<p class=\"warnings\"><strong>Definitions differ:</strong> {}.</p>",
+            esc(&d.to_string())
+        );
+    }
     if r.verdicts.is_empty() {
         return;
     }

@@ -81,6 +81,14 @@ pub fn render_markdown_report(r: &Report) -> String {
         let _ = writeln!(out, "{NO_RESULTS}");
         return out;
     }
+    // Side by side with differing definitions: said before any verdict.
+    for d in &r.definition_differences {
+        let _ = writeln!(
+            out,
+            "**Definitions differ:** {}.\n",
+            md_text(&d.to_string())
+        );
+    }
     if !r.verdicts.is_empty() {
         let _ = writeln!(out, "## {VERDICTS_HEADING}\n");
         for l in &r.verdicts {
