@@ -637,10 +637,19 @@ fn a_split_sweep_runs_its_free_hosts_while_another_sweep_holds_one() {
     assert_eq!(from_db.status.code(), Some(0), "{}", output_text(&from_db));
     let mut x: serde_json::Value = serde_json::from_slice(&from_bundles.stdout).unwrap();
     let mut y: serde_json::Value = serde_json::from_slice(&from_db.stdout).unwrap();
+    // The numbers and the answer are the same; the notes differ by what the
+    // database does not keep (a bundle's plan: "definitions not recorded"),
+    // and it names bundles with their checksum ("name (hash)").
     for v in [&mut x, &mut y] {
         v["bundles"] = serde_json::Value::Null;
         v["checksums"] = serde_json::Value::Null;
-        v["notes"][0] = serde_json::Value::Null;
+        v["notes"] = serde_json::Value::Null;
+        v["variants"] = serde_json::Value::Null;
+        if let Some(systems) = v["systems"].as_array_mut() {
+            for s in systems {
+                s["bundles"] = serde_json::Value::Null;
+            }
+        }
     }
     assert_eq!(x, y);
     assert_eq!(
