@@ -1220,7 +1220,7 @@ fn become_sudo_timeout_kills_the_root_command() {
         address: h.address.clone(),
         port: 22,
         user: "fsmx".into(),
-        identity_file: Some(lab.inv.identity_file.clone()),
+        identity_files: vec![lab.inv.identity_file.clone()],
         known_hosts: lab.inv.known_hosts.clone(),
         connect_timeout: Duration::from_secs(10),
         become_: Some(fsmatrix::remote::Become::Sudo),

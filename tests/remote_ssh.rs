@@ -811,7 +811,7 @@ fn hop(i: usize, sshd: &Sshd, known_hosts: std::path::PathBuf) -> JumpHop {
         address: "127.0.0.1".into(),
         port: sshd.port,
         user: "root".into(),
-        identity_file: Some(sshd.path("client")),
+        identity_files: vec![sshd.path("client")],
         known_hosts,
     }
 }

@@ -220,7 +220,7 @@ impl Sshd {
             address: "127.0.0.1".into(),
             port: self.port,
             user: "root".into(),
-            identity_file: Some(self.path("client")),
+            identity_files: vec![self.path("client")],
             known_hosts,
             connect_timeout: Duration::from_secs(10),
             become_: None,
@@ -261,7 +261,7 @@ impl Sshd {
     /// `None`).
     pub fn target_with_key(&self, key: Option<PathBuf>) -> SshTarget {
         SshTarget {
-            identity_file: key,
+            identity_files: key.into_iter().collect(),
             ..self.trusted_target()
         }
     }

@@ -99,13 +99,17 @@ fn resolve_path(inv_path: &Path, p: &Path) -> PathBuf {
 
 /// Reach a host as the inventory says.
 pub fn ssh_target(inv_path: &Path, host: &Host) -> SshTarget {
-    let identity_file = match &host.auth {
-        Auth::IdentityFile(p) => Some(resolve_path(inv_path, p)),
-        Auth::Agent => None,
+    let identity_files: Vec<PathBuf> = match &host.auth {
+        Auth::IdentityFile(p) => std::iter::once(p)
+            .chain(&host.more_identity_files)
+            .map(|p| resolve_path(inv_path, p))
+            .collect(),
+        Auth::Agent => Vec::new(),
     };
     let known_hosts = resolve_path(inv_path, &host.known_hosts);
     // A hop logs in as the host's user unless it names its own, with the
-    // host's key (or agent) and known_hosts, as `ssh -J` does.
+    // host's key (or agent) and known_hosts, as `ssh -J` does; a hop an ssh
+    // config resolved ([`HopConfig`]) with its own user, keys and known_hosts.
     let jump = host
         .proxy_jump
         .iter()
@@ -117,8 +121,14 @@ pub fn ssh_target(inv_path: &Path, host: &Host) -> SshTarget {
                 address: hop.address.as_str().to_string(),
                 port: hop.port,
                 user: user.to_string(),
-                identity_file: identity_file.clone(),
-                known_hosts: known_hosts.clone(),
+                identity_files: match &hop.config {
+                    Some(c) if !c.identity_files.is_empty() => c.identity_files.clone(),
+                    _ => identity_files.clone(),
+                },
+                known_hosts: match hop.config.as_ref().and_then(|c| c.known_hosts.as_ref()) {
+                    Some(k) => resolve_path(inv_path, k),
+                    None => known_hosts.clone(),
+                },
             }
         })
         .collect();
@@ -127,7 +137,7 @@ pub fn ssh_target(inv_path: &Path, host: &Host) -> SshTarget {
         address: host.address.as_str().to_string(),
         port: host.port,
         user: host.user.as_str().to_string(),
-        identity_file,
+        identity_files,
         known_hosts,
         connect_timeout: crate::timeouts::CONNECT,
         become_: host.become_,

@@ -10,6 +10,26 @@ pub struct JumpSpec {
     pub address: Address,
     /// 22 unless given.
     pub port: u16,
+    /// Set when the hop was resolved through an ssh config (a ProxyJump
+    /// of it): the alias and that hop's own keys and known_hosts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<HopConfig>,
+}
+
+/// What an ssh config gave one jump hop, as OpenSSH would use it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct HopConfig {
+    /// As the ProxyJump names it (`jump_a`, `ops@gw:2200`).
+    pub written: String,
+    /// Every IdentityFile of the hop that exists, in order (empty: the
+    /// host's own key or ssh-agent).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub identity_files: Vec<PathBuf>,
+    /// The hop's UserKnownHostsFile (`None`: the host's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub known_hosts: Option<PathBuf>,
+    /// Where each value came from (key as in [`Host::ssh_sources`]).
+    pub sources: BTreeMap<String, Sourced>,
 }
 
 impl std::fmt::Display for JumpSpec {
@@ -97,8 +117,8 @@ fn describe_char(c: char) -> String {
     }
 }
 
-/// One hop: `[ssh://][user@]host[:port]`.
-fn parse_hop(hop: &str) -> Result<JumpSpec, String> {
+/// One hop's syntax: `[ssh://][user@]host[:port]`; the host unchecked.
+fn split_hop(hop: &str) -> Result<SplitHop<'_>, String> {
     if hop.is_empty() {
         return Err("has an empty hop (two commas, or one at an end)".into());
     }
@@ -156,11 +176,10 @@ fn parse_hop(hop: &str) -> Result<JumpSpec, String> {
             }
         }
     };
-    let address = Address::new(host).map_err(|e| e.0)?;
     let port = match port {
-        None => 22,
+        None => None,
         Some(p) => match p.parse::<u16>() {
-            Ok(n) if n > 0 && p.bytes().all(|b| b.is_ascii_digit()) => n,
+            Ok(n) if n > 0 && p.bytes().all(|b| b.is_ascii_digit()) => Some(n),
             _ => {
                 return Err(format!(
                     "port `{}` is not a number from 1 to 65535",
@@ -169,9 +188,42 @@ fn parse_hop(hop: &str) -> Result<JumpSpec, String> {
             }
         },
     };
+    Ok((user, host, port))
+}
+
+/// One hop: `[ssh://][user@]host[:port]`, the host an address.
+fn parse_hop(hop: &str) -> Result<JumpSpec, String> {
+    let (user, host, port) = split_hop(hop)?;
     Ok(JumpSpec {
         user,
-        address,
-        port,
+        address: Address::new(host).map_err(|e| e.0)?,
+        port: port.unwrap_or(22),
+        config: None,
     })
 }
+
+/// The hops of a ProxyJump an ssh config sets, each `(user, host, port)`
+/// with `host` as written (an alias, resolved by the caller): the syntax of
+/// [`parse_proxy_jump`] without the address check.  `none`: no hop.
+pub fn split_proxy_jump(s: &str) -> Result<Vec<SplitHop<'_>>, ValueError> {
+    let fail = |why: String| {
+        ValueError(format!(
+            "proxy_jump `{}`: {why}; valid: {PROXY_JUMP_VALID}",
+            shown(s)
+        ))
+    };
+    if s.eq_ignore_ascii_case("none") {
+        return Ok(Vec::new());
+    }
+    if s.is_empty() || s.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(fail(
+            "is empty or contains a space or control character".into(),
+        ));
+    }
+    s.split(',')
+        .map(|h| split_hop(h).map_err(|why| fail(format!("hop `{}` {why}", shown(h)))))
+        .collect()
+}
+
+/// One hop as written: user, host (an alias or an address), port.
+pub type SplitHop<'a> = (Option<UserName>, &'a str, Option<u16>);

@@ -22,7 +22,7 @@ mod render;
 pub mod vm;
 
 pub use given::{GivenPaths, RecordedPaths};
-pub use jump::{parse_proxy_jump, JumpSpec, MAX_JUMP_HOPS};
+pub use jump::{parse_proxy_jump, split_proxy_jump, HopConfig, JumpSpec, SplitHop, MAX_JUMP_HOPS};
 pub use read::machine_key;
 pub use render::render;
 pub use vm::Vm;
@@ -104,6 +104,10 @@ pub struct Host {
     /// Jump hosts (OpenSSH `ProxyJump`), first hop first; empty: direct.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub proxy_jump: Vec<JumpSpec>,
+    /// The further IdentityFiles an ssh config gives (those that exist),
+    /// offered in order after `auth`'s, as ssh does.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_identity_files: Vec<PathBuf>,
     /// Where address, user, port, … came from, when an ssh config gave one
     /// of them (key: the inventory key); empty otherwise.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

@@ -132,7 +132,7 @@ fn parse_doc(
                 }
             }
         }
-        if let Some(mut host) = parse_host(errs, &h, d.as_ref(), base) {
+        if let Some(mut host) = parse_host(errs, &h, d.as_ref(), base, &|a| ssh.alias_address(a)) {
             if !ssh.apply(errs, &h, d.as_ref(), &mut host) {
                 continue;
             }
@@ -204,8 +204,10 @@ impl SshAliases {
                 let Some(a) = address(t).or_else(|| defaults.and_then(address)) else {
                     continue;
                 };
-                // An IP address is no alias: ssh is not run for it.
-                if Address::new(&a).is_ok()
+                // An IP address is no alias: ssh is not run for it.  An
+                // alias is what OpenSSH takes (`web_1` too); its HostName
+                // goes through the address validator.
+                if ssh_config::validate_alias(&a).is_ok()
                     && a.parse::<std::net::IpAddr>().is_err()
                     && !aliases.contains(&a)
                 {
@@ -234,6 +236,15 @@ impl SshAliases {
         }
     }
 
+    /// The address an alias that is no address resolved to (its HostName,
+    /// when valid): what the host's `address` is until [`Self::apply`].
+    fn alias_address(&self, alias: &str) -> Option<Address> {
+        match self.resolved.get(alias)? {
+            Ok(r) => Address::new(r.hostname.as_deref()?).ok(),
+            Err(_) => None,
+        }
+    }
+
     /// Fill what the inventory left to the ssh config; `false` (an error
     /// pushed) when the alias did not resolve to values fsmatrix accepts.
     fn apply(
@@ -243,8 +254,13 @@ impl SshAliases {
         d: Option<&Tbl<'_, '_>>,
         host: &mut Host,
     ) -> bool {
-        let (Some(config), Some(r)) = (&self.config, self.resolved.get(host.address.as_str()))
-        else {
+        // Looked up by the alias as written (the address may be its
+        // HostName already, [`Self::alias_address`]).
+        let written = pick(h, d, "address")
+            .and_then(|t| t.get("address"))
+            .and_then(|v| v.get_ref().as_str().map(str::to_string))
+            .unwrap_or_else(|| host.address.to_string());
+        let (Some(config), Some(r)) = (&self.config, self.resolved.get(&written)) else {
             return true;
         };
         let span = pick(h, d, "address")
@@ -481,6 +497,7 @@ fn parse_host(
     h: &Tbl<'_, '_>,
     d: Option<&Tbl<'_, '_>>,
     base: &Path,
+    alias_address: &dyn Fn(&str) -> Option<Address>,
 ) -> Option<Host> {
     let mut ok = true;
     let name = match h.get("name") {
@@ -502,7 +519,17 @@ fn parse_host(
     let address = match (&guest, pick(h, d, "address")) {
         (Some(_), _) => Address::new(vm::GUEST_ADDRESS).ok(),
         (None, _) if is_guest => None,
-        (None, Some(t)) => t.typed(errs, "address", Address::new),
+        // An ssh alias that is no address (`web_1`): its resolved HostName,
+        // validated as an address when it is applied.
+        (None, Some(t)) => match t
+            .get("address")
+            .and_then(|v| v.get_ref().as_str().map(str::to_string))
+            .filter(|a| Address::new(a).is_err())
+            .and_then(|a| alias_address(&a))
+        {
+            Some(a) => Some(a),
+            None => t.typed(errs, "address", Address::new),
+        },
         (None, None) => {
             errs.push(
                 h.span,
@@ -797,6 +824,7 @@ fn parse_host(
         allow_script_commands: allow_scripts?,
         client_user: client_user?,
         proxy_jump: proxy_jump?,
+        more_identity_files: Vec::new(),
         ssh_sources: BTreeMap::new(),
         guest_of: guest.as_ref().map(|(of, _)| of.clone()),
         vm: guest.map(|(_, vm)| vm),

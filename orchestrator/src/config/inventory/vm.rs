@@ -412,6 +412,7 @@ pub(super) fn resolve_guests(errs: &mut Errors<'_>, hosts: &mut [(Host, Tbl<'_, 
                 user: Some(h.user.clone()),
                 address: h.address.clone(),
                 port: h.port,
+                config: None,
             },
             jump: h.proxy_jump.clone(),
         })

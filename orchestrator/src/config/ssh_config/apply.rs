@@ -5,12 +5,12 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{ConfigFile, Resolved};
-use crate::config::inventory::{parse_proxy_jump, Auth, Host};
+use super::{ConfigFile, Resolved, ResolvedHop};
+use crate::config::inventory::{machine_key, Auth, HopConfig, Host, JumpSpec};
 use crate::config::values::{shown, Address, UserName};
 
 /// A value of a host and where it came from, as `plan` and `check` show it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Sourced {
     pub value: String,
     /// "inventory", "default", or "ssh config FILE: Keyword".
@@ -162,18 +162,8 @@ pub fn apply(
         );
         from_config = true;
     }
-    // IdentityFile: fsmatrix authenticates with one key file or the agent.
-    let (candidates, kw) = if !r.identity_files.is_empty() {
-        (&r.identity_files, "IdentityFile")
-    } else if r.identities_only == Some(true) {
-        (
-            &r.default_identity_files,
-            "IdentitiesOnly with the default IdentityFile",
-        )
-    } else {
-        (&Vec::new(), "")
-    };
-    if !candidates.is_empty() && !set.auth {
+    // IdentityFile: every one that exists, offered in order, as ssh does.
+    if !set.auth {
         let port = host.port.to_string();
         let tokens = [
             ('h', host.address.as_str()),
@@ -182,27 +172,13 @@ pub fn apply(
             ('r', host.user.as_str()),
             ('u', r.local_user.as_deref().unwrap_or("")),
         ];
-        let paths = candidates
-            .iter()
-            .map(|c| expand_identity(c, home, &tokens))
-            .collect::<Result<Vec<_>, _>>()?;
-        // Explicit files: the first that exists, else the first (an error
-        // at connect names it).  Defaults: only one that exists.
-        let explicit = !r.identity_files.is_empty();
-        let pick = paths
-            .iter()
-            .find(|p| p.exists())
-            .or(paths.first().filter(|_| explicit));
-        if let Some(p) = pick {
-            let mut from = cfg(kw);
-            if paths.len() > 1 {
-                from.push_str(&format!(", the first that exists of {}", paths.len()));
-            }
+        if let Some(ids) = identities(r, home, &tokens, &cfg)? {
             src.insert(
                 "identity_file".into(),
-                sourced(p.display().to_string(), from),
+                sourced(ids.shown(), ids.from.clone()),
             );
-            host.auth = Auth::IdentityFile(p.clone());
+            host.auth = Auth::IdentityFile(ids.first.clone());
+            host.more_identity_files = ids.more;
             from_config = true;
         }
     }
@@ -257,22 +233,225 @@ pub fn apply(
             host.address
         ));
     }
-    if let Some(pj) = &r.proxy_jump {
-        if !set.proxy_jump {
-            // Each hop is taken as written: its own Host blocks are not
-            // applied (OpenSSH would resolve each hop as its own alias).
-            host.proxy_jump = parse_proxy_jump(pj).map_err(|e| {
-                format!(
-                    "ssh config {} sets ProxyJump for `{}`: {e}",
-                    config.shown, r.alias
-                )
-            })?;
-            src.insert("proxy_jump".into(), sourced(pj.clone(), cfg("ProxyJump")));
-            from_config = true;
+    if let (Some(pj), false) = (&r.proxy_jump, set.proxy_jump) {
+        let chain = match &r.jump_chain {
+            Some(Ok(c)) => c,
+            Some(Err(e)) => return Err(e.clone()),
+            None => return Err(format!("ProxyJump `{}` was not followed", shown(pj))),
+        };
+        host.proxy_jump = chain
+            .iter()
+            .map(|hop| jump_hop(hop, config, home, warnings))
+            .collect::<Result<_, _>>()?;
+        check_chain(host).map_err(|e| {
+            format!(
+                "ssh config {} sets ProxyJump `{}` for `{}`: {e}",
+                config.shown,
+                shown(pj),
+                r.alias
+            )
+        })?;
+        let shown_chain: Vec<String> = chain.iter().map(|h| h.written.clone()).collect();
+        let mut from = cfg("ProxyJump");
+        if chain.len() > 1 || chain.iter().any(|h| h.named_by != r.alias) {
+            from.push_str(&format!(" `{pj}`, followed hop by hop"));
         }
+        src.insert("proxy_jump".into(), sourced(shown_chain.join(" → "), from));
+        from_config = true;
     }
     if from_config {
         host.ssh_sources = src;
+    }
+    Ok(())
+}
+
+/// The IdentityFiles a configuration gives, expanded: every one that
+/// exists in order; when none does, the first explicit one (connecting
+/// names it as missing).
+struct Identities {
+    first: PathBuf,
+    more: Vec<PathBuf>,
+    from: String,
+}
+
+impl Identities {
+    fn shown(&self) -> String {
+        std::iter::once(&self.first)
+            .chain(&self.more)
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// The IdentityFiles `r` sets (or, with `IdentitiesOnly yes` alone, the
+/// default ones that exist), expanded with `tokens`; `None`: none.
+fn identities(
+    r: &Resolved,
+    home: Option<&Path>,
+    tokens: &[(char, &str)],
+    cfg: &dyn Fn(&str) -> String,
+) -> Result<Option<Identities>, String> {
+    let explicit = !r.identity_files.is_empty();
+    let (candidates, kw) = if explicit {
+        (&r.identity_files, "IdentityFile")
+    } else if r.identities_only == Some(true) {
+        (
+            &r.default_identity_files,
+            "IdentitiesOnly with the default IdentityFile",
+        )
+    } else {
+        return Ok(None);
+    };
+    let paths = candidates
+        .iter()
+        .map(|c| expand_identity(c, home, tokens))
+        .collect::<Result<Vec<_>, _>>()?;
+    let existing: Vec<PathBuf> = paths.iter().filter(|p| p.exists()).cloned().collect();
+    let mut from = cfg(kw);
+    let (first, more) = match existing.split_first() {
+        Some((first, more)) => {
+            if paths.len() > 1 {
+                from.push_str(&format!(
+                    ", {} of {} exist{}, offered in order",
+                    existing.len(),
+                    paths.len(),
+                    if existing.len() == 1 { "s" } else { "" }
+                ));
+            }
+            (first.clone(), more.to_vec())
+        }
+        // Defaults that do not exist are not offered (as ssh).
+        None if !explicit => return Ok(None),
+        None => {
+            if paths.len() > 1 {
+                from.push_str(&format!(
+                    ", none of {} exists: the first is named",
+                    paths.len()
+                ));
+            } else {
+                from.push_str(", which does not exist");
+            }
+            (paths[0].clone(), Vec::new())
+        }
+    };
+    Ok(Some(Identities { first, more, from }))
+}
+
+/// One jump hop from its resolution: the HostName through the address
+/// validator, the user and port ssh would use, its own IdentityFiles and
+/// UserKnownHostsFile, and where each came from.
+fn jump_hop(
+    hop: &ResolvedHop,
+    config: &ConfigFile,
+    home: Option<&Path>,
+    warnings: &mut Vec<String>,
+) -> Result<JumpSpec, String> {
+    let cfg = |kw: &str| format!("ssh config {}: {kw}", config.shown);
+    let written = || format!("ProxyJump `{}` of {}", hop.written, hop.named_by);
+    let at = format!(
+        "ssh config {}, ProxyJump hop `{}` of `{}`",
+        config.shown, hop.written, hop.named_by
+    );
+    let address = Address::new(&hop.hostname)
+        .map_err(|e| format!("{at} resolves to HostName `{}`: {e}", shown(&hop.hostname)))?;
+    let user =
+        UserName::new(&hop.user).map_err(|e| format!("{at}: User `{}`: {e}", shown(&hop.user)))?;
+    let port = hop
+        .port
+        .parse::<u16>()
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| format!("{at}: Port `{}`", shown(&hop.port)))?;
+    let mut sources = BTreeMap::new();
+    let mut put = |k: &str, value: String, from: String| {
+        sources.insert(k.to_string(), Sourced { value, from });
+    };
+    put(
+        "address",
+        address.to_string(),
+        match &hop.set.hostname {
+            Some(_) => format!("{} (alias {})", cfg("HostName"), hop.alias),
+            None => written(),
+        },
+    );
+    let from_of = |w: bool, s: bool, kw: &str| {
+        if w {
+            written()
+        } else if s {
+            cfg(kw)
+        } else {
+            "default".to_string()
+        }
+    };
+    put(
+        "user",
+        user.to_string(),
+        from_of(hop.written_user.is_some(), hop.set.user.is_some(), "User"),
+    );
+    put(
+        "port",
+        port.to_string(),
+        from_of(hop.written_port.is_some(), hop.set.port.is_some(), "Port"),
+    );
+    let port_s = port.to_string();
+    let tokens = [
+        ('h', address.as_str()),
+        ('n', hop.alias.as_str()),
+        ('p', port_s.as_str()),
+        ('r', user.as_str()),
+        ('u', hop.set.local_user.as_deref().unwrap_or("")),
+    ];
+    let mut identity_files = Vec::new();
+    if let Some(ids) = identities(&hop.set, home, &tokens, &cfg)? {
+        put("identity_file", ids.shown(), ids.from.clone());
+        identity_files = std::iter::once(ids.first).chain(ids.more).collect();
+    }
+    let mut known_hosts = None;
+    if let Some(files) = &hop.set.user_known_hosts {
+        if files.iter().any(|f| f == "/dev/null") {
+            warnings.push(format!(
+                "jump host `{}`: ssh config {} sets UserKnownHostsFile /dev/null for it; \
+                 ignored: fsmatrix's host-key checking stays strict (the host's known_hosts)",
+                hop.alias, config.shown
+            ));
+        } else if let Some(first) = files.first() {
+            let mut from = cfg("UserKnownHostsFile");
+            if files.len() > 1 {
+                from.push_str(&format!(", the first of {}", files.len()));
+            }
+            put("known_hosts", first.clone(), from);
+            known_hosts = Some(PathBuf::from(first));
+        }
+    }
+    Ok(JumpSpec {
+        user: Some(user),
+        address,
+        port,
+        config: Some(HopConfig {
+            written: hop.written.clone(),
+            identity_files,
+            known_hosts,
+            sources,
+        }),
+    })
+}
+
+/// A resolved chain names no machine twice and not the host itself.
+fn check_chain(host: &Host) -> Result<(), String> {
+    let key = |a: &Address, p: u16| (machine_key(a.as_str()), p);
+    let mut seen = vec![key(&host.address, host.port)];
+    for (i, hop) in host.proxy_jump.iter().enumerate() {
+        let k = key(&hop.address, hop.port);
+        if seen.contains(&k) {
+            return Err(format!(
+                "hop {} reaches {}:{}, which the chain already reaches (or the host itself): a loop",
+                i + 1,
+                hop.address,
+                hop.port
+            ));
+        }
+        seen.push(k);
     }
     Ok(())
 }
@@ -301,9 +480,28 @@ pub fn provenance_lines(hosts: &[Host]) -> Vec<String> {
                         .map(|s| format!("{k} {} ({})", s.value, s.from))
                 })
                 .collect();
-            format!("{}: {}", h.name, parts.join(", "))
+            let mut lines = vec![format!("{}: {}", h.name, parts.join(", "))];
+            for (i, hop) in h.proxy_jump.iter().enumerate() {
+                let Some(c) = &hop.config else { continue };
+                let parts: Vec<String> = ORDER
+                    .iter()
+                    .filter_map(|k| {
+                        c.sources
+                            .get(*k)
+                            .map(|s| format!("{k} {} ({})", s.value, s.from))
+                    })
+                    .collect();
+                lines.push(format!(
+                    "  jump host {} `{}`: {}",
+                    i + 1,
+                    c.written,
+                    parts.join(", ")
+                ));
+            }
+            lines
         })
-        .collect()
+        .collect::<Vec<Vec<String>>>()
+        .concat()
 }
 
 /// What `plan` and `check` print (to stderr, so `--json` stays clean):
@@ -379,17 +577,29 @@ mod tests {
             assert_eq!(got, want, "{what}");
         }
         let lines = provenance_lines(&inv.hosts);
-        assert_eq!(lines.len(), 1, "{lines:?}: the IP host is not resolved");
+        assert_eq!(
+            lines.len(),
+            2,
+            "{lines:?}: the host and its jump host; the IP host is not resolved"
+        );
         assert_eq!(
             lines[0],
             format!(
                 "lab1: address 10.0.1.5 (ssh config config: HostName (alias db-metal-1)), \
                  user bench (ssh config config: User), port 2222 (ssh config config: Port), \
-                 identity_file {home}/.ssh/lab_bench (ssh config config: IdentityFile), \
+                 identity_file {home}/.ssh/lab_bench (ssh config config: IdentityFile, which \
+                 does not exist), \
                  known_hosts {}/lab_known_hosts (ssh config config: UserKnownHostsFile), \
                  proxy_jump ops@bastion.lab:2200 (ssh config config: ProxyJump)",
                 std::env::var("HOME").unwrap_or_default()
             )
+        );
+        // The hop names its user and port; its address is no alias here.
+        assert_eq!(
+            lines[1],
+            "  jump host 1 `ops@bastion.lab:2200`: address bastion.lab (ProxyJump \
+             `ops@bastion.lab:2200` of db-metal-1), user ops (ProxyJump `ops@bastion.lab:2200` of \
+             db-metal-1), port 2200 (ProxyJump `ops@bastion.lab:2200` of db-metal-1)"
         );
         assert!(inv.warnings.is_empty(), "{:?}", inv.warnings);
     }
@@ -527,6 +737,166 @@ mod tests {
             e.contains("inv.toml:1:14: error: ssh_config `nope` is not a file"),
             "{e}"
         );
+    }
+
+    /// What `ssh -G -F cfg [-l user] [-p port] -- alias` prints, run here
+    /// directly: the truth each resolved value is compared with.
+    fn ssh_g(cfg: &Path, alias: &str) -> super::super::Dump {
+        let out = std::process::Command::new("ssh")
+            .arg("-G")
+            .arg("-F")
+            .arg(cfg)
+            .arg("--")
+            .arg(alias)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        super::super::parse_dump(&String::from_utf8_lossy(&out.stdout))
+    }
+
+    /// A laptop's config as real ones are laid out: aliases with `_`,
+    /// several IdentityFiles, an Include, a jump host that is an alias with
+    /// its own HostName/User/Port/key and its own ProxyJump (a two-hop
+    /// chain), `Host *` defaults last, and a loop.
+    const LAPTOP: &str = "Include INC\n\
+        Host web_1\n  HostName 127.0.0.10\n  User deploy\n\
+        \x20 IdentityFile ~/.ssh/missing_key\n  IdentityFile ~/.ssh/id_web\n\
+        \x20 IdentityFile ~/.ssh/id_web2\n  ProxyJump office\n\
+        Host office\n  HostName 127.0.0.3\n  User ops\n  Port 2202\n\
+        \x20 IdentityFile ~/.ssh/office_key\n  ProxyJump office_gw\n\
+        Host loop_a\n  HostName 127.0.0.20\n  ProxyJump loop_b\n\
+        Host loop_b\n  HostName 127.0.0.21\n  ProxyJump loop_a\n\
+        Host none_exist\n  HostName 127.0.0.30\n  IdentityFile ~/.ssh/no1\n  IdentityFile ~/.ssh/no2\n\
+        Host *\n  User fallback\n  UserKnownHostsFile ~/kh_all\n";
+
+    #[test]
+    fn an_aliased_jump_chain_resolves_hop_by_hop_as_ssh_g_does() {
+        let t = Tmp::new("chain");
+        std::fs::create_dir_all(t.0.join(".ssh")).unwrap();
+        for k in ["id_web", "id_web2", "office_key", "gw_key"] {
+            t.write(
+                &format!(".ssh/{k}"),
+                "not a key; only its existence counts here\n",
+            );
+        }
+        let inc = t.write(
+            "gw.conf",
+            "Host office_gw\n  HostName 127.0.0.2\n  User gwuser\n  Port 2201\n\
+             \x20 IdentityFile %d/.ssh/gw_key\n",
+        );
+        let cfg = t.write("config", &LAPTOP.replace("INC", &inc.display().to_string()));
+        if !have_ssh() {
+            return;
+        }
+        let body = |addr: &str| {
+            format!(
+                "ssh_config = \"config\"\n[[host]]\nname = \"x\"\nos = \"linux\"\n\
+                 address = \"{addr}\"\ndevices = [\"/dev/vdb\"]\n"
+            )
+        };
+        let inv = inventory(&t, &resolver(&t.0), &body("web_1")).unwrap_or_else(|e| panic!("{e}"));
+        let h = &inv.hosts[0];
+        let one = |d: &super::super::Dump, k: &str| d[k][0].clone();
+        let web = ssh_g(&cfg, "web_1");
+        // The host: every value as ssh -G gives it.
+        assert_eq!(h.address.as_str(), one(&web, "hostname"));
+        assert_eq!(h.user.as_str(), one(&web, "user"));
+        assert_eq!(h.port.to_string(), one(&web, "port"));
+        let ssh_ids: Vec<PathBuf> = web["identityfile"]
+            .iter()
+            .map(|f| expand_identity(f, Some(&t.0), &[]).unwrap())
+            .filter(|p| p.exists())
+            .collect();
+        assert_eq!(ssh_ids.len(), 2, "{web:?}");
+        assert_eq!(h.auth, Auth::IdentityFile(ssh_ids[0].clone()));
+        assert_eq!(h.more_identity_files, ssh_ids[1..]);
+        // The chain: office's own ProxyJump (office_gw) comes first, as
+        // `ssh -J office web_1` would reach office through office_gw.
+        let hops: Vec<(String, String, u16)> = h
+            .proxy_jump
+            .iter()
+            .map(|j| {
+                (
+                    j.user.as_ref().unwrap().to_string(),
+                    j.address.to_string(),
+                    j.port,
+                )
+            })
+            .collect();
+        let want: Vec<(String, String, u16)> = ["office_gw", "office"]
+            .iter()
+            .map(|a| {
+                let d = ssh_g(&cfg, a);
+                (
+                    one(&d, "user"),
+                    one(&d, "hostname"),
+                    one(&d, "port").parse().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(hops, want);
+        assert_eq!(
+            want[0],
+            ("gwuser".to_string(), "127.0.0.2".to_string(), 2201)
+        );
+        // Each hop's own key and known_hosts.
+        for (hop, alias) in h.proxy_jump.iter().zip(["office_gw", "office"]) {
+            let c = hop.config.as_ref().unwrap();
+            let d = ssh_g(&cfg, alias);
+            let ids: Vec<PathBuf> = d["identityfile"]
+                .iter()
+                .map(|f| expand_identity(f, Some(&t.0), &[]).unwrap())
+                .collect();
+            assert_eq!(c.identity_files, ids, "{alias}");
+            assert_eq!(
+                c.known_hosts.as_ref().map(|p| p.display().to_string()),
+                Some(one(&d, "userknownhostsfile")),
+                "{alias}"
+            );
+        }
+        let lines = provenance_lines(&inv.hosts);
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(
+            lines[0].contains(
+                "identity_file {0}/.ssh/id_web, {0}/.ssh/id_web2 (ssh config config: \
+                 IdentityFile, 2 of 3 exist, offered in order)"
+                    .replace("{0}", &t.0.display().to_string())
+                    .as_str()
+            ) && lines[0].contains(
+                "proxy_jump office_gw → office (ssh config config: ProxyJump `office`, \
+                 followed hop by hop)"
+            ),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[1].starts_with(
+                "  jump host 1 `office_gw`: address 127.0.0.2 (ssh config config: HostName \
+                 (alias office_gw)), user gwuser (ssh config config: User), port 2201 (ssh \
+                 config config: Port)"
+            ),
+            "{}",
+            lines[1]
+        );
+        assert!(
+            lines[2].starts_with("  jump host 2 `office`: address 127.0.0.3"),
+            "{}",
+            lines[2]
+        );
+
+        // A loop is an error naming it.
+        let e = inventory(&t, &resolver(&t.0), &body("loop_a")).unwrap_err();
+        assert!(
+            e.contains("has a ProxyJump loop: loop_a → loop_b → loop_a"),
+            "{e}"
+        );
+        // No IdentityFile exists: the message says so.
+        let inv =
+            inventory(&t, &resolver(&t.0), &body("none_exist")).unwrap_or_else(|e| panic!("{e}"));
+        let l = &provenance_lines(&inv.hosts)[0];
+        assert!(l.contains("none of 2 exists: the first is named"), "{l}");
+        assert!(!l.contains("that exists"), "{l}");
     }
 
     #[test]

@@ -46,5 +46,6 @@ mod test_support;
 
 pub use apply::{apply, expand_identity, provenance_lines, report, InventorySet, Sourced};
 pub use resolve::{
-    diff, parse_dump, validate_alias, ConfigFile, Dump, Resolved, Resolver, SshConfigError, TIMEOUT,
+    diff, parse_dump, validate_alias, ConfigFile, Dump, Resolved, ResolvedHop, Resolver,
+    SshConfigError, TIMEOUT,
 };

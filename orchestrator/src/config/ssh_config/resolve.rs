@@ -61,6 +61,9 @@ pub enum SshConfigError {
     },
     /// ssh -G failed (its stderr).
     Failed(String),
+    /// A ProxyJump chain that cannot be followed: a loop, too deep, a hop
+    /// that does not resolve.
+    Jump(String),
 }
 
 impl std::fmt::Display for SshConfigError {
@@ -78,6 +81,7 @@ impl std::fmt::Display for SshConfigError {
                  it and every command it started were ended"
             ),
             SshConfigError::Failed(m) => write!(f, "`ssh -G` failed: {m}"),
+            SshConfigError::Jump(m) => f.write_str(m),
         }
     }
 }
@@ -149,6 +153,29 @@ pub struct Resolved {
     pub host_key_alias: Option<String>,
     /// The local user name (ssh's default `User`), for `%u`.
     pub local_user: Option<String>,
+    /// `proxy_jump` followed hop by hop, as OpenSSH does (see
+    /// [`Resolver::jump_chain`]); `None` without a ProxyJump.
+    pub jump_chain: Option<Result<Vec<ResolvedHop>, String>>,
+}
+
+/// One jump hop resolved through the configuration: what `ssh -G` gives
+/// for it with the user and port its ProxyJump entry names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolvedHop {
+    /// The entry as the ProxyJump writes it (`jump_a`, `ops@gw:2200`).
+    pub written: String,
+    /// The alias (the entry's host part) and whose ProxyJump named it.
+    pub alias: String,
+    pub named_by: String,
+    /// The user and port the entry names itself (`-l`, `-p` for ssh).
+    pub written_user: Option<String>,
+    pub written_port: Option<u16>,
+    /// The final values, as ssh would connect (`hostname`, `user`, `port`).
+    pub hostname: String,
+    pub user: String,
+    pub port: String,
+    /// What the configuration set for the hop (differences from defaults).
+    pub set: Resolved,
 }
 
 impl Resolved {
@@ -158,6 +185,7 @@ impl Resolved {
             alias: _,
             default_identity_files: _,
             local_user: _,
+            jump_chain: _,
             hostname,
             user,
             port,
@@ -205,7 +233,17 @@ pub fn diff(alias: &str, set: &Dump, default: &Dump) -> Resolved {
         proxy_command: one("proxycommand").filter(|v| v != "none"),
         host_key_alias: one("hostkeyalias").filter(|v| v != "none"),
         local_user: first(default, "user"),
+        jump_chain: None,
     }
+}
+
+/// Whether `host` (a ProxyJump entry's host) may reach ssh: an IP address
+/// or a plain alias ([`validate_alias`]).
+fn validate_hop_host(host: &str) -> Result<(), SshConfigError> {
+    if host.parse::<std::net::IpAddr>().is_ok() {
+        return Ok(());
+    }
+    validate_alias(host)
 }
 
 impl Resolver {
@@ -293,15 +331,147 @@ impl Resolver {
         Ok(stdout)
     }
 
-    /// Resolve `alias` through `config`: what the configuration set.
+    /// Resolve `alias` through `config`: what the configuration set, with
+    /// its ProxyJump followed hop by hop.
     pub fn resolve(&self, config: &ConfigFile, alias: &str) -> Result<Resolved, SshConfigError> {
         validate_alias(alias)?;
-        let with = match &config.path {
-            Some(p) => self.run_g(&["-F".as_ref(), p.as_os_str()], alias)?,
-            None => self.run_g(&[], alias)?,
+        let (mut r, _) = self.resolve_as(config, alias, None, None)?;
+        if let Some(pj) = r.proxy_jump.clone() {
+            let mut stack = vec![alias.to_ascii_lowercase()];
+            let mut out = Vec::new();
+            r.jump_chain = Some(
+                self.jump_chain(config, alias, &pj, &mut stack, &mut out)
+                    .map(|()| out)
+                    .map_err(|e| e.to_string()),
+            );
+        }
+        Ok(r)
+    }
+
+    /// `ssh -G [-F FILE] [-l USER] [-p PORT] -- ALIAS` and the same with
+    /// `-F /dev/null`: what the configuration set, and the full dump.
+    fn resolve_as(
+        &self,
+        config: &ConfigFile,
+        alias: &str,
+        user: Option<&str>,
+        port: Option<u16>,
+    ) -> Result<(Resolved, Dump), SshConfigError> {
+        let port_s = port.map(|p| p.to_string());
+        use std::ffi::OsStr;
+        let mut extra: Vec<&OsStr> = Vec::new();
+        if let Some(u) = user {
+            extra.extend([OsStr::new("-l"), OsStr::new(u)]);
+        }
+        if let Some(p) = &port_s {
+            extra.extend([OsStr::new("-p"), OsStr::new(p)]);
+        }
+        let mut with_args: Vec<&std::ffi::OsStr> = match &config.path {
+            Some(p) => vec!["-F".as_ref(), p.as_os_str()],
+            None => Vec::new(),
         };
-        let without = self.run_g(&["-F".as_ref(), "/dev/null".as_ref()], alias)?;
-        Ok(diff(alias, &parse_dump(&with), &parse_dump(&without)))
+        with_args.extend(&extra);
+        let mut without_args: Vec<&std::ffi::OsStr> = vec!["-F".as_ref(), "/dev/null".as_ref()];
+        without_args.extend(&extra);
+        let with = parse_dump(&self.run_g(&with_args, alias)?);
+        let without = parse_dump(&self.run_g(&without_args, alias)?);
+        Ok((diff(alias, &with, &without), with))
+    }
+
+    /// Follow the ProxyJump `pj` that `named_by` has, as OpenSSH does: ssh
+    /// connects to the last entry with `-J` the entries before it (which
+    /// overrides that host's own ProxyJump), so only the first entry's own
+    /// ProxyJump is followed, recursively, before it.  Each entry is
+    /// resolved through the same configuration with the user and port it
+    /// names.  `stack`: the aliases being followed (a loop is an error
+    /// naming it); at most [`MAX_JUMP_HOPS`] hops in all.
+    ///
+    /// [`MAX_JUMP_HOPS`]: crate::config::inventory::MAX_JUMP_HOPS
+    pub fn jump_chain(
+        &self,
+        config: &ConfigFile,
+        named_by: &str,
+        pj: &str,
+        stack: &mut Vec<String>,
+        out: &mut Vec<ResolvedHop>,
+    ) -> Result<(), SshConfigError> {
+        use crate::config::inventory::{split_proxy_jump, MAX_JUMP_HOPS};
+        let hops = split_proxy_jump(pj).map_err(|e| {
+            SshConfigError::Jump(format!(
+                "ssh config {} sets ProxyJump for `{named_by}`: {e}",
+                config.shown
+            ))
+        })?;
+        for (i, (user, host, port)) in hops.into_iter().enumerate() {
+            let written = pj.split(',').nth(i).unwrap_or(host).to_string();
+            validate_hop_host(host).map_err(|e| {
+                SshConfigError::Jump(format!(
+                    "ProxyJump of `{named_by}` in ssh config {}, hop `{}`: {e}",
+                    config.shown,
+                    shown(&written)
+                ))
+            })?;
+            let key = host.to_ascii_lowercase();
+            if stack.contains(&key) {
+                let mut path = stack.clone();
+                path.push(key);
+                return Err(SshConfigError::Jump(format!(
+                    "ssh config {} has a ProxyJump loop: {} (each reaches the next through its \
+                     ProxyJump); OpenSSH would start ssh over and over; break the loop, e.g. \
+                     with `ProxyJump none` in the jump host's own Host block",
+                    config.shown,
+                    path.join(" → ")
+                )));
+            }
+            let (set, full) =
+                self.resolve_as(config, host, user.as_ref().map(|u| u.as_str()), port)?;
+            if i == 0 {
+                if let Some(inner) = set.proxy_jump.clone() {
+                    if stack.len() >= MAX_JUMP_HOPS {
+                        return Err(SshConfigError::Jump(format!(
+                            "ssh config {}: the ProxyJump chain of `{}` is more than \
+                             {MAX_JUMP_HOPS} jump hosts deep ({} → {host})",
+                            config.shown,
+                            stack[0],
+                            stack.join(" → ")
+                        )));
+                    }
+                    stack.push(key);
+                    let r = self.jump_chain(config, host, &inner, stack, out);
+                    stack.pop();
+                    r?;
+                }
+            }
+            let value = |k: &str| {
+                full.get(k)
+                    .and_then(|v| v.first().cloned())
+                    .unwrap_or_default()
+            };
+            out.push(ResolvedHop {
+                written,
+                alias: host.to_string(),
+                named_by: named_by.to_string(),
+                written_user: user.map(|u| u.to_string()),
+                written_port: port,
+                hostname: value("hostname"),
+                user: value("user"),
+                port: value("port"),
+                set,
+            });
+            if out.len() > MAX_JUMP_HOPS {
+                return Err(SshConfigError::Jump(format!(
+                    "ssh config {}: the ProxyJump chain of `{}` has more than {MAX_JUMP_HOPS} \
+                     jump hosts ({})",
+                    config.shown,
+                    stack[0],
+                    out.iter()
+                        .map(|h| h.alias.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Resolve many aliases, a few at a time; results in input order.

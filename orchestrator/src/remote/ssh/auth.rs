@@ -23,7 +23,8 @@ pub fn agent_from_env() -> Option<PathBuf> {
 
 /// Log in as the leg's user, the way `ssh -o IdentitiesOnly=yes` would:
 ///
-/// - An `identity_file` is the only key offered.  Unencrypted, it signs
+/// - An `identity_file` is the only key offered (an ssh config's several
+///   IdentityFiles: each in order, until one is accepted).  Unencrypted, it signs
 ///   here; encrypted (a passphrase), ssh-agent signs with it if it holds
 ///   that very key, else the log-in fails with how to fix it: fsmatrix
 ///   never asks for a passphrase.
@@ -52,11 +53,19 @@ pub(super) async fn authenticate(
         user: leg.user,
         rsa: rsa_hashes(announced),
     };
-    let result = match leg.identity_file {
-        Some(path) => login.with_identity_file(path, leg.agent_sock).await,
-        None => login.with_agent(leg.agent_sock).await,
-    };
-    result.map_err(auth_error)
+    if leg.identity_files.is_empty() {
+        return login.with_agent(leg.agent_sock).await.map_err(auth_error);
+    }
+    // Each file in order, as ssh offers its IdentityFiles; the reasons of
+    // all when none is accepted.
+    let mut why = Vec::new();
+    for path in leg.identity_files {
+        match login.with_identity_file(path, leg.agent_sock).await {
+            Ok(()) => return Ok(()),
+            Err(e) => why.push(e),
+        }
+    }
+    Err(auth_error(why.join("; then ")))
 }
 
 /// The RSA signature hashes to try, from `best_supported_rsa_hash`: the

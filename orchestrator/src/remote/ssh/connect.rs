@@ -31,8 +31,10 @@ pub struct SshTarget {
     /// Private key file (OpenSSH, PEM or PKCS#8; RSA, ECDSA or Ed25519),
     /// the only key offered, with its `<file>-cert.pub` certificate if
     /// there is one; if it has a passphrase, ssh-agent must hold it.
-    /// `None`: every key ssh-agent holds.  See [`SshRemote::connect_with_agent`].
-    pub identity_file: Option<PathBuf>,
+    /// Several (an ssh config's IdentityFiles): each offered in order, as
+    /// ssh does.  Empty: every key ssh-agent holds.  See
+    /// [`SshRemote::connect_with_agent`].
+    pub identity_files: Vec<PathBuf>,
     pub known_hosts: PathBuf,
     /// Limit for TCP connect + handshake + authentication.
     pub connect_timeout: Duration,
@@ -56,8 +58,9 @@ pub struct JumpHop {
     pub address: String,
     pub port: u16,
     pub user: String,
-    /// Private key file; `None` = ssh-agent through `SSH_AUTH_SOCK`.
-    pub identity_file: Option<PathBuf>,
+    /// Private key files, offered in order; empty = ssh-agent through
+    /// `SSH_AUTH_SOCK`.
+    pub identity_files: Vec<PathBuf>,
     pub known_hosts: PathBuf,
 }
 
@@ -234,7 +237,7 @@ pub(super) struct Leg<'a> {
     /// Looked up in known_hosts (with the address) and named in messages.
     pub(super) id: HostId,
     pub(super) user: &'a str,
-    pub(super) identity_file: Option<&'a Path>,
+    pub(super) identity_files: &'a [PathBuf],
     /// ssh-agent's socket, if any.
     pub(super) agent_sock: Option<&'a Path>,
     known_hosts: &'a Path,
@@ -263,7 +266,7 @@ pub(super) async fn open_connection(
                 port: hop.port,
             },
             user: &hop.user,
-            identity_file: hop.identity_file.as_deref(),
+            identity_files: &hop.identity_files,
             agent_sock,
             known_hosts: &hop.known_hosts,
         };
@@ -338,7 +341,7 @@ pub(super) async fn open_connection(
             port: target.port,
         },
         user: &target.user,
-        identity_file: target.identity_file.as_deref(),
+        identity_files: &target.identity_files,
         agent_sock,
         known_hosts: &target.known_hosts,
     };
