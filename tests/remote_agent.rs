@@ -27,7 +27,7 @@ impl Drop for Agent {
 async fn agent_auth_works_and_a_missing_agent_is_a_clear_error() {
     let sshd = Sshd::start();
     let mut target = sshd.trusted_target();
-    target.identity_file = None;
+    target.identity_files = Vec::new();
 
     std::env::set_var("SSH_AUTH_SOCK", "");
     let err = SshRemote::connect(&target).await.unwrap_err();

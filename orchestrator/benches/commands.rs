@@ -48,7 +48,7 @@ fn main() {
         address: host.address.clone(),
         port: 22,
         user: "root".into(),
-        identity_file: Some(lab.identity_file.clone()),
+        identity_files: vec![lab.identity_file.clone()],
         known_hosts: lab.known_hosts.clone(),
         connect_timeout: Duration::from_secs(10),
         become_: None,
