@@ -18,7 +18,17 @@
 //! exactly as `ssh ALIAS` would, so /etc/ssh/ssh_config counts too.
 //!
 //! Values taken: HostName, User, Port, IdentityFile, IdentitiesOnly,
-//! UserKnownHostsFile, ProxyJump.  Inventory keys (a host's own or
+//! UserKnownHostsFile, ProxyJump.  An alias may be anything OpenSSH takes
+//! as a host argument ([`validate_alias`]: `web_1` too); its HostName goes
+//! through the address validator.  Every IdentityFile that exists is kept,
+//! in order (`Host::more_identity_files` after the first), and offered in
+//! that order when connecting.  A ProxyJump is followed hop by hop
+//! ([`Resolver::jump_chain`]): each entry resolved with `ssh -G -l USER -p
+//! PORT` through the same config, the first entry's own ProxyJump
+//! followed before it (ssh reaches the last entry with `-J` the others,
+//! which overrides their own), with loop detection and at most
+//! `MAX_JUMP_HOPS` hops; each hop keeps its own keys and known_hosts
+//! (`JumpSpec::config`).  Inventory keys (a host's own or
 //! `[defaults]`) win.  A configuration that weakens host-key checking
 //! (`StrictHostKeyChecking no|accept-new`, `UserKnownHostsFile /dev/null`)
 //! is ignored with a warning: fsmatrix's checking stays strict.
