@@ -241,3 +241,121 @@ fn a_closed_pipe_ends_a_report_quietly() {
         );
     }
 }
+
+/// Each imported host against `ansible-inventory --list`'s merged
+/// `_meta.hostvars`: the same hosts, and field by field the address, port,
+/// user, key and become.
+fn matches_ansible_list(what: &str, toml_text: &str, list: &serde_json::Value) {
+    let doc: toml::Table = toml::from_str(toml_text).expect("the import is TOML");
+    let hosts = doc["host"].as_array().expect("[[host]]");
+    let hostvars = list["_meta"]["hostvars"]
+        .as_object()
+        .expect("_meta.hostvars");
+    assert_eq!(hosts.len(), hostvars.len(), "{what}: {toml_text}");
+    for (name, vars) in hostvars {
+        let h = hosts
+            .iter()
+            .find(|h| h["name"].as_str() == Some(name))
+            .unwrap_or_else(|| panic!("{what}: no host {name}: {toml_text}"));
+        let s = |k: &str| vars.get(k).and_then(|v| v.as_str());
+        assert_eq!(
+            h["address"].as_str(),
+            Some(s("ansible_host").unwrap_or(name)),
+            "{what}: {name}"
+        );
+        assert_eq!(
+            h.get("port").and_then(|p| p.as_integer()),
+            vars.get("ansible_port").and_then(|p| p.as_i64()),
+            "{what}: {name}"
+        );
+        assert_eq!(
+            h.get("user").and_then(|u| u.as_str()),
+            s("ansible_user"),
+            "{what}: {name}"
+        );
+        assert_eq!(
+            h.get("identity_file").and_then(|u| u.as_str()),
+            s("ansible_ssh_private_key_file"),
+            "{what}: {name}"
+        );
+        let becomes = match vars.get("ansible_become") {
+            Some(serde_json::Value::Bool(b)) => *b,
+            Some(serde_json::Value::String(v)) => ["yes", "true", "on", "1"].contains(&v.as_str()),
+            _ => false,
+        };
+        assert_eq!(h.get("become").is_some(), becomes, "{what}: {name}");
+    }
+}
+
+#[test]
+fn ansible_vars_folders_and_directory_inventories_import_as_ansible_inventory_lists_them() {
+    let fixtures = root().join("tests/fixtures/ansible");
+    // ansible-inventory reads group_vars/ beside the playbook directory (its
+    // working directory) too: run it where there is none.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let live = crate::support::skip::tool_or_skip("ansible-inventory", "ansible-core");
+    for (source, expected) in [
+        ("vars_ini/hosts.ini", "vars_ini/expected.json"),
+        ("vars_yaml/inventory.yml", "vars_yaml/expected.json"),
+        ("dir_inventory", "dir_inventory.expected.json"),
+    ] {
+        let o = fsmatrix()
+            .args(["inventory", "import"])
+            .arg(fixtures.join(source))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{source}: {err}");
+        let text = String::from_utf8(o.stdout).unwrap();
+        let recorded: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(fixtures.join(expected)).unwrap())
+                .unwrap();
+        matches_ansible_list(&format!("{source} (recorded)"), &text, &recorded);
+        if live {
+            let o = std::process::Command::new("ansible-inventory")
+                .arg("-i")
+                .arg(fixtures.join(source))
+                .arg("--list")
+                .current_dir(elsewhere.path())
+                .output()
+                .unwrap();
+            assert!(
+                o.status.success(),
+                "{source}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let now: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            matches_ansible_list(&format!("{source} (ansible-inventory)"), &text, &now);
+        }
+        // Every caveat is on stderr and a `# CHECK:` line of the inventory.
+        for w in err
+            .lines()
+            .filter_map(|l| l.strip_prefix("fsmatrix: warning: "))
+        {
+            let as_check = text.lines().any(|l| {
+                l.strip_prefix("# CHECK: ")
+                    .is_some_and(|c| w.ends_with(c) || c == w)
+            });
+            assert!(as_check, "{source}: `{w}` is no CHECK line:\n{text}");
+        }
+    }
+    // The misspelt group_vars file is named, on stderr and in the inventory.
+    let o = fsmatrix()
+        .args(["inventory", "import"])
+        .arg(fixtures.join("vars_ini/hosts.ini"))
+        .output()
+        .unwrap();
+    let caveat = "group_vars/databases.yml: names no group of the inventory (no group `databases`)";
+    assert!(String::from_utf8_lossy(&o.stderr).contains(caveat));
+    assert!(String::from_utf8_lossy(&o.stdout).contains(caveat));
+    // `-` reads standard input (no folder beside it: the file's own vars).
+    fsmatrix()
+        .args(["inventory", "import", "-"])
+        .write_stdin(std::fs::read_to_string(fixtures.join("hosts.ini")).unwrap())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("name = \"deb12-kvm\""))
+        .stdout(predicate::str::contains(
+            "# CHECK: (standard input):3: host `localhost` skipped",
+        ));
+}

@@ -138,7 +138,9 @@ pub enum InventoryCommand {
 
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// The Ansible inventory file.
+    /// The Ansible inventory: a file (INI, YAML or `ansible-inventory --list` JSON)
+    /// with the group_vars/ and host_vars/ beside it, a directory of inventory
+    /// files, or `-` for standard input.
     pub file: PathBuf,
     /// Write the inventory here instead of stdout (refused if it exists).
     #[arg(long, short)]
@@ -763,10 +765,15 @@ fn init_tracing(verbose: u8, quiet: bool) {
 /// `fsmatrix inventory import`: the Ansible inventory as an fsmatrix one,
 /// its warnings on stderr.
 fn inventory_import(args: &ImportArgs) -> CmdResult {
-    let text = std::fs::read_to_string(&args.file)
-        .map_err(|e| CliError::nothing_ran(format!("cannot read {}: {e}", args.file.display())))?;
-    let imported = crate::config::ansible::import(&args.file, &text)
-        .map_err(|e| CliError::nothing_ran(e.to_string()))?;
+    let imported = if args.file.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+            .map_err(|e| CliError::nothing_ran(format!("cannot read standard input: {e}")))?;
+        crate::config::ansible::import(std::path::Path::new("(standard input)"), &text)
+    } else {
+        crate::config::ansible::import_path(&args.file)
+    }
+    .map_err(|e| CliError::nothing_ran(e.to_string()))?;
     for w in &imported.warnings {
         eprintln!("fsmatrix: warning: {w}");
     }

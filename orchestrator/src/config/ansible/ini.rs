@@ -111,14 +111,14 @@ pub(super) fn read_ini(cx: &mut Cx<'_>, m: &mut Model, text: &str) -> Result<(),
                     vars.push((k.to_string(), py_value(v)));
                 }
                 for name in names {
-                    let h = m.add_host(&name, &group, port.as_deref(), Some(n));
+                    let h = m.add_host(&name, &group, port.as_deref(), cx.at(Some(n)));
                     for (k, v) in &vars {
                         m.set_host_var(
                             h,
                             k,
                             Located {
                                 value: v.clone(),
-                                line: Some(n),
+                                line: cx.at(Some(n)),
                             },
                         );
                     }
@@ -137,7 +137,7 @@ pub(super) fn read_ini(cx: &mut Cx<'_>, m: &mut Model, text: &str) -> Result<(),
                 };
                 let v = Located {
                     value: py_value(v.trim()),
-                    line: Some(n),
+                    line: cx.at(Some(n)),
                 };
                 m.set_group_var(cx, &group, k.trim(), v)?;
             }

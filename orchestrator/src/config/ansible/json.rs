@@ -84,7 +84,7 @@ pub(super) fn read_json(cx: &mut Cx<'_>, m: &mut Model, text: &str) -> Result<()
         };
         if let Some(hosts) = data.get("hosts") {
             for h in strings(cx, hosts, "hosts", group)? {
-                m.add_host(&h, group, None, None);
+                m.add_host(&h, group, None, cx.at(None));
             }
         }
         if let Some(vars) = data.get("vars") {
@@ -101,7 +101,7 @@ pub(super) fn read_json(cx: &mut Cx<'_>, m: &mut Model, text: &str) -> Result<()
                     k,
                     Located {
                         value: json_var(v),
-                        line: None,
+                        line: cx.at(None),
                     },
                 )?;
             }
@@ -140,7 +140,7 @@ pub(super) fn read_json(cx: &mut Cx<'_>, m: &mut Model, text: &str) -> Result<()
                     k,
                     Located {
                         value: json_var(v),
-                        line: None,
+                        line: cx.at(None),
                     },
                 );
             }

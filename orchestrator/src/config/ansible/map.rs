@@ -3,7 +3,7 @@ use std::collections::HashMap;
 
 use super::connection::{become_method, connection_checks};
 use super::model::{Located, Resolved, Var, Vars};
-use super::{Cx, ImportError};
+use super::{At, Cx, ImportError};
 use crate::config::inventory::machine_key;
 use crate::config::values::{shown, Address, HostName, Label, UserName};
 use crate::config::Os;
@@ -12,7 +12,7 @@ use crate::config::Os;
 #[derive(Debug)]
 pub(super) struct Entry {
     pub(super) ansible_name: String,
-    pub(super) line: Option<usize>,
+    pub(super) line: At,
     pub(super) name: String,
     pub(super) address: String,
     pub(super) port: Option<u16>,
@@ -158,14 +158,14 @@ pub(super) struct HostVars<'a> {
     /// "host `web1`", for messages.
     pub(super) who: String,
     /// Where the host first appears.
-    pub(super) at: Option<usize>,
+    pub(super) at: At,
 }
 
 /// A variable's text, which variable gave it, and where that was set.
 pub(super) struct Text {
     pub(super) value: String,
     pub(super) key: &'static str,
-    pub(super) line: Option<usize>,
+    pub(super) line: At,
 }
 
 impl HostVars<'_> {
@@ -180,8 +180,8 @@ impl HostVars<'_> {
         })
     }
 
-    pub(super) fn error(&self, cx: &Cx<'_>, line: Option<usize>, message: String) -> ImportError {
-        cx.error(line.or(self.at), format!("{}: {message}", self.who))
+    pub(super) fn error(&self, cx: &Cx<'_>, line: impl Into<At>, message: String) -> ImportError {
+        cx.error(line.into().or(self.at), format!("{}: {message}", self.who))
     }
 
     /// A warning that is also a `# CHECK:` comment on the host.
@@ -189,10 +189,10 @@ impl HostVars<'_> {
         &self,
         cx: &mut Cx<'_>,
         checks: &mut Vec<String>,
-        line: Option<usize>,
+        line: impl Into<At>,
         message: String,
     ) {
-        cx.warn(line.or(self.at), format!("{}: {message}", self.who));
+        cx.warn_inline(line.into().or(self.at), format!("{}: {message}", self.who));
         checks.push(message);
     }
 

@@ -47,6 +47,7 @@ mod model;
 mod patterns;
 mod python;
 mod render;
+mod sources;
 mod yaml;
 
 #[cfg(test)]
@@ -157,23 +158,102 @@ fn looks_like_yaml_groups(text: &str) -> bool {
     })
 }
 
-/// Read an Ansible inventory (`path` names it in messages and in the
-/// output's header; nothing is read from disk) and write an fsmatrix
-/// inventory for its SSH hosts.
+/// Read an Ansible inventory given as text (standard input; `path` names it
+/// in messages and in the output's header; nothing is read from disk, so no
+/// `group_vars/` or `host_vars/`) and write an fsmatrix inventory for its
+/// SSH hosts.
 pub fn import(path: &Path, text: &str) -> Result<Imported, ImportError> {
-    let format = detect(path, text);
-    let mut cx = Cx {
-        file: path,
-        warnings: Vec::new(),
-        labels: HashMap::new(),
-    };
-    let text = text.trim_start_matches('\u{feff}');
+    let mut cx = Cx::new(path);
     let mut model = Model::new();
+    let format = read_one(&mut cx, &mut model, text)?;
+    finish(cx, model, format.as_str())
+}
+
+/// Read an Ansible inventory from disk as `ansible-inventory -i PATH` does:
+/// a file, or a directory of inventory files (merged, in name order), with
+/// the `group_vars/` and `host_vars/` beside the file (or in the
+/// directory).  A file of a directory that does not parse is skipped with
+/// a caveat, as Ansible skips it with a warning.
+pub fn import_path(path: &Path) -> Result<Imported, ImportError> {
+    let mut cx = Cx::new(path);
+    let mut model = Model::new();
+    let (kind, base) = if path.is_dir() {
+        let files = sources::directory_files(path)?;
+        let mut read = Vec::new();
+        for f in files {
+            cx.files.push(f.clone());
+            cx.current = cx.files.len() - 1;
+            let text = match sources::read_text(&f) {
+                Ok(t) => t,
+                Err(e) => {
+                    cx.warn(None, format!("skipped: {}", e.message));
+                    continue;
+                }
+            };
+            if text.starts_with("#!") {
+                cx.warn(
+                    None,
+                    "skipped: an inventory script (Ansible runs it, fsmatrix does not); run                      `ansible-inventory -i DIR --list > list.json` and import list.json",
+                );
+                continue;
+            }
+            // Parsed once aside, so a file that fails leaves nothing behind.
+            let seen = (cx.warnings.len(), cx.general.len());
+            let mut scratch = Model::new();
+            match read_one(&mut cx, &mut scratch, &text) {
+                Ok(_) => {
+                    cx.warnings.truncate(seen.0);
+                    cx.general.truncate(seen.1);
+                    read.push(read_one(&mut cx, &mut model, &text)?.as_str());
+                }
+                Err(e) => {
+                    cx.warnings.truncate(seen.0);
+                    cx.general.truncate(seen.1);
+                    cx.warn(
+                        e.line,
+                        format!("skipped: not an inventory fsmatrix reads ({})", e.message),
+                    );
+                }
+            }
+        }
+        cx.current = 0;
+        read.sort_unstable();
+        read.dedup();
+        let kind = if read.is_empty() {
+            "directory".to_string()
+        } else {
+            format!("directory: {}", read.join(", "))
+        };
+        (kind, path.to_path_buf())
+    } else {
+        let text = sources::read_text(path)?;
+        let format = read_one(&mut cx, &mut model, &text)?;
+        let base = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        (format.as_str().to_string(), base)
+    };
+    model.check_size(path)?;
+    sources::read_vars_dirs(&mut cx, &mut model, &base)?;
+    finish(cx, model, &kind)
+}
+
+/// One inventory file's text into the model; its format.
+fn read_one(cx: &mut Cx<'_>, model: &mut Model, text: &str) -> Result<AnsibleFormat, ImportError> {
+    let format = detect(&cx.files[cx.current].clone(), text);
+    let text = text.trim_start_matches('\u{feff}');
     match format {
-        AnsibleFormat::Ini => read_ini(&mut cx, &mut model, text)?,
-        AnsibleFormat::Yaml => read_yaml(&mut cx, &mut model, text)?,
-        AnsibleFormat::Json => read_json(&mut cx, &mut model, text)?,
+        AnsibleFormat::Ini => read_ini(cx, model, text)?,
+        AnsibleFormat::Yaml => read_yaml(cx, model, text)?,
+        AnsibleFormat::Json => read_json(cx, model, text)?,
     }
+    Ok(format)
+}
+
+/// Merge, map and write: what every source shares once it is in `model`.
+fn finish(mut cx: Cx<'_>, mut model: Model, kind: &str) -> Result<Imported, ImportError> {
+    let path = cx.file;
     model.check_size(path)?;
     let resolved = model.resolve(path)?;
     let mut entries: Vec<Entry> = Vec::new();
@@ -205,9 +285,8 @@ pub fn import(path: &Path, text: &str) -> Result<Imported, ImportError> {
         return Err(cx.error(
             None,
             format!(
-                "the {} inventory has no host fsmatrix can reach over SSH ({} found, {skipped} \
-                 skipped); valid: at least one host with an SSH connection",
-                format.as_str(),
+                "the {kind} inventory has no host fsmatrix can reach over SSH ({} found, \
+                 {skipped} skipped); valid: at least one host with an SSH connection",
                 resolved.len()
             ),
         ));
@@ -223,7 +302,7 @@ pub fn import(path: &Path, text: &str) -> Result<Imported, ImportError> {
             ),
         );
     }
-    let toml = render(path, format, &entries);
+    let toml = render(path, kind, &cx.general, &entries);
     read_back(path, &toml, &entries)?;
     Ok(Imported {
         toml,
@@ -232,25 +311,89 @@ pub fn import(path: &Path, text: &str) -> Result<Imported, ImportError> {
     })
 }
 
-/// What the readers and the mapping share: the file, for messages, and the
+/// Where something was set: one of the files read (an index into
+/// [`Cx::files`]; `None` is the file being read now) and the line, when
+/// known.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct At {
+    file: Option<usize>,
+    line: Option<usize>,
+}
+
+impl At {
+    /// This place if it has a line, else `other`.
+    pub(super) fn or(self, other: At) -> At {
+        if self.line.is_some() {
+            self
+        } else {
+            other
+        }
+    }
+}
+
+impl From<Option<usize>> for At {
+    fn from(line: Option<usize>) -> At {
+        At { file: None, line }
+    }
+}
+
+/// What the readers and the mapping share: the files, for messages, and the
 /// warnings so far.
 struct Cx<'a> {
+    /// The inventory given (a file, a directory or standard input).
     file: &'a Path,
+    /// Every file read: the inventory files, then group_vars/ and host_vars/.
+    files: Vec<PathBuf>,
+    /// The file being read now (an index into `files`).
+    current: usize,
+    /// Every caveat, for stderr.
     warnings: Vec<String>,
+    /// The caveats that are not already a host's `# CHECK:` line: written
+    /// as `# CHECK:` lines at the top of the inventory.
+    general: Vec<String>,
     /// Group name → tag, converted once (and warned about once).
     labels: HashMap<String, String>,
 }
 
-impl Cx<'_> {
-    fn error(&self, line: Option<usize>, message: impl Into<String>) -> ImportError {
-        ImportError {
-            file: self.file.to_path_buf(),
+impl<'a> Cx<'a> {
+    fn new(file: &'a Path) -> Cx<'a> {
+        Cx {
+            file,
+            files: vec![file.to_path_buf()],
+            current: 0,
+            warnings: Vec::new(),
+            general: Vec::new(),
+            labels: HashMap::new(),
+        }
+    }
+    /// A place in the file being read now.
+    fn at(&self, line: Option<usize>) -> At {
+        At {
+            file: Some(self.current),
             line,
+        }
+    }
+    fn file_of(&self, at: At) -> &Path {
+        &self.files[at.file.unwrap_or(self.current)]
+    }
+    fn error(&self, at: impl Into<At>, message: impl Into<String>) -> ImportError {
+        let at = at.into();
+        ImportError {
+            file: self.file_of(at).to_path_buf(),
+            line: at.line,
             message: message.into(),
         }
     }
-    fn warn(&mut self, line: Option<usize>, message: impl AsRef<str>) {
-        self.warnings
-            .push(format!("{}: {}", place(self.file, line), message.as_ref()));
+    /// A caveat: on stderr and as a `# CHECK:` line at the top.
+    fn warn(&mut self, at: impl Into<At>, message: impl AsRef<str>) {
+        let at = at.into();
+        let w = format!("{}: {}", place(self.file_of(at), at.line), message.as_ref());
+        self.general.push(w.clone());
+        self.warnings.push(w);
+    }
+    /// A caveat the caller also writes as a `# CHECK:` line on its host.
+    fn warn_inline(&mut self, at: At, message: impl AsRef<str>) {
+        let w = format!("{}: {}", place(self.file_of(at), at.line), message.as_ref());
+        self.warnings.push(w);
     }
 }

@@ -2,7 +2,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::Path;
 
-use super::{Cx, ImportError};
+use super::{At, Cx, ImportError};
 use crate::config::values::shown;
 
 /// The most hosts one import reads (a pattern's range is capped the same):
@@ -30,15 +30,18 @@ pub(super) enum Var {
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Located {
     pub(super) value: Var,
-    /// Where it was set, when the reader knows.
-    pub(super) line: Option<usize>,
+    /// Where it was set: the file, and the line when the reader knows.
+    pub(super) line: At,
 }
 
 pub(super) type Vars = BTreeMap<String, Located>;
 
 #[derive(Debug)]
 pub(super) struct Group {
+    /// Set in the inventory file.
     pub(super) vars: Vars,
+    /// From `group_vars/NAME…` beside the inventory.
+    pub(super) file_vars: Vars,
     pub(super) children: BTreeSet<String>,
     /// `ansible_group_priority`: among groups of one depth, higher wins.
     pub(super) priority: i64,
@@ -48,6 +51,7 @@ impl Default for Group {
     fn default() -> Self {
         Group {
             vars: Vars::new(),
+            file_vars: Vars::new(),
             children: BTreeSet::new(),
             priority: 1,
         }
@@ -58,8 +62,11 @@ impl Default for Group {
 pub(super) struct HostDef {
     pub(super) name: String,
     /// Where it first appears.
-    pub(super) line: Option<usize>,
+    pub(super) line: At,
+    /// Set in the inventory file.
     pub(super) vars: Vars,
+    /// From `host_vars/NAME…` beside the inventory.
+    pub(super) file_vars: Vars,
     /// The groups it is listed in (not their ancestors).
     pub(super) groups: BTreeSet<String>,
 }
@@ -108,7 +115,7 @@ impl Model {
         name: &str,
         group: &str,
         port: Option<&str>,
-        line: Option<usize>,
+        line: At,
     ) -> usize {
         self.group(group);
         let i = match self.index.get(name) {
@@ -123,6 +130,7 @@ impl Model {
                     name: name.to_string(),
                     line,
                     vars,
+                    file_vars: Vars::new(),
                     groups: BTreeSet::new(),
                 });
                 self.index.insert(name.to_string(), self.hosts.len() - 1);
@@ -250,14 +258,29 @@ impl Model {
             }
             let mut ordered: Vec<&str> = all.iter().copied().collect();
             ordered.sort_by_key(|g| (depth[*g], self.groups[*g].priority, *g));
+            // ansible-core's VariableManager.get_vars with the default
+            // VARIABLE_PRECEDENCE (all_inventory, groups_inventory,
+            // all_plugins_inventory, groups_plugins_inventory; config/base.yml)
+            // and then host.get_vars() and the host's vars plugins: every
+            // group's inventory-file vars (all first, then by depth, priority
+            // and name), then group_vars/all, then group_vars/* in the same
+            // order, then the host's inventory-file vars, then host_vars/.
+            // So group_vars/all.yml beats a child group's [child:vars], as
+            // the docs' precedence list says ("inventory file or script group
+            // vars" < "inventory group_vars/all" < "inventory group_vars/*" <
+            // "inventory file or script host vars" < "inventory host_vars/*";
+            // playbook_guide/playbooks_variables, "Understanding variable
+            // precedence").
             let mut vars = Vars::new();
-            for g in &ordered {
-                for (k, v) in &self.groups[*g].vars {
+            let layers = ordered
+                .iter()
+                .map(|g| &self.groups[*g].vars)
+                .chain(ordered.iter().map(|g| &self.groups[*g].file_vars))
+                .chain([&h.vars, &h.file_vars]);
+            for layer in layers {
+                for (k, v) in layer {
                     vars.insert(k.clone(), v.clone());
                 }
-            }
-            for (k, v) in &h.vars {
-                vars.insert(k.clone(), v.clone());
             }
             out.push(Resolved {
                 host: h,

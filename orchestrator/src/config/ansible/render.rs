@@ -2,7 +2,7 @@
 use std::path::Path;
 
 use super::map::Entry;
-use super::{AnsibleFormat, ImportError};
+use super::ImportError;
 use crate::config::values::shown;
 use crate::config::Os;
 
@@ -49,13 +49,13 @@ fn push_kv(out: &mut String, key: &'static str, value: toml::Value, comment: Opt
     out.push('\n');
 }
 
-pub(super) fn render(source: &Path, format: AnsibleFormat, entries: &[Entry]) -> String {
+pub(super) fn render(source: &Path, kind: &str, general: &[String], entries: &[Entry]) -> String {
     let s = |v: &str| toml::Value::String(v.to_string());
     let mut out = String::new();
     out.push_str(&format!(
         "# fsmatrix inventory, imported from the Ansible inventory {} ({}).\n",
         comment_safe(&source.display().to_string()),
-        format.as_str()
+        kind
     ));
     out.push_str(
         "#\n\
@@ -67,6 +67,16 @@ pub(super) fn render(source: &Path, format: AnsibleFormat, entries: &[Entry]) ->
          # Then review the lines marked CHECK, and add what Ansible does not say\n\
          # (platform, pg_bin, known_hosts, ...; see inventory/example-lab.toml).\n",
     );
+    // Every caveat that is not a host's own CHECK line (those are below,
+    // on their host): what was not imported and why.
+    if !general.is_empty() {
+        out.push_str("#\n");
+        for w in general {
+            out.push_str("# CHECK: ");
+            out.push_str(&comment_safe(w));
+            out.push('\n');
+        }
+    }
     for e in entries {
         out.push_str("\n[[host]]\n");
         if e.name != e.ansible_name {

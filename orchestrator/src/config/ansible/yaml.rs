@@ -3,7 +3,7 @@ use std::collections::BTreeSet;
 
 use saphyr::{LoadableYamlNode, MarkedYaml, Scalar, YamlData};
 
-use super::model::{Located, Model, Var};
+use super::model::{Located, Model, Var, Vars};
 use super::patterns::expand_host_pattern;
 use super::{Cx, ImportError};
 use crate::config::values::shown;
@@ -126,6 +126,54 @@ fn read_yaml_here(cx: &mut Cx<'_>, m: &mut Model, text: &str) -> Result<(), Impo
         yaml_group(cx, m, &name, v, 0)?;
     }
     Ok(())
+}
+
+/// A `group_vars/` or `host_vars/` file (YAML, or JSON, which Ansible's
+/// loader reads as YAML too): a mapping of variables, or nothing.
+pub(super) fn read_vars_file(cx: &mut Cx<'_>, text: &str) -> Result<Vars, ImportError> {
+    on_yaml_stack(|| read_vars_here(cx, text))
+}
+
+fn read_vars_here(cx: &mut Cx<'_>, text: &str) -> Result<Vars, ImportError> {
+    if let Some(line) = block_nesting_past(text, MAX_BLOCK_NESTING) {
+        return Err(cx.error(
+            Some(line),
+            format!("YAML nested more than {MAX_BLOCK_NESTING} levels deep; valid: variables"),
+        ));
+    }
+    let docs = MarkedYaml::load_from_str(text).map_err(|e| {
+        cx.error(
+            Some(e.marker().line()),
+            format!("invalid YAML: {}", e.info()),
+        )
+    })?;
+    let mut vars = Vars::new();
+    let Some(doc) = docs.first() else {
+        return Ok(vars);
+    };
+    match &doc.data {
+        YamlData::Value(Scalar::Null) => {}
+        YamlData::Mapping(_) => {
+            for (k, v) in yaml_vars(doc) {
+                let name = group_key(cx, k)?;
+                let line = cx.at(Some(line_of(k)));
+                vars.insert(
+                    name,
+                    Located {
+                        value: yaml_var(v),
+                        line,
+                    },
+                );
+            }
+        }
+        _ => {
+            return Err(cx.error(
+                Some(line_of(doc)),
+                "a vars file must be a mapping of variables, e.g. `ansible_user: admin`",
+            ))
+        }
+    }
+    Ok(vars)
 }
 
 fn line_of(n: &MarkedYaml<'_>) -> usize {
@@ -274,7 +322,7 @@ fn yaml_group(
                     let name = group_key(cx, vk)?;
                     let value = Located {
                         value: yaml_var(vv),
-                        line: Some(line_of(vk)),
+                        line: cx.at(Some(line_of(vk))),
                     };
                     m.set_group_var(cx, group, &name, value)?;
                 }
@@ -314,7 +362,7 @@ fn yaml_group(
                         }
                     };
                     for name in names {
-                        let h = m.add_host(&name, group, port.as_deref(), line);
+                        let h = m.add_host(&name, group, port.as_deref(), cx.at(line));
                         for (vk, vv) in &vars {
                             let key = group_key(cx, vk)?;
                             m.set_host_var(
@@ -322,7 +370,7 @@ fn yaml_group(
                                 &key,
                                 Located {
                                     value: yaml_var(vv),
-                                    line: Some(line_of(vk)),
+                                    line: cx.at(Some(line_of(vk))),
                                 },
                             );
                         }
