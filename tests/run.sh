@@ -58,6 +58,22 @@ if [ "${#missing[@]}" -gt 0 ]; then
 	echo "tests/run.sh: installed ${missing[*]} in $((SECONDS - t)) s" >&2
 fi
 
+# ansible-inventory (ansible-core from PyPI, pinned) for the Ansible import test, which
+# compares each imported value with `ansible-inventory --list`'s; only when missing.
+# Debian 12's pip refuses the system Python (PEP 668): a venv under /opt.
+ansible_core=2.19.14
+if ! have ansible-inventory && [ ! -x /opt/fsmatrix-ansible/bin/ansible-inventory ]; then
+	t=$SECONDS
+	have python3 || DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3
+	python3 -m venv /opt/fsmatrix-ansible 2>/dev/null || {
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-venv
+		python3 -m venv /opt/fsmatrix-ansible
+	}
+	/opt/fsmatrix-ansible/bin/pip install -q "ansible-core==$ansible_core"
+	echo "tests/run.sh: installed ansible-core $ansible_core in $((SECONDS - t)) s" >&2
+fi
+have ansible-inventory || export PATH=$PATH:/opt/fsmatrix-ansible/bin
+
 cargo build --workspace --all-targets
 bin=$PWD/target/debug/fsmatrix
 dir=${FSMATRIX_LAB_DIR:-/var/lib/fsmatrix/lab}

@@ -12,7 +12,11 @@
 //!   inventory script's output: groups as `{hosts, children, vars}` or a bare
 //!   host list, and `_meta.hostvars`.
 //!
-//! Not read: `group_vars/` and `host_vars/` folders, inventory plugins
+//! From disk ([`import_path`], `sources`): a directory of inventory files,
+//! and the `group_vars/` and `host_vars/` beside the inventory, with
+//! ansible-core's precedence (see `Model::resolve`).
+//!
+//! Not read: the playbook directory's vars folders, inventory plugins
 //! (`plugin: aws_ec2` …), ansible.cfg (its `remote_user`, its default
 //! become method: sudo is assumed), Jinja2 templates and vaulted values
 //! (refused where a mapped variable holds one).  `ansible-inventory -i SRC

@@ -1,7 +1,7 @@
 //! Reading an inventory from disk as Ansible does: a file, or a directory
 //! of inventory files (`InventoryManager.parse_source`), and the
 //! `group_vars/` and `host_vars/` beside it (the `host_group_vars` vars
-//! plugin, `DataLoader.find_vars_files`), as in ansible-core 2.19.
+//! plugin, `DataLoader.find_vars_files`), as in ansible-core 2.19 (the version tests/run.sh installs).
 use std::path::{Path, PathBuf};
 
 use super::model::Model;
