@@ -66,6 +66,11 @@ if ! have ansible-inventory && [ ! -x /opt/fsmatrix-ansible/bin/ansible-inventor
 	t=$SECONDS
 	have python3 || DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3
 	python3 -m venv /opt/fsmatrix-ansible 2>/dev/null || {
+		rm -rf /opt/fsmatrix-ansible
+		if [ "${FSMATRIX_LAB_APT_UPDATED:-0}" != 1 ]; then
+			DEBIAN_FRONTEND=noninteractive apt-get update -q
+			export FSMATRIX_LAB_APT_UPDATED=1
+		fi
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3-venv
 		python3 -m venv /opt/fsmatrix-ansible
 	}

@@ -22,7 +22,9 @@
 # which has no address in the root namespace; hosts 2..N sit only on fsmx-br1 with
 # 10.203.1.(10+I).  The bastion does not forward IP, so the inner hosts are reached only
 # through its sshd (direct-tcpip, OpenSSH ProxyJump); the inventory says so with
-# proxy_jump = "root@10.203.0.11".
+# proxy_jump = "root@10.203.0.11".  The bastion's sshd listens on port 22 and on
+# BASTION_ALT_PORT (2222) with the same host key; DIR/known_hosts lists it under port 22
+# only (a test reaching it on 2222 writes a known_hosts file of its own for that hop).
 # With GUESTS=N (`fsmatrix lab up --guests N`), hosts 1..N (Linux) each get a guest: see
 # "guests" below and docs/lab.md.
 # Every resource is recorded in DIR before or right after it is made, and `down` only
@@ -39,6 +41,7 @@ readonly NET=10.203.0
 # The bastion's inner network (BASTION=1): a bridge with no address in the root namespace.
 readonly INNER_BRIDGE=fsmx-br1
 readonly INNER_NET=10.203.1
+readonly BASTION_ALT_PORT=2222
 readonly LOCK=/run/lock/fsmatrix-lab.lock
 readonly LOOP_CONTROL="${FSMATRIX_LAB_LOOP_CONTROL:-/dev/loop-control}"
 # Folders each host gets its own tmpfs on; DIR must not live under one of them.
@@ -337,11 +340,16 @@ up_host() {
 	wait_for 10 "the init of $host to mount its private folders" init_ready "$inner" "$host" ||
 		die 1 "failed to start the init of $host (see $hd/init.log)"
 
-	# sshd: its own host key and config; the lab client key for root.
+	# sshd: its own host key and config; the lab client key for root.  A bastion also
+	# listens on port $BASTION_ALT_PORT, so a jump host reached on a port of its own (an
+	# ssh config's `Port`) is tested for real (tests/lab_bastion.rs).
 	ssh-keygen -q -t ed25519 -N '' -C "$host" -f "$hd/ssh_host_ed25519_key"
+	local listen="ListenAddress $ip:22"
+	[ "$i" = 1 ] && [ -e "$DIR/bastion" ] && listen="$listen
+ListenAddress $ip:$BASTION_ALT_PORT"
 	cat >"$hd/sshd_config" <<EOF
 # Written by fsmatrix lab up: sshd of lab host $host.
-ListenAddress $ip:22
+$listen
 HostKey $hd/ssh_host_ed25519_key
 PidFile /run/sshd/sshd.pid
 AuthorizedKeysFile $DIR/authorized_keys

@@ -132,10 +132,11 @@ fn parse_doc(
                 }
             }
         }
-        if let Some(mut host) = parse_host(errs, &h, d.as_ref(), base, &|a| ssh.alias_address(a)) {
+        if let Some(mut host) = parse_host(errs, &h, d.as_ref(), base, &ssh) {
             if !ssh.apply(errs, &h, d.as_ref(), &mut host) {
                 continue;
             }
+            ssh.note_inventory_jump(&mut host);
             hosts.push((host, h));
         }
     }
@@ -175,10 +176,17 @@ fn parse_doc(
 /// else `~/.ssh/config` when it exists) and what each alias resolved to:
 /// resolved once per load, all hosts at once, before any host is checked
 /// against the others (two aliases may name one machine).
+/// How an inventory's `proxy_jump` is named in messages about its hops.
+const JUMP_NAMED_BY: &str = "the inventory's proxy_jump";
+
 struct SshAliases {
     config: Option<ConfigFile>,
     home: Option<PathBuf>,
     resolved: BTreeMap<String, Result<Resolved, String>>,
+    /// Each `proxy_jump` the inventory writes that names an alias (a hop that
+    /// is no IP address), its hops resolved through the same config, as `ssh
+    /// -J` resolves them ([`Resolver::jump_chain`]).
+    jumps: BTreeMap<String, Result<Vec<JumpSpec>, String>>,
     warnings: Vec<String>,
 }
 
@@ -215,6 +223,52 @@ impl SshAliases {
                 }
             }
         }
+        // The inventory's own `proxy_jump` values that name an alias: ssh -J
+        // looks each hop up in the config too.
+        let mut jump_values: Vec<String> = Vec::new();
+        if config.is_some() {
+            let proxy_jump = |t: &DeTable<'_>| {
+                t.iter()
+                    .find(|(k, _)| k.get_ref().as_ref() == "proxy_jump")
+                    .and_then(|(_, v)| v.get_ref().as_str().map(str::to_string))
+            };
+            for pj in hosts
+                .iter()
+                .filter_map(|(t, _)| proxy_jump(t))
+                .chain(defaults.and_then(proxy_jump))
+            {
+                let names_alias = split_proxy_jump(&pj).is_ok_and(|hops| {
+                    hops.iter()
+                        .any(|(_, host, _)| host.parse::<std::net::IpAddr>().is_err())
+                });
+                if names_alias && !jump_values.contains(&pj) {
+                    jump_values.push(pj);
+                }
+            }
+        }
+        let mut warnings = Vec::new();
+        let mut jumps = BTreeMap::new();
+        if let Some(c) = &config {
+            for pj in jump_values {
+                let mut out = Vec::new();
+                let chain = resolver
+                    .jump_chain(c, JUMP_NAMED_BY, &pj, &mut Vec::new(), &mut out)
+                    .map_err(|e| e.to_string())
+                    .and_then(|()| {
+                        out.iter()
+                            .map(|hop| {
+                                ssh_config::jump_spec(
+                                    hop,
+                                    c,
+                                    resolver.home.as_deref(),
+                                    &mut warnings,
+                                )
+                            })
+                            .collect::<Result<Vec<_>, _>>()
+                    });
+                jumps.insert(pj, chain);
+            }
+        }
         let resolved = match &config {
             Some(c) => aliases
                 .iter()
@@ -232,8 +286,54 @@ impl SshAliases {
             config,
             home: resolver.home.clone(),
             resolved,
-            warnings: Vec::new(),
+            jumps,
+            warnings,
         }
+    }
+
+    /// The hops of an inventory `proxy_jump` value resolved through the
+    /// config; `None`: not resolved (no config, or only IP addresses).
+    fn inventory_jump(&self, value: &str) -> Option<Result<Vec<JumpSpec>, String>> {
+        let config = self.config.as_ref()?;
+        self.jumps.get(value).map(|r| {
+            r.clone().map_err(|e| {
+                format!(
+                    "proxy_jump `{value}` names an alias of ssh config {}, which does not \
+                     resolve: {e}",
+                    config.shown
+                )
+            })
+        })
+    }
+
+    /// A host whose inventory `proxy_jump` was resolved through the config
+    /// shows where it came from (as a chain from the config does).
+    fn note_inventory_jump(&self, host: &mut Host) {
+        let Some(config) = &self.config else { return };
+        if host.ssh_sources.contains_key("proxy_jump")
+            || !host.proxy_jump.iter().any(|j| j.config.is_some())
+        {
+            return;
+        }
+        let chain: Vec<String> = host
+            .proxy_jump
+            .iter()
+            .map(|j| {
+                j.config
+                    .as_ref()
+                    .map_or_else(|| j.to_string(), |c| c.written.clone())
+            })
+            .collect();
+        host.ssh_sources.insert(
+            "proxy_jump".into(),
+            Sourced {
+                value: chain.join(" → "),
+                from: format!(
+                    "inventory, each hop resolved through ssh config {}",
+                    config.shown
+                ),
+            },
+        );
     }
 
     /// The address an alias that is no address resolved to (its HostName,
@@ -497,7 +597,7 @@ fn parse_host(
     h: &Tbl<'_, '_>,
     d: Option<&Tbl<'_, '_>>,
     base: &Path,
-    alias_address: &dyn Fn(&str) -> Option<Address>,
+    ssh: &SshAliases,
 ) -> Option<Host> {
     let mut ok = true;
     let name = match h.get("name") {
@@ -525,7 +625,7 @@ fn parse_host(
             .get("address")
             .and_then(|v| v.get_ref().as_str().map(str::to_string))
             .filter(|a| Address::new(a).is_err())
-            .and_then(|a| alias_address(&a))
+            .and_then(|a| ssh.alias_address(&a))
         {
             Some(a) => Some(a),
             None => t.typed(errs, "address", Address::new),
@@ -744,7 +844,10 @@ fn parse_host(
         .unwrap_or_else(|| UserName::new(DEFAULT_CLIENT_USER).ok());
     let proxy_jump = match pick(h, d, "proxy_jump").filter(|_| guest.is_none()) {
         Some(t) => match t.str(errs, "proxy_jump") {
-            Some(v) => match parse_proxy_jump(v.get_ref()) {
+            Some(v) => match ssh
+                .inventory_jump(v.get_ref())
+                .unwrap_or_else(|| parse_proxy_jump(v.get_ref()).map_err(|e| e.0))
+            {
                 Ok(hops) => {
                     let own = address.as_ref().map(|a| machine_key(a.as_str())).zip(port);
                     match hops.iter().position(|hop| {
@@ -769,7 +872,7 @@ fn parse_host(
                     }
                 }
                 Err(e) => {
-                    errs.push(&v.span(), e.0);
+                    errs.push(&v.span(), e);
                     None
                 }
             },

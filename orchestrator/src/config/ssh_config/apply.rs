@@ -241,7 +241,7 @@ pub fn apply(
         };
         host.proxy_jump = chain
             .iter()
-            .map(|hop| jump_hop(hop, config, home, warnings))
+            .map(|hop| jump_spec(hop, config, home, warnings))
             .collect::<Result<_, _>>()?;
         check_chain(host).map_err(|e| {
             format!(
@@ -341,7 +341,7 @@ fn identities(
 /// One jump hop from its resolution: the HostName through the address
 /// validator, the user and port ssh would use, its own IdentityFiles and
 /// UserKnownHostsFile, and where each came from.
-fn jump_hop(
+pub fn jump_spec(
     hop: &ResolvedHop,
     config: &ConfigFile,
     home: Option<&Path>,
@@ -897,6 +897,109 @@ mod tests {
         let l = &provenance_lines(&inv.hosts)[0];
         assert!(l.contains("none of 2 exists: the first is named"), "{l}");
         assert!(!l.contains("that exists"), "{l}");
+    }
+
+    /// The inventory's own `proxy_jump` naming an alias is resolved through
+    /// the same config, hop by hop, as `ssh -J office HOST` does: office's
+    /// own ProxyJump first; a user and port written in it win (as `-l`/`-p`).
+    #[test]
+    fn an_inventory_proxy_jump_naming_an_alias_resolves_as_ssh_j_does() {
+        let t = Tmp::new("invjump");
+        std::fs::create_dir_all(t.0.join(".ssh")).unwrap();
+        t.write(".ssh/office_key", "only its existence counts\n");
+        t.write(".ssh/gw_key", "only its existence counts\n");
+        let inc = t.write(
+            "gw.conf",
+            "Host office_gw\n  HostName 127.0.0.2\n  User gwuser\n  Port 2201\n\
+             \x20 IdentityFile %d/.ssh/gw_key\n",
+        );
+        let cfg = t.write("config", &LAPTOP.replace("INC", &inc.display().to_string()));
+        if !have_ssh() {
+            return;
+        }
+        let body = |pj: &str| {
+            format!(
+                "ssh_config = \"config\"\n[[host]]\nname = \"x\"\nos = \"linux\"\n\
+                 address = \"127.0.0.50\"\nuser = \"root\"\ndevices = [\"/dev/vdb\"]\n\
+                 proxy_jump = \"{pj}\"\n"
+            )
+        };
+        let inv = inventory(&t, &resolver(&t.0), &body("office")).unwrap_or_else(|e| panic!("{e}"));
+        let h = &inv.hosts[0];
+        assert_eq!(h.address.as_str(), "127.0.0.50");
+        let got: Vec<(String, String, u16)> = h
+            .proxy_jump
+            .iter()
+            .map(|j| {
+                (
+                    j.user.as_ref().unwrap().to_string(),
+                    j.address.to_string(),
+                    j.port,
+                )
+            })
+            .collect();
+        let want: Vec<(String, String, u16)> = ["office_gw", "office"]
+            .iter()
+            .map(|a| {
+                let d = ssh_g(&cfg, a);
+                (
+                    d["user"][0].clone(),
+                    d["hostname"][0].clone(),
+                    d["port"][0].parse().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(want[1], ("ops".into(), "127.0.0.3".into(), 2202));
+        let keys: Vec<&Path> = h.proxy_jump[1]
+            .config
+            .as_ref()
+            .unwrap()
+            .identity_files
+            .iter()
+            .map(|p| p.as_path())
+            .collect();
+        assert_eq!(keys, [t.0.join(".ssh/office_key").as_path()]);
+        let lines = provenance_lines(&inv.hosts);
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(
+            lines[0].contains("proxy_jump office_gw → office (inventory, each hop resolved through ssh config config)"),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[2].starts_with("  jump host 2 `office`: address 127.0.0.3"),
+            "{}",
+            lines[2]
+        );
+
+        // A user and port written in the inventory win over the config's.
+        let inv = inventory(&t, &resolver(&t.0), &body("bob@office_gw:2300"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let j = &inv.hosts[0].proxy_jump[0];
+        assert_eq!(
+            (
+                j.user.as_ref().unwrap().as_str(),
+                j.address.as_str(),
+                j.port
+            ),
+            ("bob", "127.0.0.2", 2300)
+        );
+        // IP addresses only: no ssh runs, the hops are as written.
+        let inv = inventory(&t, &resolver(&t.0), &body("root@127.0.0.9"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(inv.hosts[0].proxy_jump[0].config.is_none());
+        assert!(provenance_lines(&inv.hosts).is_empty());
+        // A loop through the inventory's hop is an error naming it.
+        let e = inventory(&t, &resolver(&t.0), &body("loop_a")).unwrap_err();
+        assert!(
+            e.contains("ProxyJump loop: loop_a → loop_b → loop_a"),
+            "{e}"
+        );
+        assert!(
+            e.contains("proxy_jump `loop_a` names an alias of ssh config"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -54,7 +54,9 @@ mod resolve;
 #[cfg(test)]
 mod test_support;
 
-pub use apply::{apply, expand_identity, provenance_lines, report, InventorySet, Sourced};
+pub use apply::{
+    apply, expand_identity, jump_spec, provenance_lines, report, InventorySet, Sourced,
+};
 pub use resolve::{
     diff, parse_dump, validate_alias, ConfigFile, Dump, Resolved, ResolvedHop, Resolver,
     SshConfigError, TIMEOUT,
