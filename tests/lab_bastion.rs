@@ -508,6 +508,32 @@ fn through_an_ssh_config(dir: &Path, inv: &LabInventory, matrix: &Path) {
         );
     }
 
+    // The same sweep again from its bundle (the recorded inventory names the
+    // config: used because it is named on the command line, as for `run`).
+    let again = t.join("again");
+    let rerun = output_within(
+        fsmatrix()
+            .args(["run", "--from"])
+            .arg(&bundle)
+            .arg("--ssh-config")
+            .arg(&config)
+            .arg("--out")
+            .arg(&again),
+        Duration::from_secs(600),
+    );
+    assert_eq!(
+        rerun.status.code(),
+        Some(0),
+        "run --from through the ssh config"
+    );
+    assert!(fsmatrix()
+        .arg("verify")
+        .arg(bundle_in(&again))
+        .output()
+        .unwrap()
+        .status
+        .success());
+
     // Who logged in where: the bastion saw `nobody` with the hop's own key (the
     // stranger key offered first was refused, the lab key never needed); the inner
     // hosts saw root with the lab key, inner_a from the bastion's inner leg and
