@@ -25,16 +25,22 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
-fn run(inv: &Path, matrix: &Path, out: &Path) -> Output {
-    let t0 = Instant::now();
-    let o = fsmatrix()
-        .args(["run", "--inventory"])
+/// `fsmatrix run --inventory INV --matrix MATRIX --out OUT`, stdin closed.
+fn run_command(inv: &Path, matrix: &Path, out: &Path) -> Command {
+    let mut c = fsmatrix();
+    c.args(["run", "--inventory"])
         .arg(inv)
         .arg("--matrix")
         .arg(matrix)
         .arg("--out")
         .arg(out)
-        .stdin(Stdio::null())
+        .stdin(Stdio::null());
+    c
+}
+
+fn run(inv: &Path, matrix: &Path, out: &Path) -> Output {
+    let t0 = Instant::now();
+    let o = run_command(inv, matrix, out)
         .output()
         .expect("run fsmatrix");
     eprintln!(
@@ -49,14 +55,7 @@ fn run(inv: &Path, matrix: &Path, out: &Path) -> Output {
 
 /// `fsmatrix run` in the background, its progress lines (stderr) to `log`.
 fn spawn_run(inv: &Path, matrix: &Path, out: &Path, log: &Path) -> std::process::Child {
-    fsmatrix()
-        .args(["run", "--inventory"])
-        .arg(inv)
-        .arg("--matrix")
-        .arg(matrix)
-        .arg("--out")
-        .arg(out)
-        .stdin(Stdio::null())
+    run_command(inv, matrix, out)
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(log).expect("log file"))
         .spawn()
@@ -470,6 +469,61 @@ duration = "10s"
     assert!(variants.contains("compress=zstd"), "{variants}");
     assert!(variants.contains("atime=off, compression=on"), "{variants}");
     assert!(variants.contains("full_page_writes=off"), "{variants}");
+}
+
+/// `fsmatrix run … 2>&1 | head -1` (issue 28): the reader of stdout and
+/// stderr goes away at once.  The sweep runs to its end anyway: exit 0 (a
+/// panic on the first failed write would be 101 and leave the host set up),
+/// a bundle that verifies, its reports written, the host clean.
+#[test]
+fn a_sweep_whose_reader_went_away_ends_normally_and_clean() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let h = &lab.inv.hosts[0];
+    let (tmp, inv, matrix) = one_host_inputs(
+        &lab,
+        h,
+        "name = \"nopipe\"\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n\
+         [[workload]]\nname = \"sel\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"2s\"\n",
+    );
+    let out = tmp.path().join("results");
+    let t0 = Instant::now();
+    let mut child = run_command(&inv, &matrix, &out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn fsmatrix run");
+    // Both readers gone before anything is read.
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    let limit = Duration::from_secs(300);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the sweep still ran after {limit:?}; killed");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    eprintln!(
+        "fsmatrix run (no reader) -> {status:?} in {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
+    assert_eq!(status.code(), Some(0), "the sweep ended by itself, exit 0");
+    let bundle = bundle_in(&out);
+    assert_verifies(&bundle);
+    let rs = results(&bundle);
+    assert_eq!(rs.len(), 1);
+    assert_eq!(rs[0]["status"]["state"], "done", "{}", rs[0]);
+    let name = bundle.file_name().unwrap().to_string_lossy().to_string();
+    assert!(
+        out.join(format!("{name}.report.md")).is_file(),
+        "the report was written"
+    );
+    assert_clean(&lab.inv, h);
 }
 
 #[test]

@@ -22,6 +22,8 @@ pub const LAYERS: &[(&str, &[&str])] = &[
     ("text", &[]),
     ("files", &[]),
     ("timeouts", &[]),
+    // stdout/stderr writes that never panic when the reader went away.
+    ("stdio", &[]),
     // What a bundle's records hold.
     ("model", &["text"]),
     // SSH key files read: for the transport and for signing bundles alike.
@@ -57,6 +59,7 @@ pub const LAYERS: &[(&str, &[&str])] = &[
             "text",
             "files",
             "timeouts",
+            "stdio",
             "model",
             "keys",
             "config",
@@ -93,6 +96,7 @@ pub const LAYERS: &[(&str, &[&str])] = &[
             "text",
             "files",
             "timeouts",
+            "stdio",
             "model",
             "keys",
             "config",

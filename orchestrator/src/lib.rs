@@ -19,6 +19,7 @@ pub mod plan;
 pub mod remote;
 pub mod results;
 pub mod run;
+pub mod stdio;
 pub mod text;
 pub mod timeouts;
 

@@ -43,13 +43,13 @@ pub fn verify(args: &VerifyArgs) -> CmdResult {
     let sig = signature::check_signature(&bag, allowed.as_ref(), args.principal.as_deref(), now);
     if let Some(a) = &allowed {
         for line in &a.cert_authority_lines {
-            eprintln!(
+            crate::stdio::errln!(
                 "fsmatrix: note: {}:{line}: cert-authority lines are not supported; skipped",
                 a.path.display()
             );
         }
         for note in a.skipped_notes() {
-            eprintln!("fsmatrix: note: {note}");
+            crate::stdio::errln!("fsmatrix: note: {note}");
         }
     }
     if r.is_ok() {
@@ -57,7 +57,7 @@ pub fn verify(args: &VerifyArgs) -> CmdResult {
             .sweep_status
             .as_deref()
             .map_or(String::new(), |s| format!(", sweep {s}"));
-        println!(
+        crate::stdio::outln!(
             "{} {}: {} payload files, {} bytes, {} tag files{status}",
             if sig.is_ok() { "OK" } else { "checksums OK" },
             crate::text::terminal_safe(&r.root.display().to_string()),
@@ -67,22 +67,22 @@ pub fn verify(args: &VerifyArgs) -> CmdResult {
         );
     } else {
         for p in &r.problems {
-            println!("{p}");
+            crate::stdio::outln!("{p}");
         }
     }
     match &sig {
         Ok(SignatureCheck::Unsigned) => {}
-        Ok(SignatureCheck::Unchecked { key }) => println!(
+        Ok(SignatureCheck::Unchecked { key }) => crate::stdio::outln!(
             "signature: present, by {key}, matches the tagmanifest; NOT checked against allowed \
              signers (give --allowed-signers FILE)"
         ),
         Ok(SignatureCheck::Trusted {
             key, principals, ..
-        }) => println!(
+        }) => crate::stdio::outln!(
             "signature: good, by {} ({key})",
             crate::text::terminal_safe(&principals.join(", "))
         ),
-        Err(p) => println!("signature refused: {p}"),
+        Err(p) => crate::stdio::outln!("signature refused: {p}"),
     }
     if r.is_ok() && sig.is_ok() {
         return Ok(Exit::Success);
@@ -158,7 +158,7 @@ pub fn report(args: &ReportArgs) -> CmdResult {
                 e => CliError::failed_to(e),
             })?;
         if !check.verified {
-            eprintln!(
+            crate::stdio::errln!(
                 "warning: {} does not verify; reporting on it anyway (--allow-unverified), marked NOT VERIFIED",
                 b.display()
             );
@@ -205,7 +205,7 @@ pub fn report(args: &ReportArgs) -> CmdResult {
         Some(path) => std::fs::write(path, text).map_err(|e| {
             CliError::nothing_ran(format!("failed to write {}: {e}", path.display()))
         })?,
-        None => print!("{text}"),
+        None => crate::stdio::out!("{text}"),
     }
     Ok(Exit::Success)
 }
@@ -215,7 +215,7 @@ pub fn report(args: &ReportArgs) -> CmdResult {
 pub fn archive(args: &BundleArgs) -> CmdResult {
     match archive::archive(&args.bundle, None) {
         Ok(p) => {
-            println!("{}", p.display());
+            crate::stdio::outln!("{}", p.display());
             Ok(Exit::Success)
         }
         Err(e @ ArchiveError::NotVerified { .. }) => {

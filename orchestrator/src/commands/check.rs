@@ -26,7 +26,7 @@ pub fn check(args: &CheckArgs) -> CmdResult {
         }
         None => (Inventory::load_given(&args.inventory, &given)?, None),
     };
-    eprint!("{}", crate::config::ssh_config::report(&inv));
+    crate::stdio::err!("{}", crate::config::ssh_config::report(&inv));
     let t0 = Instant::now();
     let checked: Vec<(HostReport, Option<String>)> = super::runtime()?.block_on(async {
         let futs = inv.hosts.iter().map(|h| {
@@ -93,10 +93,10 @@ pub fn check(args: &CheckArgs) -> CmdResult {
             if let Some(o) = v.as_object_mut() {
                 o.insert("event".into(), "host_checked".into());
             }
-            println!("{v}");
+            crate::stdio::outln!("{v}");
         }
         let ready = reports.iter().filter(|r| r.ready).count();
-        println!(
+        crate::stdio::outln!(
             "{}",
             serde_json::json!({
                 "event": "check_finished",
@@ -106,8 +106,8 @@ pub fn check(args: &CheckArgs) -> CmdResult {
             })
         );
     } else {
-        print!("{}", render_check(&reports));
-        println!(
+        crate::stdio::out!("{}", render_check(&reports));
+        crate::stdio::outln!(
             "checked {} host(s) in {:.2} s",
             reports.len(),
             t0.elapsed().as_secs_f64()

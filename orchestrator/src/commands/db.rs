@@ -35,13 +35,13 @@ pub fn init(args: &DbInitArgs) -> CmdResult {
         let mut c = client(&args.db).await?;
         let (before, after) = db::schema::init(&mut c).await.map_err(db_error)?;
         if before == after {
-            println!("schema version {after}: up to date");
+            crate::stdio::outln!("schema version {after}: up to date");
         } else {
-            println!("schema version {before} -> {after}");
+            crate::stdio::outln!("schema version {before} -> {after}");
         }
         if args.roles {
             db::schema::init_roles(&mut c).await.map_err(db_error)?;
-            println!(
+            crate::stdio::outln!(
                 "roles fsmatrix_submitter and fsmatrix_agent ready: GRANT them to login roles"
             );
         }
@@ -56,14 +56,14 @@ pub fn ls(args: &DbLsArgs) -> CmdResult {
         let rows = db::verdicts::list(&c).await.map_err(db_error)?;
         if args.json {
             for r in &rows {
-                println!(
+                crate::stdio::outln!(
                     "{}",
                     serde_json::to_string(r).expect("a matrix row serializes")
                 );
             }
             return Ok(Exit::Success);
         }
-        println!(
+        crate::stdio::outln!(
             "{:<24} {:>7} {:>5} {:>6} {:>11}  {:<20}  {:<20}",
             "MATRIX",
             "BUNDLES",
@@ -76,7 +76,7 @@ pub fn ls(args: &DbLsArgs) -> CmdResult {
         for r in &rows {
             // Names come from other people's bundles: made safe for a terminal.
             let safe = crate::text::terminal_safe;
-            println!(
+            crate::stdio::outln!(
                 "{:<24} {:>7} {:>5} {:>6} {:>11}  {:<20}  {:<20}",
                 safe(&r.matrix),
                 r.bundles,
@@ -87,7 +87,7 @@ pub fn ls(args: &DbLsArgs) -> CmdResult {
                 r.last_published
             );
             if let Some(e) = &r.error {
-                println!("    no comparisons: {}", safe(e));
+                crate::stdio::outln!("    no comparisons: {}", safe(e));
             }
         }
         Ok(Exit::Success)
@@ -122,7 +122,7 @@ pub fn refresh(args: &DbRefreshArgs) -> CmdResult {
         for r in &done {
             let safe = crate::text::terminal_safe;
             match &r.error {
-                None => println!(
+                None => crate::stdio::outln!(
                     "{}: {} comparisons over {} bundles",
                     safe(&r.matrix),
                     r.rows,
@@ -130,7 +130,7 @@ pub fn refresh(args: &DbRefreshArgs) -> CmdResult {
                 ),
                 Some(e) => {
                     refused = true;
-                    println!("{}: no comparisons: {}", safe(&r.matrix), safe(e));
+                    crate::stdio::outln!("{}: no comparisons: {}", safe(&r.matrix), safe(e));
                 }
             }
         }
@@ -176,14 +176,14 @@ pub fn submit(args: &SubmitArgs) -> CmdResult {
         )
         .await
         .map_err(db_error)?;
-        eprintln!(
+        crate::stdio::errln!(
             "fsmatrix: sweep {id} queued: matrix {}, {} cells on {} hosts, ETA {}",
             p.matrix.as_str(),
             p.cells.len(),
             p.hosts.len(),
             crate::text::hms(p.eta)
         );
-        println!("{id}");
+        crate::stdio::outln!("{id}");
         Ok(Exit::Success)
     })
 }
@@ -194,21 +194,27 @@ pub fn list(args: &QueueArgs) -> CmdResult {
         let rows = queue::list(&c, args.recent).await.map_err(db_error)?;
         if args.json {
             for r in &rows {
-                println!(
+                crate::stdio::outln!(
                     "{}",
                     serde_json::to_string(r).expect("a queue row serializes")
                 );
             }
             return Ok(Exit::Success);
         }
-        println!(
+        crate::stdio::outln!(
             "{:>6}  {:<20} {:<9} {:>4}  {:>11}  {:>8}  {:<24} LEASES",
-            "ID", "MATRIX", "STATE", "PRIO", "DONE/CELLS", "ETA", "BY"
+            "ID",
+            "MATRIX",
+            "STATE",
+            "PRIO",
+            "DONE/CELLS",
+            "ETA",
+            "BY"
         );
         for r in &rows {
             // Other people's text (names, who, why): made safe for a terminal.
             let safe = crate::text::terminal_safe;
-            println!(
+            crate::stdio::outln!(
                 "{:>6}  {:<20} {:<9} {:>4}  {:>11}  {:>8}  {:<24} {}",
                 r.id,
                 safe(&r.matrix),
@@ -237,11 +243,13 @@ pub fn list(args: &QueueArgs) -> CmdResult {
                 }
             );
             if let Some(note) = &r.note {
-                println!("        {}", safe(note));
+                crate::stdio::outln!("        {}", safe(note));
             }
         }
         if rows.iter().any(|r| !r.eta_observed && r.eta_seconds > 0) {
-            println!("(~ETA: the plan's estimate; the others from the sweep's own pace)");
+            crate::stdio::outln!(
+                "(~ETA: the plan's estimate; the others from the sweep's own pace)"
+            );
         }
         Ok(Exit::Success)
     })
@@ -251,7 +259,7 @@ pub fn cancel(args: &CancelArgs) -> CmdResult {
     super::runtime()?.block_on(async {
         let mut c = ready(&args.db).await?;
         let was = queue::cancel(&mut c, args.id).await.map_err(db_error)?;
-        println!("sweep {} cancelled (was {was})", args.id);
+        crate::stdio::outln!("sweep {} cancelled (was {was})", args.id);
         Ok(Exit::Success)
     })
 }
@@ -262,7 +270,7 @@ pub fn publish(args: &PublishArgs) -> CmdResult {
         let p = db::publish::publish(&mut c, &args.bundle)
             .await
             .map_err(db_error)?;
-        println!(
+        crate::stdio::outln!(
             "{} {}: matrix {}, {} runs added, {} already there",
             if p.new_bundle {
                 "published"
@@ -312,7 +320,7 @@ pub fn agent(args: &AgentArgs) -> CmdResult {
         let turns = db::agent::run(&target, &opts).await.map_err(db_error)?;
         let mut stopped = false;
         for t in &turns {
-            println!(
+            crate::stdio::outln!(
                 "sweep {}: {} cells published{}{}",
                 t.sweep,
                 t.published,

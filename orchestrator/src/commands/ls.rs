@@ -9,16 +9,16 @@ use crate::results::bundle::listing::{self, ListStatus};
 pub fn ls(args: &LsArgs) -> CmdResult {
     let l = listing::list(&args.dir).map_err(CliError::failed_to)?;
     for w in &l.warnings {
-        eprintln!("fsmatrix: warning: {w}");
+        crate::stdio::errln!("fsmatrix: warning: {w}");
     }
     if args.json {
         for b in &l.bundles {
-            println!("{}", b.json());
+            crate::stdio::outln!("{}", b.json());
         }
     } else if l.bundles.is_empty() {
-        eprintln!("fsmatrix: no bundle under {}", args.dir.display());
+        crate::stdio::errln!("fsmatrix: no bundle under {}", args.dir.display());
     } else {
-        print!(
+        crate::stdio::out!(
             "{}",
             listing::render_table(&l.bundles, &args.dir, super::terminal_width())
         );
@@ -35,7 +35,7 @@ pub fn ls(args: &LsArgs) -> CmdResult {
         return Ok(Exit::Success);
     }
     for (b, why) in &unreadable {
-        eprintln!("fsmatrix: {}: unreadable: {why}", b.path.display());
+        crate::stdio::errln!("fsmatrix: {}: unreadable: {why}", b.path.display());
     }
     Err(CliError::problems(format!(
         "{} of {} bundles could not be read",

@@ -586,10 +586,10 @@ pub fn history(
     let h = crate::results::bundle::timings::history(dir, hosts)
         .map_err(|e| CliError::nothing_ran(format!("--history: {e}")))?;
     for w in &h.warnings {
-        eprintln!("fsmatrix: --history: {w}");
+        crate::stdio::errln!("fsmatrix: --history: {w}");
     }
     let timings: usize = h.by_host.values().map(Vec::len).sum();
-    eprintln!(
+    crate::stdio::errln!(
         "fsmatrix: --history {}: {} bundle(s), {timings} timing(s) of {} host(s){}",
         dir.display(),
         h.bundles,
@@ -669,9 +669,9 @@ pub fn main() -> ExitCode {
         Ok(exit) => exit.into(),
         Err(e) => {
             if let Some(d) = &e.detail {
-                eprintln!("{}", d.trim_end());
+                crate::stdio::errln!("{}", d.trim_end());
             }
-            eprintln!("fsmatrix: {}", e.message);
+            crate::stdio::errln!("fsmatrix: {}", e.message);
             e.exit.into()
         }
     }
@@ -775,7 +775,7 @@ fn inventory_import(args: &ImportArgs) -> CmdResult {
     }
     .map_err(|e| CliError::nothing_ran(e.to_string()))?;
     for w in &imported.warnings {
-        eprintln!("fsmatrix: warning: {w}");
+        crate::stdio::errln!("fsmatrix: warning: {w}");
     }
     match &args.out {
         Some(out) => {
@@ -790,9 +790,9 @@ fn inventory_import(args: &ImportArgs) -> CmdResult {
             f.write_all(imported.toml.as_bytes())
                 .map_err(|e| CliError::problems(format!("cannot write {}: {e}", out.display())))?;
         }
-        None => print!("{}", imported.toml),
+        None => crate::stdio::out!("{}", imported.toml),
     }
-    eprintln!(
+    crate::stdio::errln!(
         "fsmatrix: {} hosts imported from {}; fill in each host's `devices` (the only devices fsmatrix may destroy), then `fsmatrix check -i`",
         imported.hosts,
         args.file.display()

@@ -14,20 +14,20 @@ pub fn plan(args: &PlanArgs) -> CmdResult {
         &given,
         crate::generator::script_uses,
     )?;
-    eprint!("{}", crate::config::ssh_config::report(&inv));
+    crate::stdio::err!("{}", crate::config::ssh_config::report(&inv));
     let p = make_plan(&inv, &m);
     if args.commands {
         let hosts = super::runtime()?.block_on(dry::commands(&inv, &p));
-        println!("{}", dry::LIVE_VALUES);
+        crate::stdio::outln!("{}", dry::LIVE_VALUES);
         if let (true, Some(seed)) = (p.seed_drawn, p.seed) {
-            println!(
+            crate::stdio::outln!(
                 "# order = \"random\" without a seed: these commands use seed {seed}, drawn now; \
                  a run draws its own and records it in its bundle (set seed = {seed} in the \
                  matrix to run this very order)"
             );
         }
         for (host, text) in hosts {
-            print!("## {host}\n{text}");
+            crate::stdio::out!("## {host}\n{text}");
         }
         return Ok(Exit::Success);
     }
@@ -73,9 +73,9 @@ pub fn plan(args: &PlanArgs) -> CmdResult {
             .and_then(|()| w.flush())
             .map_err(|e| CliError::nothing_ran(format!("failed to write the plan: {e}")))?;
     } else {
-        print!("{}", render(&p));
+        crate::stdio::out!("{}", render(&p));
         if let Some(learned) = &learned {
-            print!("{}", crate::eta::render_planned(&p, learned));
+            crate::stdio::out!("{}", crate::eta::render_planned(&p, learned));
         }
     }
     Ok(Exit::Success)

@@ -50,7 +50,7 @@ pub fn run(args: &RunArgs) -> CmdResult {
             };
             let (inv, m) = crate::config::load_given(i, m, &given, crate::generator::script_uses)?;
             // Where each ssh-config value came from, as plan and check say.
-            eprint!("{}", crate::config::ssh_config::report(&inv));
+            crate::stdio::err!("{}", crate::config::ssh_config::report(&inv));
             let sign = signer(&rt, args.sign.as_deref())?;
             let names = inv
                 .hosts
@@ -119,7 +119,7 @@ fn finish(
     } else {
         Exit::Success
     };
-    eprintln!(
+    crate::stdio::errln!(
         "fsmatrix: {} cells done, {} failed, {} not run{} in {:.1} s{}",
         t.done,
         t.failed,
@@ -143,7 +143,7 @@ fn finish(
         super::sign::sign_bundle(rt, &s.bundle, signer)
             .map(|signed| signed.path)
             .map_err(|e| {
-                eprintln!(
+                crate::stdio::errln!(
                     "fsmatrix: {}; the bundle is not signed: sign it with `fsmatrix sign {} \
                      --key KEY`",
                     e.message,
@@ -167,7 +167,7 @@ fn finish(
         Ok((r, paths))
     });
     if let Err(e) = &full {
-        eprintln!("fsmatrix: warning: no report written: {e}");
+        crate::stdio::errln!("fsmatrix: warning: no report written: {e}");
     }
     let paths = full.as_ref().ok().map(|(_, p)| p);
     if json {
@@ -188,22 +188,22 @@ fn finish(
         if let Some(sig) = &signature {
             last["signature"] = serde_json::json!(sig.as_ref().map(|p| p.display().to_string()));
         }
-        println!("{last}");
+        crate::stdio::outln!("{last}");
         return Ok(exit);
     }
     if let Ok((r, _)) = &full {
-        print!(
+        crate::stdio::out!(
             "{}",
             crate::results::report::summary::render_summary(r, super::terminal_width())
         );
     }
-    println!("bundle: {}", s.bundle.display());
+    crate::stdio::outln!("bundle: {}", s.bundle.display());
     if let Some(Some(sig)) = &signature {
-        println!("signature: {}", sig.display());
+        crate::stdio::outln!("signature: {}", sig.display());
     }
     if let Some((md, html)) = paths {
-        println!("report: {}", md.display());
-        println!("report (HTML): {}", html.display());
+        crate::stdio::outln!("report: {}", md.display());
+        crate::stdio::outln!("report (HTML): {}", html.display());
     }
     Ok(exit)
 }

@@ -18,7 +18,7 @@ pub fn sign(args: &SignArgs) -> CmdResult {
     let rt = super::runtime()?;
     let signer = rt.block_on(signer(args.key.as_deref(), args.agent))?;
     let signed = sign_bundle(&rt, &args.bundle, &signer)?;
-    println!("{}", signed.path.display());
+    crate::stdio::outln!("{}", signed.path.display());
     Ok(Exit::Success)
 }
 
@@ -37,7 +37,7 @@ pub(super) async fn signer(key: Option<&Path>, agent: bool) -> Result<Signer, Cl
             .await
             .map_err(CliError::failed_to)?;
         if let Some(n) = note {
-            eprintln!("fsmatrix: note: {n}");
+            crate::stdio::errln!("fsmatrix: note: {n}");
         }
         return Ok(signer);
     }
@@ -59,7 +59,7 @@ pub(super) fn sign_bundle(
 ) -> Result<Signed, CliError> {
     match rt.block_on(signature::sign_bundle(bundle, signer)) {
         Ok(s) => {
-            eprintln!(
+            crate::stdio::errln!(
                 "fsmatrix: signed {} with the {}{}",
                 bundle.display(),
                 s.signer,

@@ -314,13 +314,13 @@ impl Reporter for Bars {
                 hb.bar.inc(1);
                 if *outcome == Outcome::Failed {
                     let line = format!("{host}: a cell failed (see the bundle)");
-                    self.multi.suspend(|| eprintln!("{line}"));
+                    self.multi.suspend(|| crate::stdio::errln!("{line}"));
                 }
                 self.total.inc(1);
             }
             RunEvent::Note { host, message } => {
                 let line = format!("{host}: {message}");
-                self.multi.suspend(|| eprintln!("{line}"));
+                self.multi.suspend(|| crate::stdio::errln!("{line}"));
             }
             RunEvent::HostFinished {
                 host,

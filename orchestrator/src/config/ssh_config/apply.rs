@@ -755,6 +755,35 @@ mod tests {
         super::super::parse_dump(&String::from_utf8_lossy(&out.stdout))
     }
 
+    /// Each jump hop as (user, address, port).
+    fn hops_of(h: &Host) -> Vec<(String, String, u16)> {
+        h.proxy_jump
+            .iter()
+            .map(|j| {
+                (
+                    j.user.as_ref().unwrap().to_string(),
+                    j.address.to_string(),
+                    j.port,
+                )
+            })
+            .collect()
+    }
+
+    /// What `ssh -G` says each alias reaches: (user, hostname, port).
+    fn reached_by_ssh(cfg: &Path, aliases: &[&str]) -> Vec<(String, String, u16)> {
+        aliases
+            .iter()
+            .map(|a| {
+                let d = ssh_g(cfg, a);
+                (
+                    d["user"][0].clone(),
+                    d["hostname"][0].clone(),
+                    d["port"][0].parse().unwrap(),
+                )
+            })
+            .collect()
+    }
+
     /// A laptop's config as real ones are laid out: aliases with `_`,
     /// several IdentityFiles, an Include, a jump host that is an alias with
     /// its own HostName/User/Port/key and its own ProxyJump (a two-hop
@@ -770,9 +799,9 @@ mod tests {
         Host none_exist\n  HostName 127.0.0.30\n  IdentityFile ~/.ssh/no1\n  IdentityFile ~/.ssh/no2\n\
         Host *\n  User fallback\n  UserKnownHostsFile ~/kh_all\n";
 
-    #[test]
-    fn an_aliased_jump_chain_resolves_hop_by_hop_as_ssh_g_does() {
-        let t = Tmp::new("chain");
+    /// [`LAPTOP`] in `t` with its keys (files whose existence counts) and
+    /// the Included jump host office_gw; the config's path.
+    fn laptop(t: &Tmp) -> PathBuf {
         std::fs::create_dir_all(t.0.join(".ssh")).unwrap();
         for k in ["id_web", "id_web2", "office_key", "gw_key"] {
             t.write(
@@ -785,7 +814,13 @@ mod tests {
             "Host office_gw\n  HostName 127.0.0.2\n  User gwuser\n  Port 2201\n\
              \x20 IdentityFile %d/.ssh/gw_key\n",
         );
-        let cfg = t.write("config", &LAPTOP.replace("INC", &inc.display().to_string()));
+        t.write("config", &LAPTOP.replace("INC", &inc.display().to_string()))
+    }
+
+    #[test]
+    fn an_aliased_jump_chain_resolves_hop_by_hop_as_ssh_g_does() {
+        let t = Tmp::new("chain");
+        let cfg = laptop(&t);
         if !have_ssh() {
             return;
         }
@@ -813,28 +848,8 @@ mod tests {
         assert_eq!(h.more_identity_files, ssh_ids[1..]);
         // The chain: office's own ProxyJump (office_gw) comes first, as
         // `ssh -J office web_1` would reach office through office_gw.
-        let hops: Vec<(String, String, u16)> = h
-            .proxy_jump
-            .iter()
-            .map(|j| {
-                (
-                    j.user.as_ref().unwrap().to_string(),
-                    j.address.to_string(),
-                    j.port,
-                )
-            })
-            .collect();
-        let want: Vec<(String, String, u16)> = ["office_gw", "office"]
-            .iter()
-            .map(|a| {
-                let d = ssh_g(&cfg, a);
-                (
-                    one(&d, "user"),
-                    one(&d, "hostname"),
-                    one(&d, "port").parse().unwrap(),
-                )
-            })
-            .collect();
+        let hops = hops_of(h);
+        let want = reached_by_ssh(&cfg, &["office_gw", "office"]);
         assert_eq!(hops, want);
         assert_eq!(
             want[0],
@@ -905,15 +920,7 @@ mod tests {
     #[test]
     fn an_inventory_proxy_jump_naming_an_alias_resolves_as_ssh_j_does() {
         let t = Tmp::new("invjump");
-        std::fs::create_dir_all(t.0.join(".ssh")).unwrap();
-        t.write(".ssh/office_key", "only its existence counts\n");
-        t.write(".ssh/gw_key", "only its existence counts\n");
-        let inc = t.write(
-            "gw.conf",
-            "Host office_gw\n  HostName 127.0.0.2\n  User gwuser\n  Port 2201\n\
-             \x20 IdentityFile %d/.ssh/gw_key\n",
-        );
-        let cfg = t.write("config", &LAPTOP.replace("INC", &inc.display().to_string()));
+        let cfg = laptop(&t);
         if !have_ssh() {
             return;
         }
@@ -927,28 +934,8 @@ mod tests {
         let inv = inventory(&t, &resolver(&t.0), &body("office")).unwrap_or_else(|e| panic!("{e}"));
         let h = &inv.hosts[0];
         assert_eq!(h.address.as_str(), "127.0.0.50");
-        let got: Vec<(String, String, u16)> = h
-            .proxy_jump
-            .iter()
-            .map(|j| {
-                (
-                    j.user.as_ref().unwrap().to_string(),
-                    j.address.to_string(),
-                    j.port,
-                )
-            })
-            .collect();
-        let want: Vec<(String, String, u16)> = ["office_gw", "office"]
-            .iter()
-            .map(|a| {
-                let d = ssh_g(&cfg, a);
-                (
-                    d["user"][0].clone(),
-                    d["hostname"][0].clone(),
-                    d["port"][0].parse().unwrap(),
-                )
-            })
-            .collect();
+        let got = hops_of(h);
+        let want = reached_by_ssh(&cfg, &["office_gw", "office"]);
         assert_eq!(got, want);
         assert_eq!(want[1], ("ops".into(), "127.0.0.3".into(), 2202));
         let keys: Vec<&Path> = h.proxy_jump[1]
