@@ -398,10 +398,14 @@ fn through_an_ssh_config(dir: &Path, inv: &LabInventory, matrix: &Path) {
         Some(2),
         "a config not named on the command line"
     );
+    let why = String::from_utf8_lossy(&refused.stderr);
     assert!(
-        String::from_utf8_lossy(&refused.stderr)
-            .contains(&format!("give --ssh-config {}", config.display())),
-        "the refusal names the flag"
+        why.contains(&format!("give --ssh-config {}", config.display())),
+        "the refusal names the flag: {why}"
+    );
+    assert!(
+        !why.contains("contains `_`"),
+        "the aliases are not refused again as addresses: {why}"
     );
 
     // plan: the resolved chain, every hop's values and where they came from.

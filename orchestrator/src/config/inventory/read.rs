@@ -181,6 +181,10 @@ const JUMP_NAMED_BY: &str = "the inventory's proxy_jump";
 
 struct SshAliases {
     config: Option<ConfigFile>,
+    /// The inventory names an ssh config that was not read (an error says
+    /// why): what may be its aliases is not refused a second time as an
+    /// address.
+    unread: bool,
     home: Option<PathBuf>,
     resolved: BTreeMap<String, Result<Resolved, String>>,
     /// Each `proxy_jump` the inventory writes that names an alias (a hop that
@@ -282,8 +286,14 @@ impl SshAliases {
                 .collect(),
             None => BTreeMap::new(),
         };
+        let unread = config.is_none()
+            && root
+                .get("ssh_config")
+                .and_then(|v| v.get_ref().as_str())
+                .is_some_and(|s| s != "none");
         SshAliases {
             config,
+            unread,
             home: resolver.home.clone(),
             resolved,
             jumps,
@@ -334,6 +344,20 @@ impl SshAliases {
                 ),
             },
         );
+    }
+
+    /// `value` (an `address`, or a `proxy_jump` when `jump`) names what can
+    /// only be an alias of the ssh config the inventory names, which was not
+    /// read: the error about that config is the one to give.
+    fn waits_for_config(&self, value: &str, jump: bool) -> bool {
+        let alias = |a: &str| ssh_config::validate_alias(a).is_ok() && Address::new(a).is_err();
+        self.unread
+            && if jump {
+                split_proxy_jump(value)
+                    .is_ok_and(|hops| hops.iter().any(|(_, host, _)| alias(host)))
+            } else {
+                alias(value)
+            }
     }
 
     /// The address an alias that is no address resolved to (its HostName,
@@ -542,6 +566,15 @@ fn ssh_config_file(
     })
 }
 
+/// What an error about an address that OpenSSH takes as an alias adds when
+/// no ssh config is read.
+fn alias_hint(alias: &str) -> String {
+    format!(
+        "; if `{alias}` is an alias of your ssh config, name that file: ssh_config = \
+         \"~/.ssh/config\" at the inventory's top"
+    )
+}
+
 /// An address as a machine is reached by it: DNS names compared without
 /// case or a trailing dot, IP addresses in their canonical form (`FD00:0::5`
 /// is `fd00::5`, `::ffff:10.0.0.1` is `10.0.0.1`).  Names are not resolved:
@@ -621,15 +654,25 @@ fn parse_host(
         (None, _) if is_guest => None,
         // An ssh alias that is no address (`web_1`): its resolved HostName,
         // validated as an address when it is applied.
-        (None, Some(t)) => match t
-            .get("address")
-            .and_then(|v| v.get_ref().as_str().map(str::to_string))
-            .filter(|a| Address::new(a).is_err())
-            .and_then(|a| ssh.alias_address(&a))
-        {
-            Some(a) => Some(a),
-            None => t.typed(errs, "address", Address::new),
-        },
+        (None, Some(t)) => {
+            let written = t
+                .get("address")
+                .and_then(|v| v.get_ref().as_str().map(str::to_string))
+                .filter(|a| Address::new(a).is_err());
+            match written.as_deref().map(|a| (a, ssh.alias_address(a))) {
+                Some((_, Some(a))) => Some(a),
+                Some((a, None)) if ssh.waits_for_config(a, false) => None,
+                Some((a, None))
+                    if ssh.config.is_none() && ssh_config::validate_alias(a).is_ok() =>
+                {
+                    let span = t.get("address").map_or(h.span.clone(), |v| v.span());
+                    let why = Address::new(a).err().map(|e| e.0).unwrap_or_default();
+                    errs.push(&span, format!("{why}{}", alias_hint(a)));
+                    None
+                }
+                _ => t.typed(errs, "address", Address::new),
+            }
+        }
         (None, None) => {
             errs.push(
                 h.span,
@@ -844,6 +887,7 @@ fn parse_host(
         .unwrap_or_else(|| UserName::new(DEFAULT_CLIENT_USER).ok());
     let proxy_jump = match pick(h, d, "proxy_jump").filter(|_| guest.is_none()) {
         Some(t) => match t.str(errs, "proxy_jump") {
+            Some(v) if ssh.waits_for_config(v.get_ref(), true) => None,
             Some(v) => match ssh
                 .inventory_jump(v.get_ref())
                 .unwrap_or_else(|| parse_proxy_jump(v.get_ref()).map_err(|e| e.0))
@@ -872,7 +916,17 @@ fn parse_host(
                     }
                 }
                 Err(e) => {
-                    errs.push(&v.span(), e);
+                    let alias = split_proxy_jump(v.get_ref()).ok().and_then(|hops| {
+                        hops.into_iter().map(|(_, host, _)| host).find(|host| {
+                            ssh.config.is_none()
+                                && ssh_config::validate_alias(host).is_ok()
+                                && Address::new(host).is_err()
+                        })
+                    });
+                    errs.push(
+                        &v.span(),
+                        format!("{e}{}", alias.map_or_else(String::new, alias_hint)),
+                    );
                     None
                 }
             },

@@ -524,6 +524,7 @@ mod tests {
     use super::super::test_support::*;
     use super::super::Resolver;
     use super::*;
+    use crate::config::{GivenPaths, Inventory};
 
     #[test]
     fn an_alias_only_host_is_filled_from_the_ssh_config_with_sources() {
@@ -987,6 +988,59 @@ mod tests {
             e.contains("proxy_jump `loop_a` names an alias of ssh config"),
             "{e}"
         );
+    }
+
+    /// An alias (`web_1`, a hop `office_gw`) of a config the inventory names
+    /// but the user did not vouch for is not refused again as an address:
+    /// the one error names the config and the flag.  With no config read, the
+    /// address error says how to name one.
+    #[test]
+    fn an_alias_of_an_unread_config_is_refused_once_and_says_why() {
+        let t = Tmp::new("unread");
+        laptop(&t);
+        let body = |cfg: &str| {
+            format!(
+                "ssh_config = \"{cfg}\"\n[[host]]\nname = \"x\"\nos = \"linux\"\n\
+                 address = \"web_1\"\ndevices = [\"/dev/vdb\"]\n\
+                 [[host]]\nname = \"y\"\nos = \"linux\"\naddress = \"10.0.0.7\"\n\
+                 devices = [\"/dev/vdb\"]\nproxy_jump = \"office_gw\"\n"
+            )
+        };
+        let unvouched = GivenPaths {
+            ssh_config: None,
+            recorded: None,
+        };
+        let e = Inventory::parse_with(
+            &t.0.join("inv.toml"),
+            body("config"),
+            &resolver(&t.0),
+            &unvouched,
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(e.matches(": error: ").count(), 1, "{e}");
+        assert!(e.contains("read only when you name it too"), "{e}");
+        assert!(e.contains("give --ssh-config"), "{e}");
+        assert!(!e.contains("contains `_`"), "{e}");
+
+        let e = Inventory::parse_with(
+            &t.0.join("inv.toml"),
+            body("none"),
+            &resolver(&t.0),
+            &unvouched,
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(e.matches(": error: ").count(), 2, "{e}");
+        for alias in ["web_1", "office_gw"] {
+            assert!(
+                e.contains(&format!(
+                    "if `{alias}` is an alias of your ssh config, name that file: ssh_config = \
+                     \"~/.ssh/config\" at the inventory's top"
+                )),
+                "{e}"
+            );
+        }
     }
 
     #[test]
