@@ -18,10 +18,12 @@ use serde_json::Value;
 use support::{fsmatrix, lab_dir, lab_lock, ssh_ok, Lab, LabHost, LabInventory};
 
 /// The lab's guest inventory (lab1 and lab1-vm) with `edit` applied, a
-/// one-variant matrix, in a temporary folder: (folder, inventory, matrix).
+/// one-variant matrix of `repeats` runs of `duration`, in a temporary
+/// folder: (folder, inventory, matrix).
 fn inputs(
     edit: impl Fn(String) -> String,
     duration: &str,
+    repeats: u32,
 ) -> (tempfile::TempDir, PathBuf, PathBuf) {
     let src = lab_dir().join("inventory-guests.toml");
     let text = std::fs::read_to_string(&src).unwrap_or_else(|e| {
@@ -37,7 +39,7 @@ fn inputs(
     std::fs::write(
         &matrix,
         format!(
-            "name = \"guest\"\nrepeats = 2\nwarmup = false\n\
+            "name = \"guest\"\nrepeats = {repeats}\nwarmup = false\n\
              [postgres]\nshared_buffers = \"32MB\"\n\
              [[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n\
              [[workload]]\nname = \"ro\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"{duration}\"\n"
@@ -123,7 +125,7 @@ fn a_sweep_runs_lab1_and_its_guest_on_one_disk_under_one_lock() {
     let _l = lab_lock();
     let lab = Lab::standing_or_up(3);
     let lab1 = lab.inv.hosts[0].clone();
-    let (tmp, inv, matrix) = inputs(|t| t, "3s");
+    let (tmp, inv, matrix) = inputs(|t| t, "3s", 2);
     let out = tmp.path().join("out");
     let t0 = Instant::now();
     let mut child = run_cmd(&inv, &matrix, &out)
@@ -280,6 +282,7 @@ fn a_guest_that_does_not_boot_fails_its_cells_with_its_console() {
             out
         },
         "2s",
+        2,
     );
     let out = tmp.path().join("out");
     let o = run_cmd(&inv, &matrix, &out).output().expect("run");
@@ -322,7 +325,7 @@ fn an_interrupted_or_killed_sweep_leaves_no_guest() {
     let lab = Lab::standing_or_up(3);
     let lab1 = lab.inv.hosts[0].clone();
     for kill in [false, true] {
-        let (tmp, inv, matrix) = inputs(|t| t, "30s");
+        let (tmp, inv, matrix) = inputs(|t| t, "30s", 1);
         let out = tmp.path().join("out");
         let mut child = run_cmd(&inv, &matrix, &out)
             .stdout(Stdio::null())
@@ -357,7 +360,7 @@ fn an_interrupted_or_killed_sweep_leaves_no_guest() {
             // The killed sweep's guest still runs; the next sweep reaps it.
             // Its leased lock ends with it (docs/trust.md), so the next
             // sweep is not refused.
-            let (tmp2, inv2, matrix2) = inputs(|t| t, "2s");
+            let (tmp2, inv2, matrix2) = inputs(|t| t, "2s", 1);
             let o = run_cmd(&inv2, &matrix2, &tmp2.path().join("out"))
                 .output()
                 .expect("run");

@@ -998,39 +998,30 @@ mod tests {
     fn an_alias_of_an_unread_config_is_refused_once_and_says_why() {
         let t = Tmp::new("unread");
         laptop(&t);
-        let body = |cfg: &str| {
-            format!(
+        // The errors of an inventory naming `cfg` as its ssh config, which
+        // the user did not name with --ssh-config.
+        let refused = |cfg: &str| {
+            let body = format!(
                 "ssh_config = \"{cfg}\"\n[[host]]\nname = \"x\"\nos = \"linux\"\n\
                  address = \"web_1\"\ndevices = [\"/dev/vdb\"]\n\
                  [[host]]\nname = \"y\"\nos = \"linux\"\naddress = \"10.0.0.7\"\n\
                  devices = [\"/dev/vdb\"]\nproxy_jump = \"office_gw\"\n"
-            )
+            );
+            let unvouched = GivenPaths {
+                ssh_config: None,
+                recorded: None,
+            };
+            Inventory::parse_with(&t.0.join("inv.toml"), body, &resolver(&t.0), &unvouched)
+                .unwrap_err()
+                .to_string()
         };
-        let unvouched = GivenPaths {
-            ssh_config: None,
-            recorded: None,
-        };
-        let e = Inventory::parse_with(
-            &t.0.join("inv.toml"),
-            body("config"),
-            &resolver(&t.0),
-            &unvouched,
-        )
-        .unwrap_err()
-        .to_string();
+        let e = refused("config");
         assert_eq!(e.matches(": error: ").count(), 1, "{e}");
         assert!(e.contains("read only when you name it too"), "{e}");
         assert!(e.contains("give --ssh-config"), "{e}");
         assert!(!e.contains("contains `_`"), "{e}");
 
-        let e = Inventory::parse_with(
-            &t.0.join("inv.toml"),
-            body("none"),
-            &resolver(&t.0),
-            &unvouched,
-        )
-        .unwrap_err()
-        .to_string();
+        let e = refused("none");
         assert_eq!(e.matches(": error: ").count(), 2, "{e}");
         for alias in ["web_1", "office_gw"] {
             assert!(
