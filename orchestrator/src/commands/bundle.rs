@@ -4,8 +4,8 @@ use crate::results::analysis::stats::StatsOptions;
 use crate::results::bundle::allowed_signers::{self, AllowedSigners};
 use crate::results::bundle::archive::{self, ArchiveError};
 use crate::results::bundle::signature::{self, SignatureCheck};
-use crate::results::bundle::{definitions, read};
-use crate::results::report::{self, ReportOptions, Source};
+use crate::results::report::inputs::{read_bundle, ReportInputs};
+use crate::results::report::ReportOptions;
 
 /// `fsmatrix verify BUNDLE [--allowed-signers FILE]`: 0 the bag verifies
 /// (and, with the flag, is signed by a key the file allows), 1 problems
@@ -123,61 +123,27 @@ pub fn report(args: &ReportArgs) -> CmdResult {
             )));
         }
     }
-    let mut loaded = Vec::new();
-    let mut checks = Vec::new();
-    let mut standins = std::collections::BTreeMap::new();
-    let mut guests = Vec::new();
-    // What each bundle recorded of what it compared: definitions and facts.
-    let mut recorded = Vec::new();
+    let mut inputs = ReportInputs::default();
     if args.db.is_some() {
         for s in super::db::report_sources(args)? {
-            checks.push(s.checksum_check());
-            loaded.push((s.name.clone(), s.labelled_cells()));
-            standins.extend(s.standins);
-            // The database keeps each host's facts but no bundle's plan: its
-            // bundles' definitions are not recorded, and the report says so.
-            recorded.push(definitions::Recorded {
-                bundle: s.name.clone(),
-                definitions: None,
-                facts: s.facts,
-            });
+            inputs.add(s.gathered());
         }
     }
     for b in &args.bundles {
-        let name = b.file_name().map_or_else(
-            || b.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
-        // Checksums first: numbers from a bundle that does not verify are
-        // not the ones measured.
-        let check =
-            read::check_checksums(b, &name, args.allow_unverified).map_err(|e| match e {
-                e @ crate::results::BundleError::NotVerified { .. } => {
-                    CliError::problems(format!("failed to {e}"))
-                }
-                e => CliError::failed_to(e),
-            })?;
-        if !check.verified {
+        let g = read_bundle(b, args.allow_unverified).map_err(|e| match e {
+            e @ crate::results::BundleError::NotVerified { .. } => {
+                CliError::problems(format!("failed to {e}"))
+            }
+            e => CliError::failed_to(e),
+        })?;
+        if !g.check.verified {
             crate::stdio::errln!(
                 "warning: {} does not verify; reporting on it anyway (--allow-unverified), marked NOT VERIFIED",
                 b.display()
             );
         }
-        checks.push(check);
-        let mut cells = read::load_bundle_results(b).map_err(CliError::failed_to)?;
-        let found = read::standin_hosts(b);
-        report::label_standins(&mut cells, &found);
-        standins.extend(found);
-        let found = read::guest_hosts(b);
-        report::label_tcg_guests(&mut cells, &found);
-        guests.extend(found);
-        recorded.push(definitions::read_recorded(b, &name).map_err(CliError::failed_to)?);
-        loaded.push((name, cells));
+        inputs.add(g);
     }
-    let sources: Vec<Source> = loaded
-        .iter()
-        .map(|(name, cells)| Source { name, cells })
-        .collect();
     let opts = ReportOptions {
         baseline: args.baseline.clone(),
         by_bundle: args.by_bundle,
@@ -187,14 +153,8 @@ pub fn report(args: &ReportArgs) -> CmdResult {
             trim_end_s: args.trim_end_s,
         },
     };
-    let differences =
-        report::check_pooling(&recorded, args.by_bundle).map_err(CliError::failed_to)?;
-    let mut r = report::build_report(&sources, &opts).map_err(CliError::failed_to)?;
-    report::mark_compared(&mut r, &recorded);
-    report::mark_differences(&mut r, &recorded, differences);
-    report::mark_standins(&mut r, &standins);
-    report::mark_platforms(&mut r, &guests);
-    report::mark_checksums(&mut r, &checks);
+    let r = inputs.build(&opts).map_err(CliError::failed_to)?;
+    let sources = inputs.sources();
     // The HTML plots also need the cell records (timelines, load phases).
     let width = match &args.out {
         Some(_) => super::DEFAULT_WIDTH,

@@ -6,10 +6,12 @@ use std::collections::BTreeMap;
 use tokio_postgres::GenericClient;
 
 use super::DbError;
+use crate::results::bundle::definitions::Recorded;
 use crate::results::bundle::parse_cell_result;
 use crate::results::bundle::read::text_facts;
 use crate::results::bundle::read::ChecksumCheck;
-use crate::results::report::{self, Report, ReportError, ReportOptions, Source};
+use crate::results::report::inputs::{Gathered, ReportInputs};
+use crate::results::report::{Report, ReportError, ReportOptions};
 use crate::results::CellResult;
 
 /// Which published results to report on.
@@ -34,20 +36,25 @@ pub struct DbSource {
 }
 
 impl DbSource {
-    /// The cells as the report takes them: a stand-in host's rows carry
-    /// its label ([`report::label_standins`]).
-    pub fn labelled_cells(&self) -> Vec<CellResult> {
-        let mut cells = self.cells.clone();
-        report::label_standins(&mut cells, &self.standins);
-        cells
-    }
-
-    /// A published bundle was verified before it was imported.
-    pub fn checksum_check(&self) -> ChecksumCheck {
-        ChecksumCheck {
-            bundle: self.name.clone(),
-            verified: true,
-            problems: Vec::new(),
+    /// The bundle as a report takes it: verified before it was imported;
+    /// its definitions are not kept in the database (the report says so),
+    /// nor its inventory's guests.
+    pub fn gathered(self) -> Gathered {
+        Gathered {
+            check: ChecksumCheck {
+                bundle: self.name.clone(),
+                verified: true,
+                problems: Vec::new(),
+            },
+            recorded: Recorded {
+                bundle: self.name.clone(),
+                definitions: None,
+                facts: self.facts,
+            },
+            name: self.name,
+            cells: self.cells,
+            standins: self.standins,
+            guests: Vec::new(),
         }
     }
 }
@@ -55,22 +62,11 @@ impl DbSource {
 /// The report `report --db` gives of `sources` alone: the one place the
 /// database's stored comparisons ([`super::verdicts`]) come from.
 pub fn build(sources: &[DbSource], opts: &ReportOptions) -> Result<Report, ReportError> {
-    let cells: Vec<Vec<CellResult>> = sources.iter().map(DbSource::labelled_cells).collect();
-    let named: Vec<Source> = sources
-        .iter()
-        .zip(&cells)
-        .map(|(s, cells)| Source {
-            name: &s.name,
-            cells,
-        })
-        .collect();
-    let mut r = report::build_report(&named, opts)?;
-    let standins: BTreeMap<String, String> =
-        sources.iter().flat_map(|s| s.standins.clone()).collect();
-    report::mark_standins(&mut r, &standins);
-    let checks: Vec<ChecksumCheck> = sources.iter().map(DbSource::checksum_check).collect();
-    report::mark_checksums(&mut r, &checks);
-    Ok(r)
+    let mut inputs = ReportInputs::default();
+    for s in sources {
+        inputs.add(s.clone().gathered());
+    }
+    inputs.build(opts)
 }
 
 pub async fn load(client: &impl GenericClient, sel: &Selection) -> Result<Vec<DbSource>, DbError> {

@@ -21,6 +21,7 @@ pub mod build;
 pub mod compared;
 pub mod csv;
 pub mod html;
+pub mod inputs;
 pub mod json;
 pub mod latency;
 pub mod markdown;

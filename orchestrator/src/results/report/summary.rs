@@ -15,20 +15,14 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::html::render_html;
+use super::inputs::{read_bundle, ReportInputs};
 use super::markdown::render_markdown_report;
 use super::platform::{platform_line, platform_sections, PLATFORM_HEADING};
 use super::verdicts::VERDICTS_HEADING;
 use super::view::{ms_text, statement_label};
-use super::{
-    build_report, label_standins, label_tcg_guests, mark_checksums, mark_platforms, mark_standins,
-    Report, ReportOptions, Row, Source,
-};
+use super::{Report, ReportOptions, Row};
 use crate::results::analysis::compare::{times_better, welch, ALPHA};
 use crate::results::analysis::stats::{p_text, Metric};
-use crate::results::bundle::definitions::read_recorded;
-use crate::results::bundle::read::{
-    check_checksums, guest_hosts, load_bundle_results, standin_hosts,
-};
 use crate::results::{BundleError, CellResult};
 use crate::text::iec_bytes;
 
@@ -37,32 +31,15 @@ use crate::text::iec_bytes;
 /// marked, guests compared with their physical hosts), with the cells it
 /// was built from.
 pub fn bundle_report(dir: &Path) -> Result<(Report, Vec<CellResult>), BundleError> {
-    let name = dir.file_name().map_or_else(
-        || dir.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
-    let check = check_checksums(dir, &name, false)?;
-    let mut cells = load_bundle_results(dir)?;
-    let standins = standin_hosts(dir);
-    label_standins(&mut cells, &standins);
-    let guests = guest_hosts(dir);
-    label_tcg_guests(&mut cells, &guests);
-    let mut r = build_report(
-        &[Source {
-            name: &name,
-            cells: &cells,
-        }],
-        &ReportOptions::default(),
-    )
-    .map_err(|e| BundleError::NotABundle {
-        path: dir.to_owned(),
-        why: e.to_string(),
-    })?;
-    mark_standins(&mut r, &standins);
-    mark_platforms(&mut r, &guests);
-    super::mark_compared(&mut r, &[read_recorded(dir, &name)?]);
-    mark_checksums(&mut r, &[check]);
-    Ok((r, cells))
+    let mut inputs = ReportInputs::default();
+    inputs.add(read_bundle(dir, false)?);
+    let r = inputs
+        .build(&ReportOptions::default())
+        .map_err(|e| BundleError::NotABundle {
+            path: dir.to_owned(),
+            why: e.to_string(),
+        })?;
+    Ok((r, inputs.into_cells()))
 }
 
 /// Write the bundle's full report as Markdown and HTML next to it (not in

@@ -1,0 +1,117 @@
+//! What one report is built from, and the one sequence that builds it:
+//! every bundle read the same way (checksums first, then its cells with
+//! stand-in hosts and TCG guests labelled, then what it recorded of what it
+//! compared), and every report marked the same way (definitions pooled or
+//! side by side, systems and variants, stand-ins, platforms, checksums).
+//! `run`'s own report, `fsmatrix report` over bundles and over the results
+//! database, and the comparisons the database stores all come from here.
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::{
+    build_report, check_pooling, label_standins, label_tcg_guests, mark_checksums, mark_compared,
+    mark_differences, mark_platforms, mark_standins, Report, ReportError, ReportOptions, Source,
+};
+use crate::results::bundle::definitions::{read_recorded, Recorded};
+use crate::results::bundle::read::{
+    check_checksums, guest_hosts, load_bundle_results, standin_hosts, ChecksumCheck, GuestInfo,
+};
+use crate::results::{BundleError, CellResult};
+
+/// One bundle as a report takes it (a folder, or one published in the
+/// results database): its cells as recorded, not yet labelled.
+#[derive(Debug, Clone)]
+pub struct Gathered {
+    /// The bundle's name as the report shows it.
+    pub name: String,
+    pub cells: Vec<CellResult>,
+    pub check: ChecksumCheck,
+    /// Host → the OS a stand-in host was dressed as.
+    pub standins: BTreeMap<String, String>,
+    /// The guests of its inventory, compared with their physical hosts.
+    pub guests: Vec<GuestInfo>,
+    /// Its definitions (none for a published bundle) and hosts' facts.
+    pub recorded: Recorded,
+}
+
+/// Read the bundle folder `dir`: checksums first (numbers from a bundle
+/// that does not verify are not the ones measured: refused, unless
+/// `allow_unverified`, when its check says so), then its cells and what it
+/// recorded.
+pub fn read_bundle(dir: &Path, allow_unverified: bool) -> Result<Gathered, BundleError> {
+    let name = dir.file_name().map_or_else(
+        || dir.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let check = check_checksums(dir, &name, allow_unverified)?;
+    let cells = load_bundle_results(dir)?;
+    let recorded = read_recorded(dir, &name)?;
+    Ok(Gathered {
+        cells,
+        check,
+        standins: standin_hosts(dir),
+        guests: guest_hosts(dir),
+        recorded,
+        name,
+    })
+}
+
+/// The bundles of one report, their cells labelled.
+#[derive(Debug, Default)]
+pub struct ReportInputs {
+    loaded: Vec<(String, Vec<CellResult>)>,
+    checks: Vec<ChecksumCheck>,
+    standins: BTreeMap<String, String>,
+    guests: Vec<GuestInfo>,
+    recorded: Vec<Recorded>,
+}
+
+impl ReportInputs {
+    /// Add `g`: a stand-in host's and a TCG guest's rows carry their labels
+    /// (no table, plot or CSV row shows them as real hosts).
+    pub fn add(&mut self, g: Gathered) {
+        let Gathered {
+            name,
+            mut cells,
+            check,
+            standins,
+            guests,
+            recorded,
+        } = g;
+        label_standins(&mut cells, &standins);
+        label_tcg_guests(&mut cells, &guests);
+        self.loaded.push((name, cells));
+        self.checks.push(check);
+        self.standins.extend(standins);
+        self.guests.extend(guests);
+        self.recorded.push(recorded);
+    }
+
+    /// The labelled cells of each bundle, as the renderers take them.
+    pub fn sources(&self) -> Vec<Source<'_>> {
+        self.loaded
+            .iter()
+            .map(|(name, cells)| Source { name, cells })
+            .collect()
+    }
+
+    /// Every bundle's labelled cells, in order.
+    pub fn into_cells(self) -> Vec<CellResult> {
+        self.loaded.into_iter().flat_map(|(_, c)| c).collect()
+    }
+
+    /// The report: bundles whose definitions differ are refused unless
+    /// `opts.by_bundle` puts them side by side (then the notes say first
+    /// what differs); then what was compared, stand-ins, guests against
+    /// their physical hosts and the checksums are marked.
+    pub fn build(&self, opts: &ReportOptions) -> Result<Report, ReportError> {
+        let differences = check_pooling(&self.recorded, opts.by_bundle)?;
+        let mut r = build_report(&self.sources(), opts)?;
+        mark_compared(&mut r, &self.recorded);
+        mark_differences(&mut r, &self.recorded, differences);
+        mark_standins(&mut r, &self.standins);
+        mark_platforms(&mut r, &self.guests);
+        mark_checksums(&mut r, &self.checks);
+        Ok(r)
+    }
+}
