@@ -72,6 +72,26 @@ fn guest_ssh(inv: &LabInventory, host: &LabHost, port: u16, command: &str) -> Ou
     cmd.output().expect("run ssh")
 }
 
+/// The guest's line of `fsmatrix lab status` (which exits 0: every part is up).
+fn guest_status(name: &str) -> String {
+    let o = fsmatrix()
+        .args(["lab", "status", "--dir"])
+        .arg(lab_dir())
+        .output()
+        .expect("lab status");
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "lab status: {text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    text.lines()
+        .find(|l| l.starts_with(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("no {name} line in lab status: {text}"))
+        .trim_end()
+        .to_string()
+}
+
 fn qemu_in(inv: &LabInventory, host: &LabHost) -> String {
     ssh_ok(
         inv,
@@ -148,6 +168,11 @@ fn guest_boots_with_vm_start_and_leaves_nothing_after_vm_stop_and_vm_reap() {
         "{line}"
     );
     assert!(kv(&out, "qemu").starts_with("QEMU emulator version"));
+    let shown = guest_status(&g.name);
+    assert!(
+        shown.contains("lab1  127.0.0.1:") && shown.contains("present   running (qemu pid "),
+        "lab status while the guest runs: {shown}"
+    );
     // A second start of the same guest is refused while it runs.
     let again = verb(&lab.inv, &host, "vm-start", &start);
     assert_eq!(again.status.code(), Some(1));
@@ -196,6 +221,11 @@ fn guest_boots_with_vm_start_and_leaves_nothing_after_vm_stop_and_vm_reap() {
     );
     assert_eq!(kv(&out, "stopped"), "acpi");
     eprintln!("vm-stop (ACPI) took {:.1} s", t.elapsed().as_secs_f64());
+    let shown = guest_status(&g.name);
+    assert!(
+        shown.ends_with("present   stopped"),
+        "lab status after vm-stop: {shown}"
+    );
     let left = qemu_in(&lab.inv, &host);
     assert_eq!(left.trim(), format!("file: {}.console", g.name), "{left}");
 

@@ -1012,6 +1012,47 @@ cmd_status() {
 		mounts=${mounts%; }
 		printf '%-6s %-12s %-11s %-22s %s\n' "$host" "$ip" "$reach" "$att" "${mounts:-nothing}"
 	done
+	status_guests || bad=1
+	return "$bad"
+}
+
+# The guests (--guests N), after the hosts: each reached on its host's loopback, its
+# image (missing: status fails) and whether a qemu of it runs in its host (a sweep, or
+# the remote verb vm-start, boots it; `lab up` does not).
+status_guests() {
+	local img name i init p state bad=0 first=1
+	for img in "$DIR"/guest/lab*-vm.img; do
+		[ -e "$img" ] || continue
+		name=$(basename "$img" .img)
+		i=${name#lab}
+		i=${i%-vm}
+		if [ "$first" = 1 ]; then
+			printf '\n%-8s %-5s %-16s %-9s %s\n' GUEST OF SSH IMAGE STATE
+			first=0
+		fi
+		init=$(cat "$DIR/hosts/lab$i/init.pid" 2>/dev/null || true)
+		state=stopped
+		if is_lab_init "$init"; then
+			for p in $(pids_in_ns_of "$init"); do
+				if is_guest_qemu "$p" "$name"; then
+					state="running (qemu pid $p)"
+					break
+				fi
+			done
+		else
+			state="(host init not running)"
+			bad=1
+		fi
+		printf '%-8s %-5s %-16s %-9s %s\n' "$name" "lab$i" "127.0.0.1:$(guest_port "$i")" present "$state"
+	done
+	# Guests the inventory names whose image is gone.
+	if [ -e "$DIR/inventory-guests.toml" ]; then
+		while IFS= read -r name; do
+			[ -e "$DIR/guest/$name.img" ] && continue
+			printf '%-8s %-5s %-16s %-9s %s\n' "$name" "${name%-vm}" - MISSING "its image $DIR/guest/$name.img is gone"
+			bad=1
+		done < <(sed -n 's/^name = "\(lab[0-9]*-vm\)"$/\1/p' "$DIR/inventory-guests.toml")
+	fi
 	return "$bad"
 }
 
