@@ -14,7 +14,6 @@ mod support;
 #[link_section = ".init_array"]
 static NEEDS: extern "C" fn() = support::skip::needs_root_and_lab;
 
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -22,17 +21,12 @@ use support::*;
 
 const VM_DIR: &str = "/var/tmp/fsmatrix/vm";
 
-fn scripts() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../remote-scripts")
-}
+/// Where the test puts the remote scripts on lab1 ([`upload_scripts`]).
+const SCRIPTS: &str = "/var/tmp/fsmx-guest-verbs-test";
 
-/// `sh linux.sh VERB ARGS...` on `host` over the lab's SSH (the lab hosts see this
-/// machine's files, the scripts included).
+/// `sh linux.sh VERB ARGS...` on `host` over the lab's SSH.
 fn verb(inv: &LabInventory, host: &LabHost, verb: &str, args: &[String]) -> Output {
-    let mut all = vec![
-        format!("{}/linux.sh", scripts().display()),
-        verb.to_string(),
-    ];
+    let mut all = vec![format!("{SCRIPTS}/linux.sh"), verb.to_string()];
     all.extend(args.iter().cloned());
     let refs: Vec<&str> = all.iter().map(String::as_str).collect();
     ssh(inv, host, "exec /bin/sh \"$@\"", &refs)
@@ -142,6 +136,7 @@ fn guest_boots_with_vm_start_and_leaves_nothing_after_vm_stop_and_vm_reap() {
         format!("disk={}", g.disk),
         format!("port={}", g.ssh_port),
     ];
+    upload_scripts(&lab.inv, &host, SCRIPTS);
     // Whatever an earlier failed run left.
     let _ = verb(&lab.inv, &host, "vm-reap", &[format!("dir={VM_DIR}")]);
 
@@ -267,4 +262,5 @@ fn guest_boots_with_vm_start_and_leaves_nothing_after_vm_stop_and_vm_reap() {
     assert_eq!(kv(&out, "vm_reaped"), g.name);
     let left = qemu_in(&lab.inv, &host);
     assert_eq!(left.trim(), "", "left on {}: {left}", host.name);
+    ssh_ok(&lab.inv, &host, "rm -rf \"$1\"", &[SCRIPTS]);
 }

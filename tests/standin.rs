@@ -15,7 +15,9 @@ use std::path::Path;
 use std::process::Stdio;
 
 use serde_json::Value;
-use support::{fsmatrix, inventory_for, lab_lock, ssh, ssh_ok, Lab, LabHost, LabInventory};
+use support::{
+    fsmatrix, inventory_for, lab_lock, ssh, ssh_ok, upload_scripts, Lab, LabHost, LabInventory,
+};
 
 /// The folder the verb tests put the scripts in (not fsmatrix's work_dir).
 const DIR: &str = "/var/tmp/fsmx-standin-test";
@@ -32,20 +34,6 @@ fn standin(lab: &Lab, os: &str) -> LabHost {
                 support::LAB_UP[4]
             )
         })
-}
-
-/// Puts common.sh and the host's OS script into [`DIR`] on the stand-in.
-fn upload_scripts(inv: &LabInventory, h: &LabHost) {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../remote-scripts");
-    let mut script = format!("set -e; rm -rf {DIR}; mkdir -p {DIR}\n");
-    for name in ["common.sh".to_string(), format!("{}.sh", h.os)] {
-        let body = std::fs::read_to_string(repo.join(&name)).expect("read a remote script");
-        assert!(!body.contains("FSMX_TEST_EOF"));
-        script.push_str(&format!(
-            "cat > {DIR}/{name} <<'FSMX_TEST_EOF'\n{body}FSMX_TEST_EOF\n"
-        ));
-    }
-    ssh_ok(inv, h, &script, &[]);
 }
 
 /// What the stand-in's own BSD commands say is left of a sweep: nothing mounted
@@ -214,7 +202,7 @@ fn every_verb(os: &str, fs: &str, mkfs: &[&str], others: &[(&str, &[&str])]) {
     let _l = lab_lock();
     let lab = Lab::standing_or_up(3);
     let h = standin(&lab, os);
-    upload_scripts(&lab.inv, &h);
+    upload_scripts(&lab.inv, &h, DIR);
     for shell in SHELLS {
         let sh = format!("{REAL_BIN}/{shell}");
         let text = cell_on(&lab.inv, &h, &sh, fs, mkfs);
@@ -551,7 +539,7 @@ fn guard_refuses_on(os: &str) {
     let _l = lab_lock();
     let lab = Lab::standing_or_up(3);
     let h = standin(&lab, os);
-    upload_scripts(&lab.inv, &h);
+    upload_scripts(&lab.inv, &h, DIR);
     let out = ssh_ok(
         &lab.inv,
         &h,
@@ -737,7 +725,7 @@ fn freebsd_zfs_sizes_count_what_was_written_just_before() {
     let _l = lab_lock();
     let lab = Lab::standing_or_up(3);
     let h = standin(&lab, "freebsd");
-    upload_scripts(&lab.inv, &h);
+    upload_scripts(&lab.inv, &h, DIR);
     let pid =
         std::fs::read_to_string(support::lab_dir().join(format!("hosts/{}/init.pid", h.name)))
             .expect("the stand-in's init.pid");
@@ -1027,7 +1015,7 @@ fn dragonfly_make_fs_hammer_on_exactly_10_gib_passes_f() {
     let _l = lab_lock();
     let lab = Lab::standing_or_up(3);
     let h = standin(&lab, "dragonfly");
-    upload_scripts(&lab.inv, &h);
+    upload_scripts(&lab.inv, &h, DIR);
     let disk = ExtraDisk::new(&h, "da2", 10 << 30, true);
     let out = ssh_ok(
         &lab.inv,
@@ -1062,7 +1050,7 @@ fn dragonfly_read_only_verbs_make_no_read_write_open() {
     let _l = lab_lock();
     let lab = Lab::standing_or_up(3);
     let h = standin(&lab, "dragonfly");
-    upload_scripts(&lab.inv, &h);
+    upload_scripts(&lab.inv, &h, DIR);
     let out = ssh_ok(
         &lab.inv,
         &h,
@@ -1103,7 +1091,7 @@ fn dragonfly_guard_refuses_a_disk_with_a_dm_holder_or_a_busy_slice() {
     let _l = lab_lock();
     let lab = Lab::standing_or_up(3);
     let h = standin(&lab, "dragonfly");
-    upload_scripts(&lab.inv, &h);
+    upload_scripts(&lab.inv, &h, DIR);
     let disk = h.device.trim_start_matches("/dev/").to_string();
     let slice = ExtraDisk::new(&h, &format!("{disk}s1b"), 64 << 20, false);
     let out = ssh_ok(
@@ -1178,7 +1166,7 @@ ident=$(/bin/sh "$s" facts dev="$dev" | sed -n 's/^device\.0\.ident=//p')
 "#;
 
 fn h2_run(lab: &Lab, h: &LabHost, body: &str) -> String {
-    upload_scripts(&lab.inv, h);
+    upload_scripts(&lab.inv, h, DIR);
     let out = ssh(&lab.inv, h, &format!("{H2_SH}{body}"), &[&h.device]);
     let text = format!(
         "{}\n--- stderr\n{}",
@@ -1439,7 +1427,7 @@ fn freebsd_facts_and_preflight_leave_zfs_ko_unloaded() {
     let _l = lab_lock();
     let lab = Lab::standing_or_up(3);
     let h = standin(&lab, "freebsd");
-    upload_scripts(&lab.inv, &h);
+    upload_scripts(&lab.inv, &h, DIR);
     let out = ssh_ok(
         &lab.inv,
         &h,
@@ -1505,7 +1493,7 @@ fn freebsd_own_marks_foreign_refused_half_wiped_own_pool_cleaned() {
     let _l = lab_lock();
     let lab = Lab::standing_or_up(3);
     let h = standin(&lab, "freebsd");
-    upload_scripts(&lab.inv, &h);
+    upload_scripts(&lab.inv, &h, DIR);
     let out = ssh_ok(
         &lab.inv,
         &h,

@@ -248,6 +248,23 @@ pub fn ssh_ok(inv: &LabInventory, host: &LabHost, script: &str, args: &[&str]) -
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Puts common.sh and the host's OS script into `dir` on `h` (made anew), over SSH as
+/// the orchestrator sends them: a lab host's /tmp and /var/tmp are its own, so a
+/// checkout there is not what the host sees.
+#[allow(dead_code)]
+pub fn upload_scripts(inv: &LabInventory, h: &LabHost, dir: &str) {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../remote-scripts");
+    let mut script = format!("set -e; rm -rf {dir}; mkdir -p {dir}\n");
+    for name in ["common.sh".to_string(), format!("{}.sh", h.os)] {
+        let body = std::fs::read_to_string(repo.join(&name)).expect("read a remote script");
+        assert!(!body.contains("FSMX_TEST_EOF"));
+        script.push_str(&format!(
+            "cat > {dir}/{name} <<'FSMX_TEST_EOF'\n{body}FSMX_TEST_EOF\n"
+        ));
+    }
+    ssh_ok(inv, h, &script, &[]);
+}
+
 /// A lab for a test: the standing one, or one this guard built and removes on drop.
 pub struct Lab {
     pub dir: PathBuf,
