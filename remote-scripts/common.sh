@@ -1471,7 +1471,9 @@ vm_files_rm() {
 	rm -f "$1/$2.qcow2" "$1/$2.pid" "$1/$2.mon.in" "$1/$2.mon.out" "$1/$2.cmdline"
 }
 
-verb_vm_start() {
+# vm_args ARGS...: vm-start's and vm-check's arguments, each checked (a bad
+# one is a usage error, exit 2): sets VM_DIR and the _vs_ variables.
+vm_args() {
 	vm_dir ${1+"$@"}
 	_vs_g=$(need guest ${1+"$@"})
 	vm_word guest "$_vs_g"
@@ -1521,16 +1523,62 @@ verb_vm_start() {
 	esac
 	_vs_port=$(need port ${1+"$@"})
 	vm_uint port "$_vs_port" 1 65535
-
-	[ -f "$_vs_img" ] || die "image $_vs_img: no such file"
-	[ -z "$_vs_kernel" ] || [ -f "$_vs_kernel" ] || die "kernel $_vs_kernel: no such file"
-	[ -z "$_vs_initrd" ] || [ -f "$_vs_initrd" ] || die "initrd $_vs_initrd: no such file"
-	[ -b "$_vs_disk" ] || die "disk $_vs_disk is not a block device"
-	command -v qemu-system-x86_64 >/dev/null 2>&1 || die "qemu-system-x86_64 not found (Debian: apt-get install qemu-system-x86)"
-	command -v qemu-img >/dev/null 2>&1 || die "qemu-img not found (Debian: apt-get install qemu-utils)"
-
 	_vs_b=$VM_DIR/$_vs_g
 	_vs_old=$(vm_pid "$VM_DIR" "$_vs_g")
+}
+
+# vm_problems: what would keep the guest vm_args named from starting here,
+# one line each (none: it can start).  Read-only.  The image's format is
+# qemu-img's probe (`qemu-img info -U`, which reads a running guest's image
+# too: "file format: F" is its human output, qemu block/qapi.c
+# bdrv_image_info_dump; as Debian 12's qemu-img 7.2 prints it for raw and
+# qcow2 files); a port another process listens on is found with
+# `ss -ltn` (iproute2) when there is one, unless this guest's own qemu
+# holds it (vm-start then refuses as already running).
+vm_problems() {
+	if [ ! -f "$_vs_img" ]; then
+		echo "image $_vs_img: no such file"
+	elif [ ! -r "$_vs_img" ]; then
+		echo "image $_vs_img: not readable"
+	elif command -v qemu-img >/dev/null 2>&1; then
+		_vp_fmt=$(qemu-img info -U "$_vs_img" 2>/dev/null | sed -n 's/^file format: //p' | sed -n 1p)
+		if [ -n "$_vp_fmt" ] && [ "$_vp_fmt" != "$_vs_fmt" ]; then
+			echo "image $_vs_img is a $_vp_fmt image (qemu-img info), not format=$_vs_fmt: set image_format = \"$_vp_fmt\" in [host.vm]"
+		fi
+	fi
+	[ -z "$_vs_kernel" ] || [ -f "$_vs_kernel" ] || echo "kernel $_vs_kernel: no such file"
+	[ -z "$_vs_initrd" ] || [ -f "$_vs_initrd" ] || echo "initrd $_vs_initrd: no such file"
+	[ -b "$_vs_disk" ] || echo "disk $_vs_disk is not a block device"
+	command -v qemu-system-x86_64 >/dev/null 2>&1 || echo "qemu-system-x86_64 not found (Debian: apt-get install qemu-system-x86)"
+	command -v qemu-img >/dev/null 2>&1 || echo "qemu-img not found (Debian: apt-get install qemu-utils)"
+	if [ "$_vs_accel" = kvm ] && [ ! -c /dev/kvm ]; then
+		echo "accel=kvm but this host has no /dev/kvm (KVM not enabled or its module not loaded): enable it, or set accel = \"tcg\" in [host.vm] (software emulation: a stand-in's numbers)"
+	fi
+	if ! vm_ours "$_vs_old" "$_vs_g" && command -v ss >/dev/null 2>&1; then
+		_vp_l=$(ss -Hltn "sport = :$_vs_port" 2>/dev/null | awk '$4 ~ /^(127\.0\.0\.1|0\.0\.0\.0|\*|\[::\]|\[::ffff:127\.0\.0\.1\]):/ { print $4; exit }')
+		[ -z "$_vp_l" ] || echo "port $_vs_port is in use on this host ($_vp_l listens, ss -ltn): the guest's SSH is forwarded from 127.0.0.1:$_vs_port; set another ssh_port in [host.vm]"
+	fi
+}
+
+# vm-check: vm-start's arguments and what vm_problems finds, without
+# starting anything (`check` asks it for every guest of a physical host).
+verb_vm_check() {
+	vm_args ${1+"$@"}
+	if vm_ours "$_vs_old" "$_vs_g"; then
+		kv running yes
+		kv pid "$_vs_old"
+	else
+		kv running no
+	fi
+	vm_problems | while IFS= read -r _vc_p; do
+		kv problem "$_vc_p"
+	done
+}
+
+verb_vm_start() {
+	vm_args ${1+"$@"}
+	_vs_p=$(vm_problems)
+	[ -z "$_vs_p" ] || die "$(printf '%s\n' "$_vs_p" | awk 'NR > 1 { printf "; " } { printf "%s", $0 }')"
 	if vm_ours "$_vs_old" "$_vs_g"; then
 		die "guest $_vs_g is already running (qemu pid $_vs_old, $_vs_b.pid); stop it with vm-stop or vm-reap first"
 	fi
@@ -1660,7 +1708,7 @@ verb_vm_reap() {
 
 usage() {
 	log "usage: $(basename "$0") VERB name=value ...
-verbs: facts preflight pg-check-settings make-fs mount pg-init pg-start load run sizes drop-caches pg-stop teardown cat vm-start vm-stop vm-reap
+verbs: facts preflight pg-check-settings make-fs mount pg-init pg-start load run sizes drop-caches pg-stop teardown cat vm-check vm-start vm-stop vm-reap
 see docs/remote-scripts.md"
 }
 
@@ -1687,6 +1735,7 @@ fsmx_main() {
 	drop-caches) verb_drop_caches ${1+"$@"} ;;
 	teardown) verb_teardown ${1+"$@"} ;;
 	cat) verb_cat ${1+"$@"} ;;
+	vm-check) verb_vm_check ${1+"$@"} ;;
 	vm-start) verb_vm_start ${1+"$@"} ;;
 	vm-stop) verb_vm_stop ${1+"$@"} ;;
 	vm-reap) verb_vm_reap ${1+"$@"} ;;

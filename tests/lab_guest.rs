@@ -250,6 +250,68 @@ fn a_sweep_runs_lab1_and_its_guest_on_one_disk_under_one_lock() {
     assert_no_guest_left(&lab.inv, &lab1);
 }
 
+/// `edit` for [`inputs`]: in `[host.vm]`, `key`'s line set to `key = value`.
+fn set_vm(text: String, key: &str, value: &str) -> String {
+    let mut out = String::new();
+    let mut in_vm = false;
+    for l in text.lines() {
+        if l.starts_with('[') {
+            in_vm = l == "[host.vm]";
+        }
+        if in_vm && l.starts_with(&format!("{key} = ")) {
+            out.push_str(&format!("{key} = {value}\n"));
+        } else {
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    assert!(out != text, "no {key} in [host.vm]:\n{text}");
+    out
+}
+
+/// `check` asks lab1 (`vm-check`, read-only) whether its guest could start, before any
+/// sweep boots it: the lab's guest is ready; an image that is not there, or a raw image
+/// declared qcow2 (qemu-img's probe), makes lab1 and its guest not ready (exit 1) with
+/// lab1's words; nothing is started (no qemu, no overlay).
+#[test]
+fn check_asks_the_physical_host_whether_each_guest_could_start() {
+    let _l = lab_lock();
+    let lab = Lab::standing_or_up(3);
+    let lab1 = lab.inv.hosts[0].clone();
+    let check = |edit: &dyn Fn(String) -> String| {
+        let (_tmp, inv, matrix) = inputs(edit, "2s", 1);
+        support::check_with(&inv, &matrix)
+    };
+    let (code, text) = check(&|t| t);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(!text.contains("guest lab1-vm: "), "{text}");
+    let missing = lab_dir().join("guest/nosuch-fsmx-test.img");
+    let (code, text) =
+        check(&|t| set_vm(t, "image", &format!("{:?}", missing.display().to_string())));
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains(&format!(
+            "lab1: guest lab1-vm: image {}: no such file",
+            missing.display()
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("lab1-vm: its physical host is not ready: guest lab1-vm: image "),
+        "{text}"
+    );
+    let (code, text) = check(&|t| set_vm(t, "image_format", "\"qcow2\""));
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("lab1: guest lab1-vm: image ")
+            && text.contains(
+                " is a raw image (qemu-img info), not format=qcow2: set image_format = \"raw\" in [host.vm]"
+            ),
+        "{text}"
+    );
+    assert_no_guest_left(&lab.inv, &lab1);
+}
+
 /// A guest whose image does not boot: its cells fail with the console's
 /// tail in the record; lab1's own cells are done; nothing is left.
 #[test]

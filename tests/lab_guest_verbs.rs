@@ -168,6 +168,16 @@ fn guest_boots_with_vm_start_and_leaves_nothing_after_vm_stop_and_vm_reap() {
         shown.contains("lab1  127.0.0.1:") && shown.contains("present   running (qemu pid "),
         "lab status while the guest runs: {shown}"
     );
+    // vm-check (what `check` asks) sees the guest running, and its own qemu holding
+    // the forwarded port is not a problem.
+    let checked = verb(&lab.inv, &host, "vm-check", &start);
+    assert!(checked.status.success(), "vm-check: {checked:?}");
+    assert_eq!(kv(&checked, "running"), "yes");
+    assert!(
+        !String::from_utf8_lossy(&checked.stdout).contains("problem="),
+        "{}",
+        String::from_utf8_lossy(&checked.stdout)
+    );
     // A second start of the same guest is refused while it runs.
     let again = verb(&lab.inv, &host, "vm-start", &start);
     assert_eq!(again.status.code(), Some(1));

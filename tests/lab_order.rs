@@ -347,21 +347,7 @@ fn interleaved_clusters_that_would_not_fit_the_hosts_memory_are_refused() {
         big.replace("order = \"interleaved\"\n", "order = \"sequential\"\n"),
     )
     .expect("write the sequential matrix");
-    let check = |m: &Path| {
-        let o = fsmatrix()
-            .args(["check", "-i"])
-            .arg(&inv)
-            .arg("-m")
-            .arg(m)
-            .output()
-            .expect("check");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
-        (o.status.code(), text)
-    };
+    let check = |m: &Path| support::check_with(&inv, m);
     let (code, text) = check(&matrix);
     assert_eq!(code, Some(1), "not ready: {text}");
     assert!(

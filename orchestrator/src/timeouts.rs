@@ -88,6 +88,8 @@ pub const LOST_LOCK_WHY: Duration = Duration::from_secs(5);
 /// returned (the guest boots afterwards; its SSH is waited for up to the
 /// guest's `boot_timeout`).
 pub const VM_START: Duration = Duration::from_secs(60);
+/// `vm-check`: a few file tests, `qemu-img info` of the image and `ss`.
+pub const VM_CHECK: Duration = Duration::from_secs(60);
 /// How long `vm-stop` waits for the guest to power off after ACPI's
 /// `system_powerdown` before it sends SIGTERM.
 pub const VM_POWERDOWN: Duration = Duration::from_secs(60);

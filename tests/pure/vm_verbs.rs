@@ -132,21 +132,24 @@ fn vm_start_refuses_every_hostile_value_before_making_anything() {
         if !tool_or_skip(shell, package) {
             continue;
         }
-        for (name, value) in hostile_start() {
-            let out = script(shell, pre, "vm-start", &with(&args, name, value));
+        for ((name, value), verb) in hostile_start()
+            .into_iter()
+            .flat_map(|h| [(h, "vm-start"), (h, "vm-check")])
+        {
+            let out = script(shell, pre, verb, &with(&args, name, value));
             let err = String::from_utf8_lossy(&out.stderr);
             assert_eq!(
                 out.status.code(),
                 Some(2),
-                "{shell}: {name}={value:?} was not a usage error:\n{err}"
+                "{shell}: {verb} {name}={value:?} was not a usage error:\n{err}"
             );
             let named = match value {
                 Some(v) => format!("{name}={v}"),
                 None => format!("missing argument {name}="),
             };
             assert!(
-                err.contains("error: usage: vm-start: ") && err.contains(&named),
-                "{shell}: {name}={value:?}: the message does not name it:\n{err}"
+                err.contains(&format!("error: usage: {verb}: ")) && err.contains(&named),
+                "{shell}: {verb} {name}={value:?}: the message does not name it:\n{err}"
             );
             assert!(
                 !tmp.path().join("vm").exists(),
@@ -177,6 +180,123 @@ fn vm_start_refuses_every_hostile_value_before_making_anything() {
         assert!(err.contains("nosuch.img: no such file"), "{shell}: {err}");
         assert!(!tmp.path().join("vm").exists(), "{shell}");
     }
+}
+
+/// `vm-check` (what `fsmatrix check` asks of a physical host for each guest) lists every
+/// problem `vm-start` would stop at, at once and read-only, under every shell: files
+/// missing, a data disk that is no block device, an image whose format (qemu-img's probe)
+/// is not the inventory's, an SSH port another process listens on; and `vm-start` with
+/// the same values fails (exit 1) naming them all, before anything is made.
+#[test]
+fn vm_check_lists_what_would_keep_vm_start_from_starting() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let f = |name: &str| tmp.path().join(name).display().to_string();
+    let mut args = good(tmp.path());
+    for (k, v) in args.iter_mut() {
+        match *k {
+            "image" => *v = f("nosuch.img"),
+            "kernel" => *v = f("vmlinuz"),
+            "initrd" => *v = f("initrd.img"),
+            "disk" => *v = "/dev/null".into(),
+            _ => {}
+        }
+    }
+    // Something listens on 127.0.0.1:<port>: the guest's forward would fail.
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    let port = busy.local_addr().expect("addr").port().to_string();
+    let args = with_pairs(&args, "port")
+        .into_iter()
+        .chain([("port", port.clone())])
+        .collect::<Vec<_>>();
+    let problems = |out: &Output| -> Vec<String> {
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.strip_prefix("problem=").map(str::to_string))
+            .collect()
+    };
+    let has_ss = tool_or_skip("ss", "iproute2");
+    for (shell, pre, package) in SHELLS {
+        if !tool_or_skip(shell, package) {
+            continue;
+        }
+        let out = script(shell, pre, "vm-check", &with(&args, "x", None));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{shell}: vm-check:\n{err}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).starts_with("running=no\n"),
+            "{shell}: {out:?}"
+        );
+        let p = problems(&out);
+        let mut want = vec![
+            format!("image {}: no such file", f("nosuch.img")),
+            format!("kernel {}: no such file", f("vmlinuz")),
+            format!("initrd {}: no such file", f("initrd.img")),
+            "disk /dev/null is not a block device".to_string(),
+        ];
+        if has_ss {
+            want.push(format!(
+                "port {port} is in use on this host (127.0.0.1:{port} listens, ss -ltn): the \
+                 guest's SSH is forwarded from 127.0.0.1:{port}; set another ssh_port in [host.vm]"
+            ));
+        }
+        for w in &want {
+            assert!(p.contains(w), "{shell}: {w:?} not in {p:#?}");
+        }
+        assert!(
+            !tmp.path().join("vm").exists(),
+            "{shell}: vm-check made the folder"
+        );
+        // vm-start stops at the same problems, all named in one message.
+        let out = script(shell, pre, "vm-start", &with(&args, "x", None));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{shell}: vm-start:\n{err}");
+        assert!(
+            err.contains(&format!("error: vm-start: {}", want.join("; "))),
+            "{shell}: {err}"
+        );
+        assert!(
+            !tmp.path().join("vm").exists(),
+            "{shell}: vm-start made the folder"
+        );
+    }
+    // The files there: an image qemu-img probes as raw, declared qcow2.
+    if !tool_or_skip("qemu-img", "qemu-utils") {
+        return;
+    }
+    std::fs::write(f("disk.img"), vec![0u8; 1 << 20]).expect("image");
+    std::fs::write(f("vmlinuz"), b"k").expect("kernel");
+    std::fs::write(f("initrd.img"), b"i").expect("initrd");
+    let declared = with_pairs(&args, "image")
+        .into_iter()
+        .chain([("image", f("disk.img"))])
+        .collect::<Vec<_>>();
+    let out = script(
+        "dash",
+        &[],
+        "vm-check",
+        &with(&declared, "format", Some("qcow2")),
+    );
+    let p = problems(&out);
+    assert!(
+        p.contains(&format!(
+            "image {} is a raw image (qemu-img info), not format=qcow2: set image_format = \"raw\" in [host.vm]",
+            f("disk.img")
+        )),
+        "{p:#?}"
+    );
+    assert!(!p.iter().any(|x| x.contains("no such file")), "{p:#?}");
+    // Declared as it is: no word about the image.
+    let out = script(
+        "dash",
+        &[],
+        "vm-check",
+        &with(&declared, "format", Some("raw")),
+    );
+    assert!(
+        !problems(&out).iter().any(|x| x.starts_with("image ")),
+        "{out:?}"
+    );
+    drop(busy);
 }
 
 fn with_pairs(args: &[(&'static str, String)], drop: &str) -> Vec<(&'static str, String)> {

@@ -24,6 +24,24 @@ pub fn fsmatrix() -> Command {
     Command::new(env!("CARGO_BIN_EXE_fsmatrix"))
 }
 
+/// `fsmatrix check -i <inventory> -m <matrix>`: its exit code and its stdout then stderr.
+pub fn check_with(inventory: &Path, matrix: &Path) -> (Option<i32>, String) {
+    let o = fsmatrix()
+        .args(["check", "-i"])
+        .arg(inventory)
+        .arg("-m")
+        .arg(matrix)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("fsmatrix check");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    (o.status.code(), text)
+}
+
 /// Runs `fsmatrix lab <args> --dir <dir>` and returns its output (stderr passed on as
 /// text in the output, not to the terminal).
 pub fn lab_cmd(args: &[&str], dir: &Path) -> Output {

@@ -34,7 +34,13 @@ pub fn check(args: &CheckArgs) -> CmdResult {
                 .as_ref()
                 .map(|p| needs_of(p, h.name.as_str()))
                 .unwrap_or_default();
-            needs.guests = inv.hosts.iter().any(|g| g.guest_of.as_ref() == Some(&h.name));
+            needs.vms = inv
+                .hosts
+                .iter()
+                .filter(|g| g.guest_of.as_ref() == Some(&h.name))
+                .cloned()
+                .collect();
+            needs.guests = !needs.vms.is_empty();
             let inv_path = &inv.path;
             async move {
                 let t = Instant::now();
@@ -44,7 +50,7 @@ pub fn check(args: &CheckArgs) -> CmdResult {
                     let mut r = HostReport::new(h);
                     r.ready = true;
                     r.warnings.push(format!(
-                        "a guest of {of}: fsmatrix boots it only for its cells, so `check` looked at {of} only; `run` checks the guest (host key, login, guard, tools) once it is up"
+                        "a guest of {of}: fsmatrix boots it only for its cells, so `check` asked {of} only (whether it could start the guest: image, kernel, initrd, data disk, QEMU, KVM, SSH port); `run` checks the guest (host key, login, guard, tools) once it is up"
                     ));
                     return (r, None);
                 }

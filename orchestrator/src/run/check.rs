@@ -161,6 +161,11 @@ pub struct Needs {
     pub shared: Option<pgsettings::SharedPeak>,
     /// The host boots guests (`guest_of` it): QEMU must be installed.
     pub guests: bool,
+    /// The guests `check` asks `vm-check` about on this physical host
+    /// (image, kernel and initrd there, the image's format, the data disk,
+    /// KVM, the SSH port free).  A sweep does not: `vm-start` finds the
+    /// same problems, with the same words, and fails the guest's cells.
+    pub vms: Vec<Host>,
 }
 
 /// The QEMU tools a physical host with guests lacks, each as a problem
@@ -197,6 +202,7 @@ pub fn needs_of(plan: &Plan, host: &str) -> Needs {
             .max(1),
         shared: pgsettings::shared_peak(plan, host),
         guests: false,
+        vms: Vec::new(),
     }
 }
 
@@ -335,6 +341,13 @@ pub async fn prepare<R: Remote>(
         let missing = guest_tool_problems(&report.parsed);
         report.problems.extend(missing);
     }
+    if !report.facts.is_empty() {
+        for g in &needs.vms {
+            vm_check(&w, &mut report, g).await;
+        }
+    }
+    // A guest's problem (or QEMU missing) stops the host's readiness too.
+    report.ready = report.ready && report.problems.is_empty();
     // The clusters running at once must leave the host memory for its
     // page cache (order interleaved: one cluster per device).
     if let (Some(peak), Some(mem)) = (&needs.shared, report.parsed.mem_bytes) {
@@ -373,6 +386,32 @@ pub async fn prepare<R: Remote>(
     }
     report.elapsed_ms = t0.elapsed().as_millis();
     (report, Some(Prepared { host, paths }))
+}
+
+/// `vm-check` of guest `g` on the worker's (physical) host: each problem
+/// it prints is the physical host's (the files and the disk are there),
+/// named with the guest; a guest running already is a warning.
+async fn vm_check<R: Remote>(w: &Worker<'_, R>, report: &mut HostReport, g: &Host) {
+    let Some(vm) = &g.vm else { return };
+    match w.vm_check(g, vm).await {
+        Ok(kv) => {
+            report.problems.extend(
+                kv.0.iter()
+                    .filter(|(k, _)| k == "problem")
+                    .map(|(_, p)| format!("guest {}: {p}", g.name)),
+            );
+            if kv.get("running") == Some("yes") {
+                report.warnings.push(format!(
+                    "guest {} is running already (qemu pid {}): a sweep in progress, or one that was killed (the next sweep stops it before it uses the disk)",
+                    g.name,
+                    kv.get("pid").unwrap_or("?")
+                ));
+            }
+        }
+        Err(e) => report
+            .problems
+            .push(format!("guest {}: vm-check failed: {}", g.name, e.message)),
+    }
 }
 
 /// What the facts and the guard say about the host's readiness.
@@ -708,6 +747,69 @@ mod tests {
         );
         assert_eq!(guest_tool_problems(&f("mkfs.ext4")).len(), 2);
         assert!(guest_tool_problems(&f("qemu-system-x86_64 qemu-img")).is_empty());
+    }
+
+    /// `check` of a physical host asks `vm-check` for each guest, with the guest's
+    /// `[host.vm]` as `vm-start` gets it; each problem it prints is the physical host's,
+    /// named with the guest, and makes it not ready.  A missing QEMU does too, with or
+    /// without PostgreSQL settings to ask about (it left the host ready without).
+    #[tokio::test]
+    async fn check_asks_vm_check_for_each_guest_and_its_problems_stop_the_host() {
+        let inv = crate::config::Inventory::parse(
+            Path::new("/i.toml"),
+            "[defaults]\nos = \"linux\"\n[[host]]\nname = \"m\"\naddress = \"10.0.0.1\"\ndevices = [\"/dev/sdb\"]\n[[host]]\nname = \"g\"\nguest_of = \"m\"\ndevices = [\"/dev/vdb\"]\n[host.vm]\nimage = \"/i/x.img\"\ndisk = \"/dev/sdb\"\n".into(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let (m, g) = (&inv.hosts[0], &inv.hosts[1]);
+        let needs = Needs {
+            guests: true,
+            vms: vec![g.clone()],
+            ..Needs::default()
+        };
+        let r = super::super::dry::stand_in(m, &needs);
+        r.respond_ok(
+            "linux.sh vm-check ",
+            "running=yes\npid=41\nproblem=image /i/x.img: no such file\n",
+        );
+        let (report, _) = prepare(&r, m, &needs, false).await;
+        assert!(!report.ready);
+        assert_eq!(report.problems, ["guest g: image /i/x.img: no such file"]);
+        assert!(
+            report
+                .warnings
+                .iter()
+                .any(|w| w.starts_with("guest g is running already (qemu pid 41)")),
+            "{:?}",
+            report.warnings
+        );
+        let sent: Vec<String> = r
+            .commands()
+            .into_iter()
+            .filter(|c| c.contains(" vm-check "))
+            .collect();
+        assert_eq!(sent.len(), 1, "{sent:?}");
+        let want = super::super::guest::vm_start(g, g.vm.as_ref().expect("vm"), m)
+            .args
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>();
+        for w in &want {
+            assert!(sent[0].contains(w.as_str()), "{w} not in {}", sent[0]);
+        }
+        // No guest to ask about, QEMU missing, no PostgreSQL setting in the plan.
+        let bare = super::super::dry::stand_in(m, &Needs::default());
+        let needs = Needs {
+            guests: true,
+            ..Needs::default()
+        };
+        let (report, _) = prepare(&bare, m, &needs, false).await;
+        assert!(!report.ready, "{:?}", report.problems);
+        assert!(
+            report.problems[0].starts_with("qemu-system-x86_64 is not installed"),
+            "{:?}",
+            report.problems
+        );
+        assert!(!bare.commands().iter().any(|c| c.contains(" vm-check ")));
     }
 
     /// zfs_running=no stops a ZFS cell where nothing would load the module

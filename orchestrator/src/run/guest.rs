@@ -37,7 +37,18 @@ pub fn vm_dir(physical: &Host) -> String {
 
 /// `vm-start` of `guest` on `physical` (docs/remote-scripts.md).
 pub fn vm_start(guest: &Host, vm: &Vm, physical: &Host) -> Call {
-    let mut call = Call::new(Verb::VmStart)
+    vm_call(Verb::VmStart, guest, vm, physical)
+}
+
+/// `vm-check` of `guest` on `physical`: what would keep `vm-start` with the
+/// same arguments from starting it, read-only (`check` asks it).
+pub fn vm_check(guest: &Host, vm: &Vm, physical: &Host) -> Call {
+    vm_call(Verb::VmCheck, guest, vm, physical)
+}
+
+/// `vm-start`'s arguments, which `vm-check` takes too.
+fn vm_call(verb: Verb, guest: &Host, vm: &Vm, physical: &Host) -> Call {
+    let mut call = Call::new(verb)
         .arg("dir", vm_dir(physical))
         .arg("guest", guest.name.as_str())
         .arg("image", vm.image.as_str())

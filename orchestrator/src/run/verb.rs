@@ -33,13 +33,14 @@ pub enum Verb {
     DropCaches,
     Teardown,
     Cat,
+    VmCheck,
     VmStart,
     VmStop,
     VmReap,
 }
 
 impl Verb {
-    pub const ALL: [Verb; 17] = [
+    pub const ALL: [Verb; 18] = [
         Verb::Facts,
         Verb::Preflight,
         Verb::PgCheckSettings,
@@ -54,6 +55,7 @@ impl Verb {
         Verb::DropCaches,
         Verb::Teardown,
         Verb::Cat,
+        Verb::VmCheck,
         Verb::VmStart,
         Verb::VmStop,
         Verb::VmReap,
@@ -76,6 +78,7 @@ impl Verb {
             Verb::DropCaches => "drop-caches",
             Verb::Teardown => "teardown",
             Verb::Cat => "cat",
+            Verb::VmCheck => "vm-check",
             Verb::VmStart => "vm-start",
             Verb::VmStop => "vm-stop",
             Verb::VmReap => "vm-reap",
@@ -100,6 +103,7 @@ impl Verb {
             Verb::DropCaches => t::DROP_CACHES,
             Verb::Teardown => t::TEARDOWN,
             Verb::Cat => t::CAT,
+            Verb::VmCheck => t::VM_CHECK,
             Verb::VmStart => t::VM_START,
             // ACPI's bound plus SIGTERM's and SIGKILL's waits.
             Verb::VmStop => t::VM_POWERDOWN + t::VM_KILL,

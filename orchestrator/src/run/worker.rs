@@ -469,6 +469,19 @@ impl<'a, R: Remote> Worker<'a, R> {
             .await
     }
 
+    /// `vm-check` of `guest` on this (physical) host (read-only).
+    pub async fn vm_check(
+        &self,
+        guest: &Host,
+        vm: &crate::config::inventory::Vm,
+    ) -> Result<Kv, StepError> {
+        self.call(
+            &super::guest::vm_check(guest, vm, self.host),
+            &mut String::new(),
+        )
+        .await
+    }
+
     /// The device guard alone (read-only).
     pub async fn guard(&self) -> Result<Kv, StepError> {
         self.call(&self.calls().preflight(), &mut String::new())

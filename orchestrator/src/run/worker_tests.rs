@@ -202,6 +202,7 @@ fn stand_in_for(inv: &Inventory) -> RecordingRemote {
             slots: 1,
             shared: None,
             guests: false,
+            vms: Vec::new(),
         },
     )
 }
@@ -619,6 +620,7 @@ fn host_job<'a>(inv: &'a Inventory, p: &'a Plan) -> HostJob<'a> {
             slots: 1,
             shared: None,
             guests: false,
+            vms: Vec::new(),
         },
         pre_clean: true,
         counted: Counted::default(),
@@ -703,6 +705,7 @@ fn stand_in_two(inv: &Inventory) -> RecordingRemote {
             slots: 2,
             shared: None,
             guests: false,
+            vms: Vec::new(),
         },
     )
 }
