@@ -1148,19 +1148,8 @@ fn become_sudo_runs_a_sweep_as_a_non_root_user() {
         "plain.toml",
         &inventory(&lab.inv, &[(h, "user = \"fsmx\"\n")], ""),
     );
-    let o = fsmatrix()
-        .args(["check", "--inventory"])
-        .arg(&plain)
-        .arg("--matrix")
-        .arg(&matrix)
-        .output()
-        .expect("check");
-    let err = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert_eq!(o.status.code(), Some(1), "{err}");
+    let (code, err) = support::check_with(&plain, &matrix);
+    assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains("the scripts run as `fsmx` (uid 64123), not root")
             && err.contains("set become = \"sudo\""),
@@ -1242,19 +1231,8 @@ fn become_doas_runs_a_sweep_as_a_non_root_user() {
         "refused.toml",
         &inventory(&lab.inv, &[(h, "user = \"fsmx\"\nbecome = \"doas\"\n")], ""),
     );
-    let o = fsmatrix()
-        .args(["check", "--inventory"])
-        .arg(&refused)
-        .arg("--matrix")
-        .arg(&matrix)
-        .output()
-        .expect("check");
-    let err = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert_eq!(o.status.code(), Some(1), "{err}");
+    let (code, err) = support::check_with(&refused, &matrix);
+    assert_eq!(code, Some(1), "{err}");
     assert!(
         err.contains("become = \"doas\": `doas -n true` fails for `fsmx` on this host")
             && err.contains("add the line `permit nopass fsmx as root` to /etc/doas.conf"),

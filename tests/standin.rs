@@ -948,24 +948,8 @@ fn dragonfly_check_refuses_ufs_on_a_device_of_1_tib_as_newfs_would() {
     std::fs::write(&inv, inventory_for(&lab.inv, &[(&listed, "")], "")).expect("inventory");
     let m = tmp.path().join("matrix.toml");
     std::fs::write(&m, one_fs_matrix("ufs")).expect("matrix");
-    let o = fsmatrix()
-        .args(["check", "--inventory"])
-        .arg(&inv)
-        .arg("--matrix")
-        .arg(&m)
-        .stdin(Stdio::null())
-        .output()
-        .expect("fsmatrix check");
-    let out = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert_ne!(
-        o.status.code(),
-        Some(0),
-        "check passed a 1 TiB ufs cell:\n{out}"
-    );
+    let (code, out) = support::check_with(&inv, &m);
+    assert_ne!(code, Some(0), "check passed a 1 TiB ufs cell:\n{out}");
     for want in [
         "device /dev/da2 has 1099511627776 bytes (1.0 TiB), too large for fs=ufs on dragonfly",
         "media size is too large for newfs to handle",
