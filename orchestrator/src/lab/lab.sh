@@ -750,6 +750,10 @@ cmd_up() {
 		cp "$DIR/guest-cache/vmlinuz" "$DIR/guest-cache/initrd.img" "$DIR/guest/"
 	fi
 	write_inventory "$n" "$pg_bin"
+	# The lab's shape as the arguments of `fsmatrix lab up` that make it again: what
+	# tests/run.sh compares with the lab it needs, and restores after it.
+	printf -- '--hosts %s --os %s --guests %s --disk-size %s%s\n' "$n" "$OSES" "$GUESTS" "$disk_size" \
+		"$([ "$BASTION" = 1 ] && printf ' --bastion')" >"$DIR/shape"
 	printf 'up\n' >"$DIR/state"
 	trap - EXIT INT TERM
 	log "lab up: $n hosts${GUESTS:+ ($GUESTS with a guest)} in $(elapsed "$t0") s; inventory: $DIR/inventory.toml"
@@ -943,7 +947,7 @@ down_all() {
 	fi
 	[ "$rc" = 0 ] || return 1
 	rm -rf "${DIR:?}/hosts" "$DIR/created" "$DIR/state" "$DIR/inventory.toml" "$DIR/inventory-guests.toml" "$DIR/known_hosts" \
-		"$DIR/authorized_keys" "$DIR/id_ed25519" "$DIR/id_ed25519.pub" "$DIR/bastion"
+		"$DIR/authorized_keys" "$DIR/id_ed25519" "$DIR/id_ed25519.pub" "$DIR/bastion" "$DIR/shape"
 	rmdir "$DIR" 2>/dev/null || true
 }
 
