@@ -20,7 +20,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use support::pg::Postgres;
-use support::{assert_clean, fsmatrix, inventory_for, lab_lock, Lab, LabHost};
+use support::{assert_clean, fsmatrix, inventory_for, Lab, LabHost};
 
 const MATRIX: &str = r#"name = "agent-NAME"
 repeats = 2
@@ -211,8 +211,7 @@ fn assert_no_overlap(url: &str) {
 
 #[test]
 fn three_sweeps_two_agents_three_hosts_every_cell_once() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab1", "lab2", "lab3"]);
     let (_pg, url) = fresh_db();
     let tmp = tempfile::tempdir().unwrap();
     let h = &lab.inv.hosts;
@@ -310,8 +309,7 @@ fn three_sweeps_two_agents_three_hosts_every_cell_once() {
 
 #[test]
 fn an_agent_killed_mid_sweep_is_finished_by_another_after_its_lease_expires() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab1", "lab2", "lab3"]);
     let (_pg, url) = fresh_db();
     let tmp = tempfile::tempdir().unwrap();
     let h = &lab.inv.hosts;
@@ -447,8 +445,7 @@ fn output_text(o: &std::process::Output) -> String {
 
 #[test]
 fn an_interrupted_agent_tears_down_lets_go_and_another_resumes_at_once() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab1", "lab2", "lab3"]);
     let (_pg, url) = fresh_db();
     let tmp = tempfile::tempdir().unwrap();
     let h = &lab.inv.hosts;
@@ -497,8 +494,7 @@ fn an_interrupted_agent_tears_down_lets_go_and_another_resumes_at_once() {
 
 #[test]
 fn the_database_stopped_mid_sweep_loses_no_result() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab1", "lab2", "lab3"]);
     let (pg, url) = fresh_db();
     let tmp = tempfile::tempdir().unwrap();
     let h = &lab.inv.hosts;
@@ -564,8 +560,7 @@ fn the_database_stopped_mid_sweep_loses_no_result() {
 
 #[test]
 fn a_split_sweep_runs_its_free_hosts_while_another_sweep_holds_one() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab1", "lab2", "lab3"]);
     let (_pg, url) = fresh_db();
     let tmp = tempfile::tempdir().unwrap();
     let h = &lab.inv.hosts;
@@ -687,8 +682,7 @@ echo "pools=$(zpool list -H -o name 2>/dev/null | grep -c fsmx || true)"
 /// submission runs with the registry's credentials.
 #[test]
 fn a_submission_that_borrows_the_agent_s_authority_is_refused_and_touches_nothing() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab1", "lab2", "lab3"]);
     let (_pg, url) = fresh_db();
     let o = fsmatrix()
         .args(["db", "init", "--roles", "--db", &url])

@@ -15,8 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::{
-    assert_clean, fsmatrix, inventory_for as inventory, lab_lock, ssh, ssh_ok, Lab, LabHost,
-    LabInventory,
+    assert_clean, fsmatrix, inventory_for as inventory, ssh, ssh_ok, Lab, LabHost, LabInventory,
 };
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -293,7 +292,6 @@ fn first_mib_sha(inv: &LabInventory, h: &LabHost) -> String {
 /// second) keep it the suite's longest test without being its whole time.
 #[test]
 fn sweep_on_every_lab_host_verifies_and_leaves_hosts_clean() {
-    let _l = lab_lock();
     let lab = Lab::standing_or_up(3);
     let tmp = tempfile::tempdir().expect("tempdir");
     let hosts: Vec<(&LabHost, &str)> = lab.inv.hosts.iter().map(|h| (h, "")).collect();
@@ -479,8 +477,7 @@ duration = "4s"
 /// a bundle that verifies, its reports written, the host clean.
 #[test]
 fn a_sweep_whose_reader_went_away_ends_normally_and_clean() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab3"]);
     let h = &lab.inv.hosts[0];
     let (tmp, inv, matrix) = one_host_inputs(
         &lab,
@@ -530,8 +527,7 @@ fn a_sweep_whose_reader_went_away_ends_normally_and_clean() {
 
 #[test]
 fn unreachable_host_is_recorded_as_not_run_while_others_finish() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab2", "lab3"]);
     let tmp = tempfile::tempdir().expect("tempdir");
     let (a, b) = (&lab.inv.hosts[0], &lab.inv.hosts[1]);
     // Port 1 on a live lab host: refused at once, as with sshd stopped.
@@ -569,10 +565,9 @@ fn unreachable_host_is_recorded_as_not_run_while_others_finish() {
 
 #[test]
 fn guard_refuses_foreign_signature_unless_consented_and_a_mounted_device() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab2"]);
     let tmp = tempfile::tempdir().expect("tempdir");
-    let h = &lab.inv.hosts[1];
+    let h = &lab.inv.hosts[0];
     // Someone else's filesystem on the device.
     ssh_ok(
         &lab.inv,
@@ -658,8 +653,7 @@ fn guard_refuses_foreign_signature_unless_consented_and_a_mounted_device() {
 
 #[test]
 fn unknown_or_changed_host_key_is_refused_and_nothing_runs() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab3"]);
     let tmp = tempfile::tempdir().expect("tempdir");
     let h = &lab.inv.hosts[0];
     let real = std::fs::read_to_string(&lab.inv.known_hosts).expect("lab known_hosts");
@@ -734,8 +728,7 @@ fn unknown_or_changed_host_key_is_refused_and_nothing_runs() {
 
 #[test]
 fn sigint_mid_sweep_tears_down_and_closes_an_incomplete_bundle() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab2", "lab3"]);
     let mut bg = background_sweep(
         &lab,
         "name = \"sigint\"\nrepeats = 3\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n[[workload]]\nname = \"tpcb\"\nbuiltin = \"tpcb-like\"\nscale = 1\nclients = [2]\nduration = \"20s\"\n",
@@ -816,8 +809,7 @@ fn ci_within(xs: &[f64], target: f64) -> bool {
 
 #[test]
 fn sigkill_mid_cell_then_resume_finishes_the_bundle() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab2", "lab3"]);
     let mut bg = background_sweep(
         &lab,
         // Adaptive repeats: 3 always run; 4 and 5 only while the 95% CI is
@@ -930,10 +922,9 @@ fn sigkill_mid_cell_then_resume_finishes_the_bundle() {
 
 #[test]
 fn run_from_a_bundle_repeats_the_same_sweep_and_the_reports_compare() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab3"]);
     let tmp = tempfile::tempdir().expect("tempdir");
-    let h = &lab.inv.hosts[2];
+    let h = &lab.inv.hosts[0];
     // The key and known_hosts by paths relative to the inventory: a re-run
     // from another folder must still find them beside the original inventory.
     let keys = tmp.path().join("keys");
@@ -1101,8 +1092,7 @@ fn run_from_a_bundle_repeats_the_same_sweep_and_the_reports_compare() {
 /// check says the host is not usable and why.
 #[test]
 fn become_sudo_runs_a_sweep_as_a_non_root_user() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab2"]);
     let tmp = tempfile::tempdir().expect("tempdir");
     let h = &lab.inv.hosts[0];
     let who = ssh_ok(&lab.inv, h, "id -u fsmx", &[]);
@@ -1162,8 +1152,7 @@ fn become_sudo_runs_a_sweep_as_a_non_root_user() {
 /// `fsmx`, which has no doas.conf line, is refused by `check` with the fix.
 #[test]
 fn become_doas_runs_a_sweep_as_a_non_root_user() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab3"]);
     let tmp = tempfile::tempdir().expect("tempdir");
     let h = &lab.inv.hosts[0];
     let who = ssh_ok(&lab.inv, h, "id -u fsmxdoas", &[]);
@@ -1246,9 +1235,8 @@ fn become_doas_runs_a_sweep_as_a_non_root_user() {
 #[test]
 fn become_sudo_timeout_kills_the_root_command() {
     use fsmatrix::remote::{ExecOptions, ExitStatus, Remote, RemoteCommand, SshRemote, SshTarget};
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
-    let h = &lab.inv.hosts[1];
+    let lab = Lab::hold(&["lab2"]);
+    let h = &lab.inv.hosts[0];
     let target = SshTarget {
         host_name: h.name.clone(),
         address: h.address.clone(),
@@ -1302,8 +1290,7 @@ fn become_sudo_timeout_kills_the_root_command() {
 /// run upload its scripts, as the plan shows.
 #[test]
 fn plan_commands_equal_what_the_run_sent() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab2"]);
     let tmp = tempfile::tempdir().expect("tempdir");
     let work = "/var/tmp/fsmatrix-commands-test";
     let extra = [
@@ -1389,7 +1376,7 @@ fn plan_commands_equal_what_the_run_sent() {
     }
     // The sudo host's commands are shown as sudo runs them.
     let sudo_log = std::fs::read_to_string(
-        bundle.join(format!("data/hosts/{}/commands.log", hosts[1].0.name)),
+        bundle.join(format!("data/hosts/{}/commands.log", hosts[0].0.name)),
     )
     .expect("commands.log");
     assert!(
@@ -1422,8 +1409,7 @@ fn wait_for(limit: Duration, what: &str, mut ok: impl FnMut() -> bool) -> Durati
 
 #[test]
 fn one_sweep_per_host_the_lock_dies_with_its_holder_and_a_fresh_run_cleans_up() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab3"]);
     let h = &lab.inv.hosts[0];
     let tmp = tempfile::tempdir().expect("tempdir");
     let matrix = |name: &str| {
@@ -1561,9 +1547,8 @@ impl Drop for Tmpfs {
 #[test]
 fn a_full_local_disk_stops_new_cells_and_resume_completes_the_bundle() {
     use std::io::Write;
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
-    let h = &lab.inv.hosts[1];
+    let lab = Lab::hold(&["lab2"]);
+    let h = &lab.inv.hosts[0];
     let (tmp, inv, matrix) = one_host_inputs(
         &lab,
         h,
@@ -1684,8 +1669,7 @@ impl Drop for CutLink {
 
 #[test]
 fn a_cut_link_is_noticed_the_other_host_finishes_and_resume_completes() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab2", "lab3"]);
     let (mut bg, first, second) = second_host_reached(&lab, "cut", "run ext4");
     let out = bg.out.clone();
     // Its veth in the root namespace is fsmx-v<N> for labN.
@@ -1754,9 +1738,8 @@ fn a_cut_link_is_noticed_the_other_host_finishes_and_resume_completes() {
 
 #[test]
 fn a_full_device_fails_its_cell_as_device_full_and_the_next_filesystem_runs() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
-    let h = &lab.inv.hosts[2];
+    let lab = Lab::hold(&["lab3"]);
+    let h = &lab.inv.hosts[0];
     let (tmp, inv, matrix) = one_host_inputs(
         &lab,
         h,
@@ -1804,8 +1787,7 @@ fn a_full_device_fails_its_cell_as_device_full_and_the_next_filesystem_runs() {
 /// results keep their shape.
 #[test]
 fn allowed_script_commands_run_unprivileged_and_copy_to_program_is_refused() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab2"]);
     let h = &lab.inv.hosts[0];
     let tmp = tempfile::tempdir().expect("tempdir");
     let inv = write(
@@ -1960,8 +1942,7 @@ impl Drop for OwnSshd<'_> {
 
 #[test]
 fn sshd_with_a_new_host_key_between_cells_is_refused_and_named() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab2", "lab3"]);
     let (mut bg, first, second) = second_host_reached(&lab, "rekey", "run ext4 sel c=1 r=2");
     let out = bg.out.clone();
     // sshd comes back with another key: every sshd of the host ends (our
@@ -2027,8 +2008,7 @@ fn relay(to: std::net::SocketAddr) -> u16 {
 
 #[test]
 fn one_machine_under_two_inventory_entries_is_refused_by_its_host_key() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab3"]);
     let h = &lab.inv.hosts[0];
     let tmp = tempfile::tempdir().expect("tempdir");
     // The same sshd reached a second way: through a relay on loopback.
@@ -2102,9 +2082,8 @@ fn one_machine_under_two_inventory_entries_is_refused_by_its_host_key() {
 
 #[test]
 fn a_stopped_postgres_times_out_its_run_teardown_runs_and_the_next_filesystem_goes_on() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
-    let h = &lab.inv.hosts[2];
+    let lab = Lab::hold(&["lab3"]);
+    let h = &lab.inv.hosts[0];
     let (tmp, inv, matrix) = one_host_inputs(
         &lab,
         h,
@@ -2188,8 +2167,7 @@ fn a_stopped_postgres_times_out_its_run_teardown_runs_and_the_next_filesystem_go
 /// stream agrees with the bundle.  `-q` on the same sweep prints no step.
 #[test]
 fn run_json_streams_the_whole_sweep_as_json_lines() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab2", "lab3"]);
     let tmp = tempfile::tempdir().unwrap();
     let hosts: Vec<(&LabHost, &str)> = lab.inv.hosts.iter().take(2).map(|h| (h, "")).collect();
     let inv = write(
@@ -2275,8 +2253,7 @@ fn run_json_streams_the_whole_sweep_as_json_lines() {
 /// weaken host-key checking.
 #[test]
 fn an_alias_only_inventory_reaches_the_lab_through_an_ssh_config() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab2", "lab3"]);
     let tmp = tempfile::tempdir().unwrap();
     let (a, b) = (&lab.inv.hosts[0], &lab.inv.hosts[1]);
     let included = write(
@@ -2335,8 +2312,7 @@ fn an_alias_only_inventory_reaches_the_lab_through_an_ssh_config() {
 /// sent say what was asked.
 #[test]
 fn a_rate_limited_workload_holds_its_rate_and_records_the_schedule_lag() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab2"]);
     let tmp = tempfile::tempdir().unwrap();
     let h = &lab.inv.hosts[0];
     let inv = write(
@@ -2531,8 +2507,7 @@ fn three_small_cells(name: &str) -> String {
 /// The second is refused, naming the first and saying it appears alive,
 /// and the first finishes every cell without ever losing its lock.
 fn a_live_sweep_keeps_its_lock_against(first: Command, second: Command, label: &str) {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab3"]);
     let h = &lab.inv.hosts[0];
     let tmp = tempfile::tempdir().expect("tempdir");
     let inv = write(tmp.path(), "inv.toml", &inventory(&lab.inv, &[(h, "")], ""));
@@ -2668,8 +2643,7 @@ fn relay_hiding_closes(to: std::net::SocketAddr) -> u16 {
 /// heartbeat limit.
 #[test]
 fn a_dead_orchestrators_holder_is_ended_by_the_next_sweep() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab2"]);
     let h = &lab.inv.hosts[0];
     let tmp = tempfile::tempdir().expect("tempdir");
     let port = relay_hiding_closes(format!("{}:22", h.address).parse().expect("address"));
@@ -2743,8 +2717,7 @@ fn a_dead_orchestrators_holder_is_ended_by_the_next_sweep() {
 /// it stops starting steps on the host and resume finishes the bundle.
 #[test]
 fn a_sweep_whose_holder_is_ended_is_told_by_whom_not_that_its_connection_dropped() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab3"]);
     let h = &lab.inv.hosts[0];
     let (tmp, inv, matrix) = one_host_inputs(&lab, h, &three_small_cells("told"));
     let out = tmp.path().join("results");

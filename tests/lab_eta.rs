@@ -14,7 +14,7 @@ mod support;
 static NEEDS: extern "C" fn() = support::skip::needs_root_and_lab;
 
 use serde_json::Value;
-use support::{eta_after_first_variant, files_under, fsmatrix, inventory_for, lab_lock, Lab};
+use support::{eta_after_first_variant, files_under, fsmatrix, inventory_for, Lab};
 
 const MATRIX: &str = r#"name = "eta-two"
 repeats = 3
@@ -38,8 +38,7 @@ duration = "3s"
 
 #[test]
 fn the_eta_after_the_first_filesystem_is_within_a_quarter_and_tps_streams_live() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab2"]);
     let h = &lab.inv.hosts[0];
     let tmp = tempfile::tempdir().expect("tempdir");
     let inv = tmp.path().join("inv.toml");

@@ -102,7 +102,6 @@ fn parse(host: &LabHost, fs: &'static str, stdout: &str, seconds: f64) -> Cycle 
 
 #[test]
 fn every_filesystem_carries_postgres_on_every_host() {
-    let _lock = lab_lock();
     let lab = Lab::standing_or_up(3);
     let inv = &lab.inv;
     let port = inv.pg_port.to_string();

@@ -99,8 +99,7 @@ fn qemu_in(inv: &LabInventory, host: &LabHost) -> String {
 
 #[test]
 fn guest_boots_with_vm_start_and_leaves_nothing_after_vm_stop_and_vm_reap() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab1", "lab1-vm"]);
     let Some(g) = lab.inv.guests.first().cloned() else {
         panic!("the standing lab has no guest: bring it up with --guests 1 (tests/run.sh does)");
     };

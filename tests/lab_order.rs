@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{fsmatrix, inventory_for, lab_lock, ssh_ok, Lab, LabHost, LabInventory};
+use support::{fsmatrix, inventory_for, ssh_ok, Lab, LabHost, LabInventory};
 
 /// A loop device over a sparse file, detached on drop.
 struct Loop {
@@ -149,8 +149,7 @@ fn inputs(lab: &Lab, second: &Loop, duration: &str) -> (tempfile::TempDir, PathB
 
 #[test]
 fn interleaved_sweep_alternates_two_clusters_on_two_devices() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab3"]);
     let h = &lab.inv.hosts[0];
     let second = Loop::attach("1G");
     let (tmp, inv, matrix) = inputs(&lab, &second, "3s");
@@ -263,8 +262,7 @@ fn interleaved_sweep_alternates_two_clusters_on_two_devices() {
 /// torn down, the bundle closed as incomplete.
 #[test]
 fn sigint_mid_interleaved_sweep_tears_down_both_devices() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab3"]);
     let h = &lab.inv.hosts[0];
     let second = Loop::attach("1G");
     let (tmp, inv, matrix) = inputs(&lab, &second, "20s");
@@ -319,8 +317,7 @@ fn sigint_mid_interleaved_sweep_tears_down_both_devices() {
 /// cluster at a time (sequential) pass.
 #[test]
 fn interleaved_clusters_that_would_not_fit_the_hosts_memory_are_refused() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let lab = Lab::hold(&["lab3"]);
     let h = &lab.inv.hosts[0];
     let second = Loop::attach("1G");
     let (tmp, inv, matrix) = inputs(&lab, &second, "3s");

@@ -15,9 +15,7 @@ use std::path::Path;
 use std::process::Stdio;
 
 use serde_json::Value;
-use support::{
-    fsmatrix, inventory_for, lab_lock, ssh, ssh_ok, upload_scripts, Lab, LabHost, LabInventory,
-};
+use support::{fsmatrix, inventory_for, ssh, ssh_ok, upload_scripts, Lab, LabHost, LabInventory};
 
 /// The folder the verb tests put the scripts in (not fsmatrix's work_dir).
 const DIR: &str = "/var/tmp/fsmx-standin-test";
@@ -199,8 +197,8 @@ const SHELLS: [&str; 5] = ["dash", "posh", "mksh", "yash", "busybox sh"];
 /// Every verb of `os`'s script under every shell on `fs` (with `mkfs`), effective
 /// options read back; then each of `others` under dash.
 fn every_verb(os: &str, fs: &str, mkfs: &[&str], others: &[(&str, &[&str])]) {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let name = support::lab_host_of(os);
+    let lab = Lab::hold(&[&name]);
     let h = standin(&lab, os);
     upload_scripts(&lab.inv, &h, DIR);
     for shell in SHELLS {
@@ -358,8 +356,11 @@ fn drop_cache_records(bundle: &Path) -> Vec<(String, String)> {
 /// with the stand-ins' own commands); the report marks the stand-ins' rows.
 #[test]
 fn a_sweep_on_a_mixed_lab_runs_every_cell_and_marks_the_stand_ins() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let (fbsd, dfly) = (
+        support::lab_host_of("freebsd"),
+        support::lab_host_of("dragonfly"),
+    );
+    let lab = Lab::hold(&["lab2", &fbsd, &dfly]);
     let fbsd = standin(&lab, "freebsd");
     let dfly = standin(&lab, "dragonfly");
     let linux = lab.inv.hosts[0].clone();
@@ -480,8 +481,11 @@ fn a_sweep_on_a_mixed_lab_runs_every_cell_and_marks_the_stand_ins() {
 /// (ext4 and ZFS on Linux, ZFS on FreeBSD).
 #[test]
 fn the_bsd_studies_run_end_to_end_on_the_mixed_lab() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let (fbsd, dfly) = (
+        support::lab_host_of("freebsd"),
+        support::lab_host_of("dragonfly"),
+    );
+    let lab = Lab::hold(&["lab3", &fbsd, &dfly]);
     let fbsd = standin(&lab, "freebsd");
     let dfly = standin(&lab, "dragonfly");
     let linux = lab.inv.hosts[0].clone();
@@ -536,8 +540,8 @@ fn the_bsd_studies_run_end_to_end_on_the_mixed_lab() {
 /// foreign filesystem (fstyp), a foreign ZFS label (zdb; FreeBSD), a partition table,
 /// a device the inventory does not list — refused (exit 3), the device unchanged.
 fn guard_refuses_on(os: &str) {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let name = support::lab_host_of(os);
+    let lab = Lab::hold(&[&name]);
     let h = standin(&lab, os);
     upload_scripts(&lab.inv, &h, DIR);
     let out = ssh_ok(
@@ -623,8 +627,8 @@ fn the_guard_refuses_on_the_dragonfly_stand_in_and_leaves_the_device_as_it_was()
 /// here (its /tmp is its own, so the scripts go in as a tar).
 fn emulator_checks(os: &str, files: &[&str], run: &str, at_least: usize) {
     use std::io::Write;
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let name = support::lab_host_of(os);
+    let lab = Lab::hold(&[&name]);
     let h = standin(&lab, os);
     let pid =
         std::fs::read_to_string(support::lab_dir().join(format!("hosts/{}/init.pid", h.name)))
@@ -722,8 +726,8 @@ fn the_dragonfly_emulators_pass_their_own_checks_on_the_stand_in() {
 #[test]
 fn freebsd_zfs_sizes_count_what_was_written_just_before() {
     use std::io::Write;
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let name = support::lab_host_of("freebsd");
+    let lab = Lab::hold(&[&name]);
     let h = standin(&lab, "freebsd");
     upload_scripts(&lab.inv, &h, DIR);
     let pid =
@@ -937,8 +941,8 @@ fn one_fs_matrix(fs_type: &str) -> String {
 /// message and exit status.  `check` also says which holders it cannot see there.
 #[test]
 fn dragonfly_check_refuses_ufs_on_a_device_of_1_tib_as_newfs_would() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let name = support::lab_host_of("dragonfly");
+    let lab = Lab::hold(&[&name]);
     let h = standin(&lab, "dragonfly");
     let big = ExtraDisk::new(&h, "da2", 1 << 40, true);
     let mut listed = h.clone();
@@ -996,8 +1000,8 @@ newfs -U -L big $dev >/dev/null 2>/var/tmp/fsmx-newfs.err; echo "rc=$?"; cat /va
 /// and make-fs fs=hammer must pass -f there.
 #[test]
 fn dragonfly_make_fs_hammer_on_exactly_10_gib_passes_f() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let name = support::lab_host_of("dragonfly");
+    let lab = Lab::hold(&[&name]);
     let h = standin(&lab, "dragonfly");
     upload_scripts(&lab.inv, &h, DIR);
     let disk = ExtraDisk::new(&h, "da2", 10 << 30, true);
@@ -1031,8 +1035,8 @@ rm -rf $d"#,
 /// works).
 #[test]
 fn dragonfly_read_only_verbs_make_no_read_write_open() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let name = support::lab_host_of("dragonfly");
+    let lab = Lab::hold(&[&name]);
     let h = standin(&lab, "dragonfly");
     upload_scripts(&lab.inv, &h, DIR);
     let out = ssh_ok(
@@ -1072,8 +1076,8 @@ rm -f $log; rm -rf $d"#,
 /// (`da1s1b`, `da1s1a`: here a second loop shown under the slice's name).
 #[test]
 fn dragonfly_guard_refuses_a_disk_with_a_dm_holder_or_a_busy_slice() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let name = support::lab_host_of("dragonfly");
+    let lab = Lab::hold(&[&name]);
     let h = standin(&lab, "dragonfly");
     upload_scripts(&lab.inv, &h, DIR);
     let disk = h.device.trim_start_matches("/dev/").to_string();
@@ -1174,8 +1178,8 @@ fn line_of<'a>(text: &'a str, prefix: &str) -> &'a str {
 /// and the header zones unchanged; fsmatrix's own (made by make-fs) is cleaned.
 #[test]
 fn a_foreign_hammer2_volume_is_refused_and_left_unchanged_while_fsmatrix_s_own_is_cleaned() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let name = support::lab_host_of("dragonfly");
+    let lab = Lab::hold(&[&name]);
     let h = standin(&lab, "dragonfly");
     let text = h2_run(
         &lab,
@@ -1233,8 +1237,8 @@ rm -rf "$d"
 /// `mount_hammer2 da1@fsmx` fails (the kernel would mount from the copy at 2 GiB).
 #[test]
 fn teardown_of_fsmatrix_s_hammer2_leaves_no_volume_header_to_mount() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let name = support::lab_host_of("dragonfly");
+    let lab = Lab::hold(&[&name]);
     let h = standin(&lab, "dragonfly");
     let text = h2_run(
         &lab,
@@ -1262,8 +1266,8 @@ rm -rf "$d"
 /// release file, which is put back whatever happens.
 #[test]
 fn the_hammer2_compression_is_recorded_with_one_spelling_on_6_2_and_6_4() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let name = support::lab_host_of("dragonfly");
+    let lab = Lab::hold(&[&name]);
     let h = standin(&lab, "dragonfly");
     let text = h2_run(
         &lab,
@@ -1317,8 +1321,8 @@ rm -rf "$d"
 /// already ran; facts say whether it runs.
 #[test]
 fn teardown_stops_the_hammer2_service_fsmatrix_started_and_keeps_one_that_ran_before() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let name = support::lab_host_of("dragonfly");
+    let lab = Lab::hold(&[&name]);
     let h = standin(&lab, "dragonfly");
     let text = h2_run(
         &lab,
@@ -1408,8 +1412,8 @@ fn last_kv(out: &str, key: &str) -> Option<String> {
 /// teardown; a ZFS make-fs still works (and loads it).
 #[test]
 fn freebsd_facts_and_preflight_leave_zfs_ko_unloaded() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let name = support::lab_host_of("freebsd");
+    let lab = Lab::hold(&[&name]);
     let h = standin(&lab, "freebsd");
     upload_scripts(&lab.inv, &h, DIR);
     let out = ssh_ok(
@@ -1474,8 +1478,8 @@ echo "after_make_fs=$(loaded)"
 /// cleaned by teardown.
 #[test]
 fn freebsd_own_marks_foreign_refused_half_wiped_own_pool_cleaned() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let name = support::lab_host_of("freebsd");
+    let lab = Lab::hold(&[&name]);
     let h = standin(&lab, "freebsd");
     upload_scripts(&lab.inv, &h, DIR);
     let out = ssh_ok(
@@ -1559,8 +1563,8 @@ impl Drop for PasswdBack<'_> {
 /// (it is bind-mounted) and put back at the end, also on failure.
 #[test]
 fn freebsd_check_refuses_a_nologin_postgres_account_with_the_fix() {
-    let _l = lab_lock();
-    let lab = Lab::standing_or_up(3);
+    let name = support::lab_host_of("freebsd");
+    let lab = Lab::hold(&[&name]);
     let h = standin(&lab, "freebsd");
     let user = lab.inv.pg_user.clone();
     ssh_ok(

@@ -8,9 +8,9 @@
 //! drop.  Whether it may run at all (root, a lab) is decided by `support::skip`.
 #![allow(dead_code)] // each test binary uses its own part of these helpers
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::{Mutex, MutexGuard};
 
 /// The lab's state folder.
 pub fn lab_dir() -> PathBuf {
@@ -64,11 +64,70 @@ pub fn lab_cmd(args: &[&str], dir: &Path) -> Output {
     out
 }
 
-/// Serialises the tests of one binary that use or change the lab (tests in a binary run
-/// in parallel; cargo runs test binaries one after another).
-pub fn lab_lock() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+/// The lab hosts a test holds: one advisory lock (`flock`) per host name, held until
+/// the value is dropped.  The lock files are machine-wide, so tests of different
+/// binaries that tests/run.sh runs side by side never use one host at once, while tests
+/// on disjoint hosts run together.  Locks are taken in name order (no two tests can
+/// wait on each other) and die with the test process.
+pub struct HostsHeld {
+    _files: Vec<std::fs::File>,
+    pub names: Vec<String>,
+}
+
+/// Every name a lab host or guest can have (`lab up` makes at most 16 hosts).
+pub fn every_lab_name() -> Vec<String> {
+    (1..=16)
+        .flat_map(|i| [format!("lab{i}"), format!("lab{i}-vm")])
+        .collect()
+}
+
+/// Where the host lock files live: a folder of root's under /run when root (no other
+/// user can plant a link there), else one of this user's under the temp folder.
+fn host_lock_dir() -> PathBuf {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let dir = if uid == 0 {
+        PathBuf::from("/run/fsmatrix-test-hosts")
+    } else {
+        std::env::temp_dir().join(format!("fsmatrix-test-hosts-{uid}"))
+    };
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(&dir);
+    let m = std::fs::symlink_metadata(&dir).expect("the host lock folder");
+    assert!(
+        m.is_dir() && m.uid() == uid && m.mode() & 0o022 == 0,
+        "{dir:?} must be a folder of this user's that no one else may write"
+    );
+    dir
+}
+
+/// Holds the lab hosts `names` (e.g. `["lab1", "lab1-vm"]`) for the calling test,
+/// waiting while another test holds any of them.
+pub fn hold_hosts<S: AsRef<str>>(names: &[S]) -> HostsHeld {
+    let mut names: Vec<String> = names.iter().map(|n| n.as_ref().to_string()).collect();
+    names.sort();
+    names.dedup();
+    let files = names
+        .iter()
+        .map(|n| {
+            assert!(
+                !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'),
+                "a lab host name: {n:?}"
+            );
+            let f = lock_file(n);
+            flock(&f, libc::LOCK_EX);
+            f
+        })
+        .collect();
+    HostsHeld {
+        _files: files,
+        names,
+    }
+}
+
+/// Holds every lab host and guest: for a test that uses or changes the whole lab.
+pub fn lab_lock() -> HostsHeld {
+    hold_hosts(&every_lab_name())
 }
 
 /// One lab host as the lab's inventory.toml names it.
@@ -92,6 +151,22 @@ pub const LAB_UP: &[&str] = &[
     "--guests",
     "1",
 ];
+
+/// The name of the first host of the standard lab ([`LAB_UP`]) that runs `os`
+/// (`linux`, `freebsd`, `dragonfly`): `lab up` names its hosts lab1, lab2, … in
+/// the order of `--os`.
+pub fn lab_host_of(os: &str) -> String {
+    let list = LAB_UP
+        .iter()
+        .position(|a| *a == "--os")
+        .map(|i| LAB_UP[i + 1])
+        .expect("LAB_UP has --os");
+    let i = list
+        .split(',')
+        .position(|o| o == os)
+        .unwrap_or_else(|| panic!("the standard lab has no {os} host (--os {list})"));
+    format!("lab{}", i + 1)
+}
 
 /// What the tests read from the lab's inventory.toml.
 #[derive(Debug, Clone)]
@@ -283,42 +358,169 @@ pub fn upload_scripts(inv: &LabInventory, h: &LabHost, dir: &str) {
     ssh_ok(inv, h, &script, &[]);
 }
 
-/// A lab for a test: the standing one, or one this guard built and removes on drop.
+/// Opens (making it if need be) the lock file `name` in the host lock folder, never
+/// through a link.
+fn lock_file(name: &str) -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(host_lock_dir().join(name))
+        .unwrap_or_else(|e| panic!("open the lock file {name}: {e}"))
+}
+
+/// `flock(f, op)`; false only for `LOCK_NB` when another holds it.
+fn flock(f: &std::fs::File, op: libc::c_int) -> bool {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: a valid open descriptor; flock has no other precondition.
+    let rc = unsafe { libc::flock(f.as_raw_fd(), op) };
+    if rc == 0 {
+        return true;
+    }
+    let e = std::io::Error::last_os_error();
+    assert_eq!(e.raw_os_error(), Some(libc::EWOULDBLOCK), "flock: {e}");
+    false
+}
+
+/// A lab for a test: the hosts it holds, in the lab standing in [`lab_dir`].
+///
+/// Every test on the lab goes through [`Lab::hold`] (or [`Lab::standing_or_up`] for
+/// the whole lab).  When no lab stands (a plain `cargo test`), the first holder brings
+/// the standard one up ([`LAB_UP`]) and the last one to let go takes it down, whatever
+/// binary each runs in: `lab-state` (exclusive) orders bringing up and taking down,
+/// `lab-users` (shared, one per holder) says who still uses it, and `tests-brought-up`
+/// says that a test, not a person or tests/run.sh, made it.
 pub struct Lab {
     pub dir: PathBuf,
+    /// The lab's inventory with only the hosts, stand-ins and guests this test holds.
     pub inv: LabInventory,
-    owned: bool,
+    users: Option<std::fs::File>,
+    _hosts: HostsHeld,
 }
 
 impl Lab {
-    /// Uses the lab standing in [`lab_dir`], or brings up `hosts` hosts there.
-    pub fn standing_or_up(hosts: u32) -> Lab {
-        let dir = lab_dir();
-        if let Some(inv) = read_inventory(&dir) {
-            return Lab {
-                dir,
-                inv,
-                owned: false,
-            };
+    /// Holds the lab hosts `names` (e.g. `["lab3"]`, `["lab1", "lab1-vm"]`), waiting
+    /// while another test holds any of them, and returns the lab with only those in
+    /// its inventory, so that a test can reach no host it does not hold.
+    pub fn hold(names: &[&str]) -> Lab {
+        assert!(!names.is_empty(), "a test holds at least one lab host");
+        let mut lab = Lab::enter(hold_hosts(names));
+        let held = lab._hosts.names.clone();
+        lab.inv.hosts.retain(|h| held.contains(&h.name));
+        lab.inv.standins.retain(|h| held.contains(&h.name));
+        lab.inv.guests.retain(|g| held.contains(&g.name));
+        for n in &held {
+            let inv = &lab.inv;
+            assert!(
+                inv.hosts.iter().chain(&inv.standins).any(|h| &h.name == n)
+                    || inv.guests.iter().any(|g| &g.name == n),
+                "{n} is not a host of the lab standing in {:?}",
+                lab.dir
+            );
         }
+        lab
+    }
+
+    /// The whole lab, every host and guest held: for a test that sweeps or changes
+    /// all of it.  (`hosts` is what the test needs of the standard lab, at most 3.)
+    pub fn standing_or_up(hosts: u32) -> Lab {
         assert!(hosts <= 3, "the standard lab has 3 Linux hosts");
-        let out = lab_cmd(LAB_UP, &dir);
-        assert!(out.status.success(), "fsmatrix lab up failed");
-        let inv = read_inventory(&dir).expect("lab up wrote an inventory");
+        Lab::enter(lab_lock())
+    }
+
+    /// The lab standing in [`lab_dir`] (brought up if none stands), for a test
+    /// holding `held`.
+    fn enter(held: HostsHeld) -> Lab {
+        let dir = lab_dir();
+        let state = lock_file("lab-state");
+        flock(&state, libc::LOCK_EX);
+        let inv = match read_inventory(&dir) {
+            Some(inv) => inv,
+            None => {
+                let out = lab_cmd(LAB_UP, &dir);
+                assert!(out.status.success(), "fsmatrix lab up failed");
+                lock_file("tests-brought-up");
+                read_inventory(&dir).expect("lab up wrote an inventory")
+            }
+        };
+        let users = lock_file("lab-users");
+        flock(&users, libc::LOCK_SH);
+        drop(state);
         Lab {
             dir,
             inv,
-            owned: true,
+            users: Some(users),
+            _hosts: held,
         }
     }
 }
 
 impl Drop for Lab {
     fn drop(&mut self) {
-        if self.owned {
+        // Let go of the lab; the last user of a lab that a test brought up takes it
+        // down (under `lab-state`, so that no new user comes in meanwhile).
+        drop(self.users.take());
+        let state = lock_file("lab-state");
+        flock(&state, libc::LOCK_EX);
+        let users = lock_file("lab-users");
+        let marker = host_lock_dir().join("tests-brought-up");
+        if flock(&users, libc::LOCK_EX | libc::LOCK_NB) && marker.exists() {
             let out = lab_cmd(&["down"], &self.dir);
+            let _ = std::fs::remove_file(&marker);
             if !out.status.success() && !std::thread::panicking() {
                 panic!("fsmatrix lab down failed");
+            }
+        }
+    }
+}
+
+/// The arguments of `fsmatrix lab up` that made the lab standing in `dir` (its `shape`
+/// file; a lab from before it was written reads as the standard [`LAB_UP`]).
+pub fn standing_shape(dir: &Path) -> Vec<String> {
+    match std::fs::read_to_string(dir.join("shape")) {
+        Ok(text) => std::iter::once("up".to_string())
+            .chain(text.split_whitespace().map(str::to_string))
+            .collect(),
+        Err(_) => LAB_UP.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// A standing lab set aside for a test that needs the machine's lab names for itself
+/// (the lifecycle and bastion tests): taken down now, brought up again in its own shape
+/// when this is dropped, pass or fail.
+pub struct SetAside {
+    dir: PathBuf,
+    shape: Option<Vec<String>>,
+}
+
+impl SetAside {
+    pub fn take_down(dir: &Path, why: &str) -> SetAside {
+        let shape = read_inventory(dir).map(|_| standing_shape(dir));
+        if shape.is_some() {
+            eprintln!("taking the standing lab in {dir:?} down for {why}");
+            assert!(lab_cmd(&["down"], dir).status.success(), "lab down failed");
+        }
+        SetAside {
+            dir: dir.to_path_buf(),
+            shape,
+        }
+    }
+}
+
+impl Drop for SetAside {
+    fn drop(&mut self) {
+        // Whatever the test left, remove it (down is idempotent) ...
+        let down = lab_cmd(&["down"], &self.dir);
+        // ... and put the standing lab back.
+        let up = self.shape.as_ref().map(|shape| {
+            let args: Vec<&str> = shape.iter().map(String::as_str).collect();
+            lab_cmd(&args, &self.dir)
+        });
+        if !std::thread::panicking() {
+            assert!(down.status.success(), "lab down failed");
+            if let Some(up) = up {
+                assert!(up.status.success(), "could not put the standing lab back");
             }
         }
     }
