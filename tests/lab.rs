@@ -3,9 +3,9 @@
 //! invisible to another, a second `up` is refused and changes nothing, and `lab down`
 //! leaves the machine as it found it.  Plus bad use: no root, no loop devices.
 //!
-//! CI keeps a lab standing for the other test binaries while this one runs (cargo runs
-//! test binaries one after another): the lifecycle test takes it down first and puts the
-//! same number of hosts back when it ends, pass or fail (a drop guard).
+//! A lab standing in the lab dir (a person's, or the other suites' under plain `cargo
+//! test`) is taken down first and put back in its own shape when the test ends, pass or
+//! fail (support::lab::SetAside); tests/run.sh runs this suite alone, after the others.
 //!
 //! "As found" is compared exactly when FSMATRIX_TEST_EXACT=1 (CI: nothing else runs on
 //! the machine).  Without it (a shared development machine, where other work may add or
@@ -17,10 +17,10 @@ mod support;
 // Without root the suite says so and is skipped (tests/run.sh runs it, as root).
 #[used]
 #[link_section = ".init_array"]
-static NEEDS: extern "C" fn() = support::skip::needs_root;
+static NEEDS: extern "C" fn() = support::skip::needs_root_and_the_machine_alone;
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use support::*;
@@ -132,42 +132,6 @@ fn compare(before: &Snapshot, after: &Snapshot, lab: &[String]) {
     }
 }
 
-/// Takes a standing lab down for the test and puts the standard lab ([`LAB_UP`]) back
-/// after it, pass or fail.
-struct Standing {
-    dir: PathBuf,
-    was_up: bool,
-}
-
-impl Standing {
-    fn take_down(dir: &Path) -> Standing {
-        let was_up = read_inventory(dir).is_some();
-        if was_up {
-            eprintln!("taking the standing lab down for the lifecycle test");
-            assert!(lab_cmd(&["down"], dir).status.success(), "lab down failed");
-        }
-        Standing {
-            dir: dir.to_path_buf(),
-            was_up,
-        }
-    }
-}
-
-impl Drop for Standing {
-    fn drop(&mut self) {
-        // Whatever the test left, remove it (down is idempotent) ...
-        let down = lab_cmd(&["down"], &self.dir);
-        // ... and put the standing lab back.
-        let up = self.was_up.then(|| lab_cmd(LAB_UP, &self.dir));
-        if !std::thread::panicking() {
-            assert!(down.status.success(), "lab down failed");
-            if let Some(up) = up {
-                assert!(up.status.success(), "could not put the standing lab back");
-            }
-        }
-    }
-}
-
 const MARK_A: &str = r#"
 set -eu
 dev=$1
@@ -191,7 +155,7 @@ echo "looked on $(hostname)"
 fn lab_lifecycle() {
     let _lock = lab_lock();
     let dir = lab_dir();
-    let standing = Standing::take_down(&dir);
+    let standing = SetAside::take_down(&dir, "the lifecycle test");
     let before = snapshot();
 
     // Up.

@@ -11,15 +11,14 @@
 //!
 //! The lab's names (bridge fsmx-br0, namespaces fsmx-labI, 10.203.0.0/24) are
 //! machine-wide, so this lab cannot stand next to another one.  With a lab up (the
-//! standing one of the other test binaries), the test takes it down first and puts the
-//! standard lab back after only when FSMATRIX_TEST_EXACT=1 (CI: nothing else runs on
-//! the machine); otherwise it says why and skips.
+//! standing one of the other test binaries), the test takes it down first and puts it
+//! back after, in its own shape; tests/run.sh runs this suite alone.
 mod support;
 
 // Without root the suite says so and is skipped (tests/run.sh runs it, as root).
 #[used]
 #[link_section = ".init_array"]
-static NEEDS: extern "C" fn() = support::skip::needs_root;
+static NEEDS: extern "C" fn() = support::skip::needs_root_and_the_machine_alone;
 
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -98,23 +97,6 @@ fn any_lab_up() -> bool {
         || netns.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("fsmx-lab"))
 }
 
-/// The standing lab, taken down for the test and put back after it (CI only).
-struct Standing {
-    dir: PathBuf,
-    was_up: bool,
-}
-
-impl Drop for Standing {
-    fn drop(&mut self) {
-        if self.was_up {
-            let up = lab_cmd(LAB_UP, &self.dir);
-            if !std::thread::panicking() {
-                assert!(up.status.success(), "could not put the standing lab back");
-            }
-        }
-    }
-}
-
 /// Our bastion lab, removed on drop (down is idempotent).
 struct BastionLab(PathBuf);
 
@@ -147,29 +129,13 @@ fn bundle_in(out: &Path) -> PathBuf {
 fn a_sweep_reaches_inner_hosts_only_through_the_bastion() {
     let _lock = lab_lock();
     let standing_dir = lab_dir();
-    let standing = if any_lab_up() {
-        if std::env::var("FSMATRIX_TEST_EXACT").as_deref() != Ok("1") {
-            eprintln!(
-                "SKIPPED: a lab is up on this machine (bridge fsmx-br0 / fsmx-lab* namespaces) \
-                 and its names are machine-wide; this test takes it down only under \
-                 FSMATRIX_TEST_EXACT=1 (CI)"
-            );
-            return;
-        }
-        let was_up = read_inventory(&standing_dir).is_some();
-        assert!(
-            was_up,
-            "a lab is up, but not the standing one in {standing_dir:?}"
-        );
-        eprintln!("taking the standing lab down for the bastion test");
-        assert!(lab_cmd(&["down"], &standing_dir).status.success());
-        Some(Standing {
-            dir: standing_dir,
-            was_up,
-        })
-    } else {
-        None
-    };
+    // The lab's names are machine-wide: the standing lab steps aside for the while.
+    assert!(
+        read_inventory(&standing_dir).is_some() || !any_lab_up(),
+        "a lab is up on this machine (bridge fsmx-br0 / fsmx-lab* namespaces), but not \
+         the standing one in {standing_dir:?}; take it down with `fsmatrix lab down --dir ...`"
+    );
+    let standing = SetAside::take_down(&standing_dir, "the bastion test");
 
     let dir = bastion_dir();
     let lab = BastionLab(dir.clone());

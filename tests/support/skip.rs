@@ -69,6 +69,13 @@ pub extern "C" fn needs_root() {
     }
 }
 
+/// A suite's start check for the suites that take the lab down and compare the machine
+/// before and after (the lifecycle and bastion tests): root, as [`needs_root`].  Its
+/// name is the mark by which tests/run.sh runs the suite alone, after the others.
+pub extern "C" fn needs_root_and_the_machine_alone() {
+    needs_root();
+}
+
 /// A suite's start check: root and the local lab.  As root without a lab, the suite's
 /// tests bring one up themselves; without root they need one standing that this user can
 /// use.
