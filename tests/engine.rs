@@ -1290,7 +1290,7 @@ fn become_sudo_timeout_kills_the_root_command() {
 /// run upload its scripts, as the plan shows.
 #[test]
 fn plan_commands_equal_what_the_run_sent() {
-    let lab = Lab::hold(&["lab2"]);
+    let lab = Lab::hold(&["lab2", "lab3"]);
     let tmp = tempfile::tempdir().expect("tempdir");
     let work = "/var/tmp/fsmatrix-commands-test";
     let extra = [
@@ -1376,7 +1376,7 @@ fn plan_commands_equal_what_the_run_sent() {
     }
     // The sudo host's commands are shown as sudo runs them.
     let sudo_log = std::fs::read_to_string(
-        bundle.join(format!("data/hosts/{}/commands.log", hosts[0].0.name)),
+        bundle.join(format!("data/hosts/{}/commands.log", hosts[1].0.name)),
     )
     .expect("commands.log");
     assert!(
