@@ -3,9 +3,11 @@
 //! host-key checking, and a guard that brings a lab up for a test and down after it.
 //!
 //! Conventions: the lab's state dir is `FSMATRIX_LAB_DIR` or /var/lib/fsmatrix/lab.
-//! A test binary that needs a lab calls [`Lab::standing_or_up`]: it uses a standing lab
-//! (tests/run.sh keeps one up for the whole `cargo test`) or builds one and removes it on
-//! drop.  Whether it may run at all (root, a lab) is decided by `support::skip`.
+//! A test that needs the lab calls [`Lab::hold`] with the hosts it uses (or
+//! [`Lab::standing_or_up`] for all of them): it waits for those hosts, uses the standing
+//! lab (tests/run.sh keeps one up) or, with none, the first holder brings one up and the
+//! last takes it down.  Whether it may run at all (root, a lab) is decided by
+//! `support::skip`.
 #![allow(dead_code)] // each test binary uses its own part of these helpers
 
 use std::os::unix::fs::OpenOptionsExt;
