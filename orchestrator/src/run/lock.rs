@@ -16,7 +16,10 @@
 //!   dead connection.  A cut link that sshd has not noticed yet is caught by
 //!   the holder itself: it hears a newline every
 //!   [`crate::timeouts::HOLD_HEARTBEAT`] and ends when it has heard nothing
-//!   for [`crate::timeouts::HOLD_STALE_MINUTES`].  A lock file left behind
+//!   for [`crate::timeouts::HOLD_STALE_MINUTES`]; that watchdog is started
+//!   before the first lock file is opened, so no process but the holder's
+//!   shell ever has a lock descriptor, and killing the holder frees the
+//!   locks at once.  A lock file left behind
 //!   is never held by a dead process, and its holder note is only read when
 //!   the lock is busy, i.e. when its writer is alive.
 //! - A busy lock refuses the whole sweep before anything is touched, naming
@@ -417,17 +420,18 @@ command -v flock >/dev/null 2>&1 || { echo 'fsmatrix: flock(1) is missing (util-
 fsmx_busy() { printf 'busy=%s\\t' \"$1\"; tr '\\n' '\\t' < \"$1.holder\" 2>/dev/null; echo; exit 75; }; \
 fsmx_note() { printf 'holder.sweep=%s\\nholder.machine=%s\\nholder.machine_id=%s\\nholder.user=%s\\nholder.pid=%s\\nholder.since=%s\\nholder.lease=%s\\nholder.token=%s\\nholder.rpid=%s\\n' \
 \"$sweep\" \"$machine\" \"$machine_id\" \"$user\" \"$pid\" \"$since\" \"$lease\" \"$token\" \"$$\" > \"$1.holder\"; }; \
+fsmx_pid=$$; fsmx_beat=$d/host.beat; \
+( while sleep 10; do \
+kill -0 \"$fsmx_pid\" 2>/dev/null || exit 0; \
+[ -n \"$(find \"$fsmx_beat\" -mmin \"-$stale\" 2>/dev/null)\" ] || { kill \"$fsmx_pid\"; exit 0; }; \
+done ) </dev/null >/dev/null 2>&1 & \
 exec 3>>\"$d/host.lock\"; flock -n 3 || fsmx_busy \"$d/host.lock\"; \
 n=4; for dev in \"$@\"; do \
 r=$(readlink -f -- \"$dev\" 2>/dev/null) || r=$dev; \
 key=$(printf '%s' \"$r\" | tr -c 'A-Za-z0-9._-' '_'); \
 eval \"exec $n>>\\\"\\$d/dev.\\$key.lock\\\"\"; \
 flock -n \"$n\" || fsmx_busy \"$d/dev.$key.lock\"; fsmx_note \"$d/dev.$key.lock\"; n=$((n + 1)); done; \
-fsmx_note \"$d/host.lock\"; fsmx_pid=$$; fsmx_beat=$d/host.beat; : > \"$fsmx_beat\"; \
-( exec 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-; while sleep 10; do \
-kill -0 \"$fsmx_pid\" 2>/dev/null || exit 0; \
-[ -n \"$(find \"$fsmx_beat\" -mmin \"-$stale\" 2>/dev/null)\" ] || { kill \"$fsmx_pid\"; exit 0; }; \
-done ) </dev/null >/dev/null 2>&1 & \
+fsmx_note \"$d/host.lock\"; : > \"$fsmx_beat\"; \
 echo locked; while IFS= read -r fsmx_line; do : > \"$fsmx_beat\"; done";
 
 /// The BSD holder: no flock(1) there, but lockf(1) (FreeBSD and DragonFly
