@@ -22,28 +22,14 @@ use std::time::{Duration, Instant};
 use support::pg::Postgres;
 use support::{assert_clean, fsmatrix, inventory_for, Lab, LabHost};
 
-const MATRIX: &str = r#"name = "agent-NAME"
-repeats = 2
-warmup = false
-drop_caches = false
-[postgres]
-shared_buffers = "32MB"
-max_connections = 20
-[[filesystem]]
-name = "ext4"
-type = "ext4"
-mount_options = ["noatime"]
-[[workload]]
-name = "ro"
-builtin = "select-only"
-scale = 1
-clients = [1]
-duration = "2s"
-"#;
+/// The test matrix of sweep `name` (two counted runs of one ext4 cell).
+fn matrix(name: &str) -> String {
+    support::one_ext4_cell_matrix(&format!("agent-{name}"), 2)
+}
 
 /// Submit a sweep of `hosts` named `name`; its id.
 fn submit(lab: &Lab, dir: &Path, url: &str, name: &str, hosts: &[&LabHost]) -> i64 {
-    submit_matrix(lab, dir, url, name, hosts, &MATRIX.replace("NAME", name))
+    submit_matrix(lab, dir, url, name, hosts, &matrix(name))
 }
 
 /// Submit the test matrix with `repeats` on `hosts`; its id.
@@ -55,9 +41,7 @@ fn submit_repeats(
     hosts: &[&LabHost],
     repeats: u32,
 ) -> i64 {
-    let m = MATRIX
-        .replace("NAME", name)
-        .replace("repeats = 2", &format!("repeats = {repeats}"));
+    let m = support::one_ext4_cell_matrix(&format!("agent-{name}"), repeats);
     submit_matrix(lab, dir, url, name, hosts, &m)
 }
 
@@ -565,7 +549,7 @@ fn a_split_sweep_runs_its_free_hosts_while_another_sweep_holds_one() {
     let tmp = tempfile::tempdir().unwrap();
     let h = &lab.inv.hosts;
 
-    let split = format!("split_hosts = true\n{}", MATRIX.replace("NAME", "split"));
+    let split = format!("split_hosts = true\n{}", matrix("split"));
     let a = submit_repeats(&lab, tmp.path(), &url, "long", &[&h[0]], 4);
     let s = submit_matrix(
         &lab,
@@ -780,7 +764,7 @@ fn a_submission_that_borrows_the_agent_s_authority_is_refused_and_touches_nothin
         let inv = tmp.path().join(format!("{name}.inventory.toml"));
         std::fs::write(&inv, plain(hosts)).unwrap();
         let m = tmp.path().join(format!("{name}.matrix.toml"));
-        std::fs::write(&m, MATRIX.replace("NAME", &name)).unwrap();
+        std::fs::write(&m, matrix(&name)).unwrap();
         let (inventory, matrix) =
             fsmatrix::config::load(&inv, &m, fsmatrix::generator::script_uses)
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -792,7 +776,7 @@ fn a_submission_that_borrows_the_agent_s_authority_is_refused_and_touches_nothin
                 &mut c,
                 &fsmatrix::db::queue::Submission {
                     inventory_text: text,
-                    matrix_text: &MATRIX.replace("NAME", &name),
+                    matrix_text: &matrix(&name),
                     inventory_path: &inv,
                     matrix_path: &m,
                     inventory: &inventory,
@@ -876,13 +860,7 @@ fn a_submission_that_borrows_the_agent_s_authority_is_refused_and_touches_nothin
         let inv = tmp.path().join("good.inventory.toml");
         std::fs::write(&inv, plain(&[&h[0]])).unwrap();
         let m = tmp.path().join("good.matrix.toml");
-        std::fs::write(
-            &m,
-            MATRIX
-                .replace("NAME", "good")
-                .replace("repeats = 2", "repeats = 1"),
-        )
-        .unwrap();
+        std::fs::write(&m, support::one_ext4_cell_matrix("agent-good", 1)).unwrap();
         let o = fsmatrix()
             .args(["submit", "-i"])
             .arg(&inv)

@@ -1087,63 +1087,38 @@ fn run_from_a_bundle_repeats_the_same_sweep_and_the_reports_compare() {
     assert_clean(&lab.inv, h);
 }
 
+/// One `become` method, as a row of [`become_runs_a_sweep_as_a_non_root_user`].
+struct BecomeRow {
+    /// The inventory's `become`.
+    method: &'static str,
+    /// The lab's user whom the method lets act as root, and its uid.
+    user: &'static str,
+    uid: &'static str,
+    /// The filesystems swept through it.
+    filesystems: &'static [&'static str],
+    /// A host entry `check` refuses, and the words of its refusal.
+    refused: &'static str,
+    refusal: &'static [&'static str],
+}
+
 /// `become = "sudo"`: the lab's non-root user `fsmx` (passwordless sudo on
 /// every lab host) runs a real sweep, ZFS included; without `become` the
 /// check says the host is not usable and why.
 #[test]
 fn become_sudo_runs_a_sweep_as_a_non_root_user() {
-    let lab = Lab::hold(&["lab2"]);
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let h = &lab.inv.hosts[0];
-    let who = ssh_ok(&lab.inv, h, "id -u fsmx", &[]);
-    assert_eq!(who.trim(), "64123", "the lab host has its sudo user");
-    let matrix = write(
-        tmp.path(),
-        "matrix.toml",
-        "name = \"sudo\"\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n[[filesystem]]\nname = \"zfs\"\ntype = \"zfs\"\n[[workload]]\nname = \"sel\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"3s\"\n",
-    );
-    // A work folder made by an earlier test as root is no proof: start without.
-    ssh_ok(&lab.inv, h, "rm -rf /var/tmp/fsmatrix", &[]);
-    let sudo = write(
-        tmp.path(),
-        "sudo.toml",
-        &inventory(&lab.inv, &[(h, "user = \"fsmx\"\nbecome = \"sudo\"\n")], ""),
-    );
-    let out = tmp.path().join("results");
-    let o = run(&sudo, &matrix, &out);
-    assert_eq!(o.status.code(), Some(0));
-    let bundle = bundle_in(&out);
-    assert_verifies(&bundle);
-    let rs = results(&bundle);
-    assert_eq!(rs.len(), 2);
-    assert!(rs.iter().all(|r| r["status"]["state"] == "done"), "{rs:?}");
-    let facts: Value = serde_json::from_str(
-        &std::fs::read_to_string(bundle.join(format!("data/hosts/{}/facts.json", h.name)))
-            .expect("facts.json"),
-    )
-    .expect("facts.json is JSON");
-    assert_eq!(facts["uid"], "0", "the scripts ran as root through sudo");
-    // Uploads went through sudo too: the work folder and scripts are root's.
-    let owners = ssh_ok(
-        &lab.inv,
-        h,
-        "stat -c %U /var/tmp/fsmatrix /var/tmp/fsmatrix/scripts-*/linux.sh | sort -u",
-        &[],
-    );
-    assert_eq!(owners.trim(), "root");
-    assert_clean(&lab.inv, h);
-
-    let plain = write(
-        tmp.path(),
-        "plain.toml",
-        &inventory(&lab.inv, &[(h, "user = \"fsmx\"\n")], ""),
-    );
-    let (code, err) = support::check_with(&plain, &matrix);
-    assert_eq!(code, Some(1), "{err}");
-    assert!(
-        err.contains("the scripts run as `fsmx` (uid 64123), not root")
-            && err.contains("set become = \"sudo\""),
-        "{err}"
+    become_runs_a_sweep_as_a_non_root_user(
+        "lab2",
+        &BecomeRow {
+            method: "sudo",
+            user: "fsmx",
+            uid: "64123",
+            filesystems: &["ext4", "zfs"],
+            refused: "user = \"fsmx\"\n",
+            refusal: &[
+                "the scripts run as `fsmx` (uid 64123), not root",
+                "set become = \"sudo\"",
+            ],
+        },
     );
 }
 
@@ -1152,60 +1127,84 @@ fn become_sudo_runs_a_sweep_as_a_non_root_user() {
 /// `fsmx`, which has no doas.conf line, is refused by `check` with the fix.
 #[test]
 fn become_doas_runs_a_sweep_as_a_non_root_user() {
-    let lab = Lab::hold(&["lab3"]);
+    become_runs_a_sweep_as_a_non_root_user(
+        "lab3",
+        &BecomeRow {
+            method: "doas",
+            user: "fsmxdoas",
+            uid: "64124",
+            filesystems: &["ext4"],
+            refused: "user = \"fsmx\"\nbecome = \"doas\"\n",
+            refusal: &[
+                "become = \"doas\": `doas -n true` fails for `fsmx` on this host",
+                "add the line `permit nopass fsmx as root` to /etc/doas.conf",
+            ],
+        },
+    );
+}
+
+/// The row's user passes `check` and runs a real sweep on `host` as root through
+/// the method: every command and every upload went through it (the facts say uid 0,
+/// the commands log shows the wrapper, the work folder and scripts are root's); the
+/// refused entry fails `check` with the fix.
+fn become_runs_a_sweep_as_a_non_root_user(host: &str, row: &BecomeRow) {
+    let lab = Lab::hold(&[host]);
     let tmp = tempfile::tempdir().expect("tempdir");
     let h = &lab.inv.hosts[0];
-    let who = ssh_ok(&lab.inv, h, "id -u fsmxdoas", &[]);
-    assert_eq!(who.trim(), "64124", "the lab host has its doas user");
-    let matrix = write(
-        tmp.path(),
-        "matrix.toml",
-        "name = \"doas\"\n[[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n[[workload]]\nname = \"sel\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"3s\"\n",
+    let who = ssh_ok(&lab.inv, h, &format!("id -u {}", row.user), &[]);
+    assert_eq!(
+        who.trim(),
+        row.uid,
+        "the lab host has its {} user",
+        row.method
     );
+    let mut m = format!("name = \"{}\"\n", row.method);
+    for fs in row.filesystems {
+        m.push_str(&format!(
+            "[[filesystem]]\nname = \"{fs}\"\ntype = \"{fs}\"\n"
+        ));
+    }
+    m.push_str("[[workload]]\nname = \"sel\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"3s\"\n");
+    let matrix = write(tmp.path(), "matrix.toml", &m);
     // A work folder made by an earlier test as root is no proof: start without.
     ssh_ok(&lab.inv, h, "rm -rf /var/tmp/fsmatrix", &[]);
-    let doas = write(
+    let entry = format!("user = \"{}\"\nbecome = \"{}\"\n", row.user, row.method);
+    let inv = write(
         tmp.path(),
-        "doas.toml",
-        &inventory(
-            &lab.inv,
-            &[(h, "user = \"fsmxdoas\"\nbecome = \"doas\"\n")],
-            "",
-        ),
+        "become.toml",
+        &inventory(&lab.inv, &[(h, &entry)], ""),
     );
-    let o = fsmatrix()
-        .args(["check", "--inventory"])
-        .arg(&doas)
-        .arg("--matrix")
-        .arg(&matrix)
-        .output()
-        .expect("check");
-    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let (code, text) = support::check_with(&inv, &matrix);
+    assert_eq!(code, Some(0), "{text}");
     let out = tmp.path().join("results");
-    let o = run(&doas, &matrix, &out);
+    let o = run(&inv, &matrix, &out);
     assert_eq!(o.status.code(), Some(0));
     let bundle = bundle_in(&out);
     assert_verifies(&bundle);
     let rs = results(&bundle);
-    assert_eq!(rs.len(), 1);
+    assert_eq!(rs.len(), row.filesystems.len());
     assert!(rs.iter().all(|r| r["status"]["state"] == "done"), "{rs:?}");
     let facts: Value = serde_json::from_str(
         &std::fs::read_to_string(bundle.join(format!("data/hosts/{}/facts.json", h.name)))
             .expect("facts.json"),
     )
     .expect("facts.json is JSON");
-    assert_eq!(facts["uid"], "0", "the scripts ran as root through doas");
+    assert_eq!(
+        facts["uid"], "0",
+        "the scripts ran as root through {}",
+        row.method
+    );
     let sent = std::fs::read_to_string(bundle.join(format!("data/hosts/{}/commands.log", h.name)))
         .expect("commands.log");
     let commands: Vec<&str> = sent.lines().filter(|l| l.starts_with("$ ")).collect();
     assert!(!commands.is_empty(), "{sent}");
+    let wrapper = format!("$ {} -n /bin/sh -c ", row.method);
     assert!(
-        commands
-            .iter()
-            .all(|l| l.starts_with("$ doas -n /bin/sh -c ")),
-        "every command went through doas:\n{sent}"
+        commands.iter().all(|l| l.starts_with(&wrapper)),
+        "every command went through {}:\n{sent}",
+        row.method
     );
-    // Uploads went through doas too: the work folder and scripts are root's.
+    // Uploads went through it too: the work folder and scripts are root's.
     let owners = ssh_ok(
         &lab.inv,
         h,
@@ -1218,15 +1217,13 @@ fn become_doas_runs_a_sweep_as_a_non_root_user() {
     let refused = write(
         tmp.path(),
         "refused.toml",
-        &inventory(&lab.inv, &[(h, "user = \"fsmx\"\nbecome = \"doas\"\n")], ""),
+        &inventory(&lab.inv, &[(h, row.refused)], ""),
     );
     let (code, err) = support::check_with(&refused, &matrix);
     assert_eq!(code, Some(1), "{err}");
-    assert!(
-        err.contains("become = \"doas\": `doas -n true` fails for `fsmx` on this host")
-            && err.contains("add the line `permit nopass fsmx as root` to /etc/doas.conf"),
-        "{err}"
-    );
+    for words in row.refusal {
+        assert!(err.contains(words), "{words:?} in {err}");
+    }
 }
 
 /// A command that times out under `become = "sudo"` runs as root; it must

@@ -27,25 +27,6 @@ use std::time::{Duration, Instant};
 
 use support::*;
 
-const MATRIX: &str = r#"name = "bastion"
-repeats = 1
-warmup = false
-drop_caches = false
-[postgres]
-shared_buffers = "32MB"
-max_connections = 20
-[[filesystem]]
-name = "ext4"
-type = "ext4"
-mount_options = ["noatime"]
-[[workload]]
-name = "ro"
-builtin = "select-only"
-scale = 1
-clients = [1]
-duration = "2s"
-"#;
-
 const BASTION: &str = "10.203.0.11";
 
 /// Runs `cmd`, killing it (by its PID) if it is still going after `limit`.
@@ -188,7 +169,7 @@ fn a_sweep_reaches_inner_hosts_only_through_the_bastion() {
     let inv_path = tmp.path().join("inventory.toml");
     std::fs::write(&inv_path, inventory_for(&inv, &behind, "")).unwrap();
     let matrix = tmp.path().join("matrix.toml");
-    std::fs::write(&matrix, MATRIX).unwrap();
+    std::fs::write(&matrix, one_ext4_cell_matrix("bastion", 1)).unwrap();
     let out = tmp.path().join("out");
     let run = output_within(
         fsmatrix()

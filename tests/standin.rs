@@ -618,53 +618,20 @@ fn the_guard_refuses_on_the_dragonfly_stand_in_and_leaves_the_device_as_it_was()
     guard_refuses_on("dragonfly");
 }
 
-/// The emulated BSD commands against their own checks, on the stand-in itself
-/// (orchestrator/src/lab/standin/test-emulators.sh: formats, flags, refusals and
-/// exit codes of FreeBSD's uname, sysctl, diskinfo, geom, gpart, swapinfo, du, stat,
-/// sha256, su, pw, lockf, kenv; test-fs-emulators.sh: newfs, fstyp, tunefs, mount,
-/// umount, zdb, zpool, zfs on its disk and its zfs-fuse; test-emulators-dragonfly.sh:
-/// DragonFly's, HAMMER and HAMMER2 included).  Run inside the host's namespaces from
-/// here (its /tmp is its own, so the scripts go in as a tar).
-fn emulator_checks(os: &str, files: &[&str], run: &str, at_least: usize) {
+/// Runs `script` under the stand-in's own `sh` inside its namespaces (`nsenter` into
+/// its init's mount and PID namespaces: its /tmp and /var/tmp are its own), `input` on
+/// its stdin, ended after `limit_s` seconds.
+fn in_standin(h: &LabHost, script: &str, input: &[u8], limit_s: u32) -> std::process::Output {
     use std::io::Write;
-    let name = support::lab_host_of(os);
-    let lab = Lab::hold(&[&name]);
-    let h = standin(&lab, os);
     let pid =
         std::fs::read_to_string(support::lab_dir().join(format!("hosts/{}/init.pid", h.name)))
             .expect("the stand-in's init.pid");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lab/standin");
-    let tar = std::process::Command::new("tar")
-        .arg("-C")
-        .arg(&src)
-        .args(["-cf", "-"])
-        .args(files)
-        .output()
-        .expect("tar");
-    assert!(tar.status.success());
-    let real = "/run/fsmx-standin/real";
-    let script = format!(
-        "set -u; PATH={real}/bin:{real}/sbin; export PATH FSMX_STANDIN_REAL={real}; \
-         d=$(mktemp -d /var/tmp/fsmx-emutest.XXXXXX); tar -C \"$d\" -xf -; dev={dev}; \
-         {run}; \
-         dd if=/dev/zero of={dev} bs=1048576 count=8 2>/dev/null; rm -rf \"$d\"; \
-         echo \"rc=$a,$b\"",
-        dev = h.device
-    );
     let mut child = std::process::Command::new("timeout")
-        .args([
-            "--kill-after=10",
-            "600",
-            "nsenter",
-            "-t",
-            pid.trim(),
-            "-m",
-            "-p",
-            "--",
-        ])
-        .arg(format!("{real}/bin/sh"))
+        .args(["--kill-after=10", &limit_s.to_string(), "nsenter", "-t"])
+        .args([pid.trim(), "-m", "-p", "--"])
+        .arg(format!("{REAL}/bin/sh"))
         .arg("-c")
-        .arg(&script)
+        .arg(script)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -674,9 +641,44 @@ fn emulator_checks(os: &str, files: &[&str], run: &str, at_least: usize) {
         .stdin
         .take()
         .expect("stdin")
-        .write_all(&tar.stdout)
-        .expect("send the scripts");
-    let out = child.wait_with_output().expect("wait");
+        .write_all(input)
+        .expect("send the stand-in its input");
+    child.wait_with_output().expect("wait")
+}
+
+/// Where a stand-in keeps the real (Linux) commands its emulators stand in front of.
+const REAL: &str = "/run/fsmx-standin/real";
+
+/// The emulated BSD commands against their own checks, on the stand-in itself
+/// (orchestrator/src/lab/standin/test-emulators.sh: formats, flags, refusals and
+/// exit codes of FreeBSD's uname, sysctl, diskinfo, geom, gpart, swapinfo, du, stat,
+/// sha256, su, pw, lockf, kenv; test-fs-emulators.sh: newfs, fstyp, tunefs, mount,
+/// umount, zdb, zpool, zfs on its disk and its zfs-fuse; test-emulators-dragonfly.sh:
+/// DragonFly's, HAMMER and HAMMER2 included).  Run inside the host's namespaces from
+/// here (its /tmp is its own, so the scripts go in as a tar).
+fn emulator_checks(os: &str, files: &[&str], run: &str, at_least: usize) {
+    let name = support::lab_host_of(os);
+    let lab = Lab::hold(&[&name]);
+    let h = standin(&lab, os);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lab/standin");
+    let tar = std::process::Command::new("tar")
+        .arg("-C")
+        .arg(&src)
+        .args(["-cf", "-"])
+        .args(files)
+        .output()
+        .expect("tar");
+    assert!(tar.status.success());
+    let real = REAL;
+    let script = format!(
+        "set -u; PATH={real}/bin:{real}/sbin; export PATH FSMX_STANDIN_REAL={real}; \
+         d=$(mktemp -d /var/tmp/fsmx-emutest.XXXXXX); tar -C \"$d\" -xf -; dev={dev}; \
+         {run}; \
+         dd if=/dev/zero of={dev} bs=1048576 count=8 2>/dev/null; rm -rf \"$d\"; \
+         echo \"rc=$a,$b\"",
+        dev = h.device
+    );
+    let out = in_standin(&h, &script, &tar.stdout, 600);
     let text = String::from_utf8_lossy(&out.stdout);
     let failed: Vec<&str> = text.lines().filter(|l| l.starts_with("FAIL")).collect();
     let passed = text.lines().filter(|l| l.starts_with("PASS")).count();
@@ -725,17 +727,13 @@ fn the_dragonfly_emulators_pass_their_own_checks_on_the_stand_in() {
 /// it too.
 #[test]
 fn freebsd_zfs_sizes_count_what_was_written_just_before() {
-    use std::io::Write;
     let name = support::lab_host_of("freebsd");
     let lab = Lab::hold(&[&name]);
     let h = standin(&lab, "freebsd");
     upload_scripts(&lab.inv, &h, DIR);
-    let pid =
-        std::fs::read_to_string(support::lab_dir().join(format!("hosts/{}/init.pid", h.name)))
-            .expect("the stand-in's init.pid");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lab/standin/freebsd");
     let zpool = std::fs::read(src.join("zpool")).expect("the zpool emulator");
-    let real = "/run/fsmx-standin/real";
+    let real = REAL;
     let script = format!(
         r#"set -u; R={real}; PATH=$R/bin:$R/sbin; export PATH
 d={DIR}; s=$d/freebsd.sh; dev={dev}; mnt=$d/mnt
@@ -760,32 +758,7 @@ rm -rf "$d"
 "#,
         dev = h.device
     );
-    let mut child = std::process::Command::new("timeout")
-        .args([
-            "--kill-after=10",
-            "180",
-            "nsenter",
-            "-t",
-            pid.trim(),
-            "-m",
-            "-p",
-            "--",
-        ])
-        .arg(format!("{real}/bin/sh"))
-        .arg("-c")
-        .arg(&script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("nsenter");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(&zpool)
-        .expect("send the emulator");
-    let out = child.wait_with_output().expect("wait");
+    let out = in_standin(&h, &script, &zpool, 180);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let all = format!(
         "{text}\n--- stderr\n{}",

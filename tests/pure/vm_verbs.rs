@@ -233,6 +233,15 @@ fn vm_check_lists_what_would_keep_vm_start_from_starting() {
             format!("initrd {}: no such file", f("initrd.img")),
             "disk /dev/null is not a block device".to_string(),
         ];
+        // Without QEMU here (a person's machine), vm-check says so too, in its order.
+        if !crate::support::skip::have_tool("qemu-system-x86_64") {
+            want.push(
+                "qemu-system-x86_64 not found (Debian: apt-get install qemu-system-x86)".into(),
+            );
+        }
+        if !crate::support::skip::have_tool("qemu-img") {
+            want.push("qemu-img not found (Debian: apt-get install qemu-utils)".into());
+        }
         if has_ss {
             want.push(format!(
                 "port {port} is in use on this host (127.0.0.1:{port} listens, ss -ltn): the \

@@ -528,6 +528,32 @@ impl Drop for SetAside {
     }
 }
 
+/// The smallest real sweep matrix, named `name`: ext4 (noatime) under a 2 s select-only
+/// pgbench run at scale 1 with one client, `repeats` counted runs, no warm-up, no cache
+/// drop, a 32 MB cluster: what the agent, queue and bastion tests run.
+pub fn one_ext4_cell_matrix(name: &str, repeats: u32) -> String {
+    format!(
+        r#"name = "{name}"
+repeats = {repeats}
+warmup = false
+drop_caches = false
+[postgres]
+shared_buffers = "32MB"
+max_connections = 20
+[[filesystem]]
+name = "ext4"
+type = "ext4"
+mount_options = ["noatime"]
+[[workload]]
+name = "ro"
+builtin = "select-only"
+scale = 1
+clients = [1]
+duration = "2s"
+"#
+    )
+}
+
 /// An fsmatrix inventory for some of the lab's hosts, each with extra TOML
 /// lines (e.g. `port = 1`, `consent_foreign = [...]`), and extra `[defaults]` lines.
 pub fn inventory_for(
