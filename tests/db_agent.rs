@@ -23,13 +23,13 @@ use support::pg::Postgres;
 use support::{assert_clean, fsmatrix, inventory_for, Lab, LabHost};
 
 /// The test matrix of sweep `name` (two counted runs of one ext4 cell).
-fn matrix(name: &str) -> String {
+fn agent_matrix(name: &str) -> String {
     support::one_ext4_cell_matrix(&format!("agent-{name}"), 2)
 }
 
 /// Submit a sweep of `hosts` named `name`; its id.
 fn submit(lab: &Lab, dir: &Path, url: &str, name: &str, hosts: &[&LabHost]) -> i64 {
-    submit_matrix(lab, dir, url, name, hosts, &matrix(name))
+    submit_matrix(lab, dir, url, name, hosts, &agent_matrix(name))
 }
 
 /// Submit the test matrix with `repeats` on `hosts`; its id.
@@ -549,7 +549,7 @@ fn a_split_sweep_runs_its_free_hosts_while_another_sweep_holds_one() {
     let tmp = tempfile::tempdir().unwrap();
     let h = &lab.inv.hosts;
 
-    let split = format!("split_hosts = true\n{}", matrix("split"));
+    let split = format!("split_hosts = true\n{}", agent_matrix("split"));
     let a = submit_repeats(&lab, tmp.path(), &url, "long", &[&h[0]], 4);
     let s = submit_matrix(
         &lab,
@@ -764,7 +764,7 @@ fn a_submission_that_borrows_the_agent_s_authority_is_refused_and_touches_nothin
         let inv = tmp.path().join(format!("{name}.inventory.toml"));
         std::fs::write(&inv, plain(hosts)).unwrap();
         let m = tmp.path().join(format!("{name}.matrix.toml"));
-        std::fs::write(&m, matrix(&name)).unwrap();
+        std::fs::write(&m, agent_matrix(&name)).unwrap();
         let (inventory, matrix) =
             fsmatrix::config::load(&inv, &m, fsmatrix::generator::script_uses)
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -776,7 +776,7 @@ fn a_submission_that_borrows_the_agent_s_authority_is_refused_and_touches_nothin
                 &mut c,
                 &fsmatrix::db::queue::Submission {
                     inventory_text: text,
-                    matrix_text: &matrix(&name),
+                    matrix_text: &agent_matrix(&name),
                     inventory_path: &inv,
                     matrix_path: &m,
                     inventory: &inventory,

@@ -621,7 +621,12 @@ fn the_guard_refuses_on_the_dragonfly_stand_in_and_leaves_the_device_as_it_was()
 /// Runs `script` under the stand-in's own `sh` inside its namespaces (`nsenter` into
 /// its init's mount and PID namespaces: its /tmp and /var/tmp are its own), `input` on
 /// its stdin, ended after `limit_s` seconds.
-fn in_standin(h: &LabHost, script: &str, input: &[u8], limit_s: u32) -> std::process::Output {
+fn script_in_standin(
+    h: &LabHost,
+    script: &str,
+    input: &[u8],
+    limit_s: u32,
+) -> std::process::Output {
     use std::io::Write;
     let pid =
         std::fs::read_to_string(support::lab_dir().join(format!("hosts/{}/init.pid", h.name)))
@@ -645,9 +650,6 @@ fn in_standin(h: &LabHost, script: &str, input: &[u8], limit_s: u32) -> std::pro
         .expect("send the stand-in its input");
     child.wait_with_output().expect("wait")
 }
-
-/// Where a stand-in keeps the real (Linux) commands its emulators stand in front of.
-const REAL: &str = "/run/fsmx-standin/real";
 
 /// The emulated BSD commands against their own checks, on the stand-in itself
 /// (orchestrator/src/lab/standin/test-emulators.sh: formats, flags, refusals and
@@ -678,7 +680,7 @@ fn emulator_checks(os: &str, files: &[&str], run: &str, at_least: usize) {
          echo \"rc=$a,$b\"",
         dev = h.device
     );
-    let out = in_standin(&h, &script, &tar.stdout, 600);
+    let out = script_in_standin(&h, &script, &tar.stdout, 600);
     let text = String::from_utf8_lossy(&out.stdout);
     let failed: Vec<&str> = text.lines().filter(|l| l.starts_with("FAIL")).collect();
     let passed = text.lines().filter(|l| l.starts_with("PASS")).count();
@@ -758,7 +760,7 @@ rm -rf "$d"
 "#,
         dev = h.device
     );
-    let out = in_standin(&h, &script, &zpool, 180);
+    let out = script_in_standin(&h, &script, &zpool, 180);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let all = format!(
         "{text}\n--- stderr\n{}",
