@@ -28,8 +28,17 @@ fn file_names(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<String> {
     names
 }
 
+/// The package's folder, as cargo says when it runs this script (not as it
+/// was when the script was compiled: a target folder shared by two clones
+/// reuses the compiled script).
+fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .expect("cargo sets CARGO_MANIFEST_DIR for build scripts")
+        .into()
+}
+
 fn remote_scripts() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../remote-scripts");
+    let root = manifest_dir().join("../remote-scripts");
     println!("cargo:rerun-if-changed={}", root.display());
     let names = file_names(&root, |n| n.ends_with(".sh"));
     let mut out = String::from("[\n");
@@ -48,7 +57,7 @@ fn remote_scripts() {
 
 fn main() {
     remote_scripts();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lab/standin");
+    let root = manifest_dir().join("src/lab/standin");
     println!("cargo:rerun-if-changed={}", root.display());
     let mut files = vec![("setup.sh".to_string(), root.join("setup.sh"))];
     let mut oses: Vec<_> = std::fs::read_dir(&root)
