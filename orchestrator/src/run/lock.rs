@@ -793,7 +793,7 @@ mod tests {
 
     fn shells() -> Vec<Vec<&'static str>> {
         let mut v = vec![vec!["/bin/sh"]];
-        if Path::new("/bin/busybox").exists() {
+        if crate::testing::tool_or_skip("/bin/busybox", "busybox") {
             v.push(vec!["/bin/busybox", "sh"]);
         }
         v
@@ -915,17 +915,22 @@ mod tests {
             .args(["--pid", "--fork", "true"])
             .status()
             .is_ok_and(|s| s.success());
+        // The lock is taken by the process that is killed (the shell
+        // becomes `sleep`), so no child is left holding its descriptor.
         let mut cmd = if pidns {
             let mut c = Command::new("unshare");
-            c.args(["--pid", "--fork", "--kill-child", "flock"]);
+            c.args(["--pid", "--fork", "--kill-child", "sh"]);
             c
         } else {
-            Command::new("flock")
+            Command::new("sh")
         };
         let mut child = cmd
-            .arg("-x")
+            .args([
+                "-c",
+                "exec 9>>\"$1\" && flock -x 9 && echo held && exec sleep 60",
+                "sh",
+            ])
             .arg(&path)
-            .args(["sh", "-c", "echo held; exec sleep 60"])
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
