@@ -557,10 +557,7 @@ mod tests {
                 "known_hosts",
                 h.known_hosts.display().to_string(),
                 // Expanded by ssh with the real home, not the injected one.
-                format!(
-                    "{}/lab_known_hosts",
-                    std::env::var("HOME").unwrap_or_default()
-                ),
+                format!("{}/lab_known_hosts", ssh_home()),
             ),
             (
                 "proxy_jump",
@@ -592,7 +589,7 @@ mod tests {
                  does not exist), \
                  known_hosts {}/lab_known_hosts (ssh config config: UserKnownHostsFile), \
                  proxy_jump ops@bastion.lab:2200 (ssh config config: ProxyJump)",
-                std::env::var("HOME").unwrap_or_default()
+                ssh_home()
             )
         );
         // The hop names its user and port; its address is no alias here.

@@ -736,7 +736,7 @@ mod tests {
         }
         let r = resolver(&t.0);
         let got = r.resolve(&named(&cfg), "db-metal-1").unwrap();
-        let home = std::env::var("HOME").unwrap_or_default();
+        let home = ssh_home();
         // (what, got, want)
         let table: Vec<(&str, String, String)> = vec![
             (

@@ -87,3 +87,29 @@ pub(super) fn lab(t: &Tmp) {
     );
     t.write("config", &LAB.replace("INC", &inc.display().to_string()));
 }
+
+/// The home `ssh -G` expands `~` with: the passwd entry's, not `$HOME`
+/// (OpenSSH's `tilde_expand_filename` asks `getpwuid`).  Run as a user
+/// whose `$HOME` differs (the without-optional suite runs as nobody),
+/// `$HOME` would be the wrong expectation.
+pub(super) fn ssh_home() -> String {
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    let mut pw: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut out: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is to live storage of the stated size;
+    // getpwuid_r writes only there and sets `out` to `&pw` or null.
+    let rc = unsafe {
+        libc::getpwuid_r(
+            libc::getuid(),
+            &mut pw,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut out,
+        )
+    };
+    assert!(rc == 0 && !out.is_null(), "no passwd entry for this uid");
+    // SAFETY: on success pw_dir points into `buf`, NUL-terminated.
+    unsafe { std::ffi::CStr::from_ptr(pw.pw_dir) }
+        .to_string_lossy()
+        .into_owned()
+}
