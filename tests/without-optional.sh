@@ -104,8 +104,9 @@ for p in $optional; do
 	for exe in "$@"; do
 		name=$(basename "$exe")
 		for t in $tests; do
-			# Only the binary that has the test (libtest lists it).
-			as_nobody_hiding "" "$exe" --list --exact "$t" 2>/dev/null | grep -q ': test$' || continue
+			# Only the binary that has the test (libtest lists it).  grep reads it all: with
+			# pipefail, `grep -q` would fail the list by SIGPIPE now and then.
+			as_nobody_hiding "" "$exe" --list --exact "$t" 2>/dev/null | grep ': test$' >/dev/null || continue
 			n=$((n + 1))
 			if ! as_nobody_hiding "$f" "$exe" --exact "$t" >"$work/one.out" 2>&1 ||
 				! grep -qE "needs \`([^\`]*/)?$p\`" "$work/one.out"; then
@@ -115,6 +116,11 @@ for p in $optional; do
 			fi
 		done
 	done
+	if [ "$n" = 0 ]; then
+		echo "FAILED   only $p hidden: no binary lists the tests that said they need it: $(printf '%s ' $tests)"
+		fail=1
+		continue
+	fi
 	echo "ok       only $p hidden: $n tests skip what needs it and pass"
 done
 # Every optional program that is here was named by some test.
