@@ -215,30 +215,144 @@ fn man_writes_every_page() {
         .stderr(predicate::str::contains("give an existing folder"));
 }
 
-/// `fsmatrix report … | head -1` with the reader gone: the process ends
-/// quietly (SIGPIPE, the shell's convention, or 0), never with a panic.
+/// A pipe whose reader has already gone: every write to it fails with
+/// EPIPE (or raises SIGPIPE), whatever the timing.
+fn closed_pipe() -> std::process::Stdio {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills both descriptors, each owned once below.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe(2)");
+    let (reader, writer) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(reader);
+    writer.into()
+}
+
+/// Every command that can run here, with what it prints on stdout, and its
+/// exit code when the output is read: `check` of a host whose port is
+/// closed stands for the commands that contact a host and fail (1: not
+/// ready).
+fn commands_that_print(tmp: &std::path::Path) -> Vec<(Vec<String>, i32)> {
+    let bundle = "tests/fixtures/bundle-v1";
+    let plan = [
+        "plan",
+        "-i",
+        "inventory/lab.toml",
+        "-m",
+        "matrix/quick.toml",
+    ];
+    let closed = tmp.join("closed.toml");
+    std::fs::write(
+        &closed,
+        "[defaults]\nos = \"linux\"\n[[host]]\nname = \"one\"\naddress = \"127.0.0.1\"\n\
+         port = 1\ndevices = [\"/dev/vdb\"]\n",
+    )
+    .unwrap();
+    let mut rows: Vec<(Vec<&str>, i32)> = vec![
+        (plan.to_vec(), 0),
+        ([&plan[..], &["--json"]].concat(), 0),
+        ([&plan[..], &["--commands"]].concat(), 0),
+        (vec!["verify", bundle], 0),
+        (vec!["ls", "tests/fixtures"], 0),
+        (vec!["completions", "bash"], 0),
+        (vec!["man"], 0),
+        (
+            vec!["inventory", "import", "tests/fixtures/ansible/hosts.ini"],
+            0,
+        ),
+        (vec!["--help"], 0),
+        (vec!["report", "--help"], 0),
+        (vec!["--version"], 0),
+    ];
+    for format in ["md", "json", "csv", "summary", "html"] {
+        rows.push((vec!["report", "--format", format, bundle], 0));
+    }
+    let mut rows: Vec<(Vec<String>, i32)> = rows
+        .into_iter()
+        .map(|(a, c)| (a.into_iter().map(String::from).collect(), c))
+        .collect();
+    rows.push((
+        vec![
+            "check".into(),
+            "-i".into(),
+            closed.display().to_string(),
+            "-m".into(),
+            "matrix/quick.toml".into(),
+        ],
+        1,
+    ));
+    rows
+}
+
+/// `fsmatrix … | head -1` (issue 38): a closed pipe ends every command
+/// quietly with the exit code it has when its output is read, 0 for one
+/// that did what it was asked, as ripgrep does; never 141 (SIGPIPE, which
+/// fails a `set -o pipefail` pipeline by timing alone), 1 or a panic.
+/// Standard error closed as well (`2>&1 | head -1`) changes nothing either.
 #[test]
-fn a_closed_pipe_ends_a_report_quietly() {
+fn a_closed_pipe_ends_every_command_quietly_with_its_own_exit_code() {
     use std::os::unix::process::ExitStatusExt;
-    let bundle = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/bundle-v1");
-    for format in ["md", "json", "summary", "html"] {
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("fsmatrix"))
-            .args(["report", "--format", format])
-            .arg(&bundle)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        // The reader goes away before anything is read (`head` that quit).
-        drop(child.stdout.take());
-        let out = child.wait_with_output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!err.contains("panicked"), "{format}: {err}");
-        assert!(
-            out.status.code() == Some(0) || out.status.signal() == Some(libc::SIGPIPE),
-            "{format}: {:?} {err}",
-            out.status
+    let tmp = tempfile::tempdir().unwrap();
+    let std_fsmatrix = || {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("fsmatrix"));
+        c.current_dir(root());
+        c
+    };
+    for (args, code) in commands_that_print(tmp.path()) {
+        let read = fsmatrix().args(&args).output().unwrap();
+        assert_eq!(
+            read.status.code(),
+            Some(code),
+            "{args:?} read: {}",
+            String::from_utf8_lossy(&read.stderr)
         );
+        assert!(!read.stdout.is_empty(), "{args:?} prints nothing");
+        let gone = std_fsmatrix()
+            .args(&args)
+            .stdout(closed_pipe())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&gone.stderr);
+        assert_eq!(gone.status.signal(), None, "{args:?}: {err}");
+        assert_eq!(gone.status.code(), Some(code), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(!err.contains("failed to write"), "{args:?}: {err}");
+        if code == 0 {
+            assert_eq!(err, String::from_utf8_lossy(&read.stderr), "{args:?}");
+        }
+        let both = std_fsmatrix()
+            .args(&args)
+            .stdout(closed_pipe())
+            .stderr(closed_pipe())
+            .status()
+            .unwrap();
+        assert_eq!(both.signal(), None, "{args:?} without stderr");
+        assert_eq!(both.code(), Some(code), "{args:?} without stderr");
+    }
+}
+
+/// The same through a real pipeline under `set -o pipefail`: `head -c1`
+/// leaves after one byte of an output larger than a pipe holds, so the
+/// writes after it fail whatever the timing; the pipeline passes.
+#[test]
+fn a_pipefail_pipeline_through_head_passes() {
+    for args in [
+        "report --format html tests/fixtures/bundle-v1",
+        "plan -i inventory/lab.toml -m matrix/quick.toml --commands",
+    ] {
+        let o = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "set -o pipefail; \"$0\" {args} | head -c1 >/dev/null; echo \"exit ${{PIPESTATUS[0]}}\""
+            ))
+            .arg(assert_cmd::cargo::cargo_bin("fsmatrix"))
+            .current_dir(root())
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(out.trim(), "exit 0", "{args}: {err}");
+        assert!(o.status.success(), "{args}: {err}");
+        assert!(!err.contains("panicked"), "{args}: {err}");
     }
 }
 

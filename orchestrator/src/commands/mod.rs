@@ -98,36 +98,6 @@ pub enum Command {
     },
 }
 
-impl Command {
-    /// Reads and prints only: no host, file or database row is changed, so
-    /// being ended half way by a closed pipe loses nothing.
-    fn only_reads(&self) -> bool {
-        match self {
-            Command::Plan(_)
-            | Command::Verify(_)
-            | Command::Report(_)
-            | Command::Ls(_)
-            | Command::Queue(_)
-            | Command::Completions { .. } => true,
-            Command::Man { dir } => dir.is_none(),
-            Command::Inventory {
-                action: InventoryCommand::Import(a),
-            } => a.out.is_none(),
-            Command::Lab { .. }
-            | Command::Check(_)
-            | Command::Run(_)
-            | Command::Resume(_)
-            | Command::Archive(_)
-            | Command::Sign(_)
-            | Command::Db { .. }
-            | Command::Submit(_)
-            | Command::Cancel(_)
-            | Command::Publish(_)
-            | Command::Agent(_) => false,
-        }
-    }
-}
-
 #[derive(Debug, Subcommand)]
 pub enum InventoryCommand {
     /// Read an Ansible inventory (INI, YAML, or `ansible-inventory --list`
@@ -651,21 +621,20 @@ type CmdResult = Result<Exit, CliError>;
 
 /// The program: parse the command line, say what the command says, exit.
 pub fn main() -> ExitCode {
+    // SIGPIPE stays ignored (Rust's default) for every command: a closed
+    // pipe is handled by `crate::stdio`, never by the signal (141).
     let cli = Cli::parse();
-    if cli.command.only_reads() {
-        // `fsmatrix report … | head`: a closed pipe ends the process quietly,
-        // by SIGPIPE as for any Unix filter (the shell's convention), not with
-        // a panic.  Rust ignores SIGPIPE; the default is restored only for the
-        // commands that change nothing anywhere, so that no sweep, setup or
-        // write is ever cut off half way by a reader that went away.
-        // SAFETY: one call at start-up, before any thread exists.
-        unsafe {
-            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-        }
-    }
     init_tracing(cli.verbose, cli.quiet);
     QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
-    match dispatch(cli.command) {
+    let result = dispatch(cli.command).and_then(|exit| match crate::stdio::stdout_error() {
+        // The reader leaving is no failure; any other error writing stdout
+        // means the output asked for is not all there.
+        Some(e) if exit == Exit::Success => Err(CliError::problems(format!(
+            "failed to write standard output: {e}"
+        ))),
+        _ => Ok(exit),
+    });
+    match result {
         Ok(exit) => exit.into(),
         Err(e) => {
             if let Some(d) = &e.detail {
@@ -708,7 +677,7 @@ fn dispatch(command: Command) -> CmdResult {
         } => inventory_import(&args),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(shell, &mut cmd, "fsmatrix", &mut std::io::stdout());
+            clap_complete::generate(shell, &mut cmd, "fsmatrix", &mut crate::stdio::Stdout);
             Ok(Exit::Success)
         }
         Command::Man { dir } => {
@@ -729,7 +698,7 @@ fn dispatch(command: Command) -> CmdResult {
                     })?;
                 }
                 None => clap_mangen::Man::new(cmd)
-                    .render(&mut std::io::stdout())
+                    .render(&mut crate::stdio::Stdout)
                     .map_err(|e| {
                         CliError::problems(format!("failed to write the manual page: {e}"))
                     })?,
@@ -755,7 +724,7 @@ fn init_tracing(verbose: u8, quiet: bool) {
         .unwrap_or_else(|| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| crate::stdio::Stderr)
         .with_ansi(color_on_stderr())
         .without_time()
         .with_target(verbose > 1)

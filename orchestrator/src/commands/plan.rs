@@ -65,7 +65,7 @@ pub fn plan(args: &PlanArgs) -> CmdResult {
             plan: &p,
             history_eta,
         };
-        let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+        let mut w = std::io::BufWriter::new(crate::stdio::Stdout);
         serde_json::to_writer_pretty(&mut w, &out)
             .map_err(|e| CliError::nothing_ran(format!("failed to write the plan: {e}")))?;
         use std::io::Write as _;

@@ -61,10 +61,10 @@ pub fn reporter(
     bundle: &std::path::Path,
 ) -> Box<dyn Reporter> {
     match display {
-        Display::Json => Box::new(JsonLines::new(std::io::stdout(), total_cells, bundle)),
-        Display::Quiet => Box::new(Quiet(std::io::stderr())),
+        Display::Json => Box::new(JsonLines::new(crate::stdio::Stdout, total_cells, bundle)),
+        Display::Quiet => Box::new(Quiet(crate::stdio::Stderr)),
         Display::Auto if std::io::stderr().is_terminal() => Box::new(Bars::new(total_cells)),
-        Display::Auto => Box::new(Lines::new(std::io::stderr())),
+        Display::Auto => Box::new(Lines::new(crate::stdio::Stderr)),
     }
 }
 
