@@ -356,6 +356,68 @@ fn a_pipefail_pipeline_through_head_passes() {
     }
 }
 
+/// `inventory import` of a folder where one host's name cannot be an
+/// fsmatrix host (a placeholder beside the real hosts, as a public
+/// playbook ships its inventory): the others are imported, and each one
+/// skipped is named with its file and line and what would be valid.
+#[test]
+fn a_folder_with_a_name_fsmatrix_cannot_take_imports_the_other_hosts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("imported.toml");
+    let dir = "tests/fixtures/ansible/dir_placeholder";
+    let o = fsmatrix()
+        .args(["inventory", "import", dir, "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!("4 hosts imported from {dir}, 2 skipped")),
+        "{err}"
+    );
+    for (place, what) in [
+        (
+            "01-hosts.ini:6: host `your_db_host` skipped",
+            "address `your_db_host` contains `_`",
+        ),
+        (
+            "02-web.yml:7: host `-replace-me-` skipped",
+            "valid: letters, digits and . _ - not starting with -",
+        ),
+    ] {
+        let line = err
+            .lines()
+            .find(|l| l.contains(place))
+            .unwrap_or_else(|| panic!("{place} not named: {err}"));
+        assert!(line.contains(what), "{line}");
+        assert!(
+            line.contains("rename") || line.contains("set ansible_host"),
+            "{line}"
+        );
+    }
+    let text = std::fs::read_to_string(&out).unwrap();
+    let filled = text.replace("devices = []", "devices = [\"/dev/vdb\"]");
+    std::fs::write(&out, filled).unwrap();
+    let o = fsmatrix()
+        .args(["plan", "-i"])
+        .arg(&out)
+        .args(["-m", "matrix/quick.toml"])
+        .output()
+        .unwrap();
+    let plan = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(plan.contains("on 4 hosts"), "{plan}");
+    for host in ["db1", "db2", "web1", "web2"] {
+        assert!(text.contains(&format!("name = \"{host}\"")), "{text}");
+    }
+}
+
 /// Each imported host against `ansible-inventory --list`'s merged
 /// `_meta.hostvars`: the same hosts, and field by field the address, port,
 /// user, key and become.

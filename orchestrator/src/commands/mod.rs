@@ -761,8 +761,12 @@ fn inventory_import(args: &ImportArgs) -> CmdResult {
         }
         None => crate::stdio::out!("{}", imported.toml),
     }
+    let skipped = match imported.skipped {
+        0 => String::new(),
+        n => format!(", {n} skipped (each named above)"),
+    };
     crate::stdio::errln!(
-        "fsmatrix: {} hosts imported from {}; fill in each host's `devices` (the only devices fsmatrix may destroy), then `fsmatrix check -i`",
+        "fsmatrix: {} hosts imported from {}{skipped}; fill in each host's `devices` (the only devices fsmatrix may destroy), then `fsmatrix check -i`",
         imported.hosts,
         args.file.display()
     );

@@ -319,17 +319,16 @@ pub(super) fn map_host(cx: &mut Cx<'_>, h: &Resolved<'_>) -> Result<Option<Entry
         }
     };
 
+    // A name fsmatrix cannot take skips its host, not the inventory: a real
+    // folder often holds a placeholder (`your_db_host`) beside the hosts.
     let name = convert_name(&ansible_name, "._-");
     if let Err(e) = HostName::new(&name) {
-        return Err(hv.error(
-            cx,
-            None,
-            format!(
-                "the name cannot be an fsmatrix host name, even as `{}`: {e}; rename the \
-                 host in the Ansible inventory",
-                shown(&name)
-            ),
-        ));
+        let why = format!(
+            "its name cannot be an fsmatrix host name, even as `{}`: {e}; rename the host in \
+             the Ansible inventory",
+            shown(&name)
+        );
+        return skip(cx, why);
     }
     if name != ansible_name {
         cx.warn(
@@ -353,16 +352,13 @@ pub(super) fn map_host(cx: &mut Cx<'_>, h: &Resolved<'_>) -> Result<Option<Entry
             a.value
         }
         None => {
-            Address::new(&ansible_name).map_err(|e| {
-                hv.error(
-                    cx,
-                    None,
-                    format!(
-                        "no ansible_host, and the name is not an address fsmatrix accepts: {e}; \
-                         set ansible_host to its DNS name or IP address"
-                    ),
-                )
-            })?;
+            if let Err(e) = Address::new(&ansible_name) {
+                let why = format!(
+                    "no ansible_host, and its name is not an address fsmatrix accepts: {e}; \
+                     set ansible_host to its DNS name or IP address"
+                );
+                return skip(cx, why);
+            }
             ansible_name.clone()
         }
     };
@@ -505,18 +501,58 @@ mod tests {
             ),
             ("hosts", "web1 ansible_host='10.0.0.1; rm -rf /'\n", "host `web1`: ansible_host is not an address fsmatrix accepts: address `10.0.0.1; rm -rf /` contains `;`"),
             ("hosts", "web1 ansible_host='db 1.example'\n", "contains a space, which is not allowed here; valid: a DNS name"),
-            ("hosts", "some_host ansible_port=2222 ansible_user=manager\n", "host `some_host`: no ansible_host, and the name is not an address fsmatrix accepts: address `some_host` contains `_`"),
             ("inv.yml", "all:\n  hosts:\n    w1:\n      ansible_host: \"{{ lookup('env', 'IP') }}\"\n", "is a Jinja2 template, which only Ansible can evaluate"),
             ("inv.yml", "all:\n  hosts:\n    w1:\n      ansible_user: !vault |\n        $ANSIBLE_VAULT;1.1;AES256\n        6331\n", "encrypted with ansible-vault"),
             ("inv.yml", "all:\n  hosts:\n    w1:\n      ansible_user: [a, b]\n", "ansible_user is a list"),
             ("hosts", "web1 ansible_port=99999\n", "ansible_port is not a port; valid: 1 to 65535"),
             ("hosts", "web1 ansible_private_key_file=\"'/k\\nx'\"\n", "is empty or has control characters"),
             ("inv.yml", "all:\n  children:\n    \"-x\":\n      hosts:\n        w1:\n", "group `-x` cannot be an fsmatrix tag, even as `-x`"),
-            ("inv.yml", &format!("all:\n  hosts:\n    {}:\n", "h".repeat(64)), "cannot be an fsmatrix host name"),
-            ("inv.yml", "all:\n  hosts:\n    \"a:b\": {ansible_host: 192.0.2.1}\n    \"a;b\": {ansible_host: 192.0.2.2}\n", "hosts `a:b` and `a;b` both become the fsmatrix host `a-b`"),
         ] {
             let e = imp_err(file, text);
             assert!(e.message.contains(words), "{text}\n{e}");
+        }
+    }
+
+    /// A host whose name fsmatrix cannot take is skipped and named, with its
+    /// line and what would be valid; the others are imported (issue 38: one
+    /// placeholder refused a real folder of 136 hosts).
+    #[test]
+    fn a_name_fsmatrix_cannot_take_skips_its_host_not_the_inventory() {
+        let long = "h".repeat(64);
+        // (file, inventory with web1 and one bad host, words of the caveat)
+        for (file, text, words) in [
+            (
+                "hosts",
+                "web1 ansible_host=192.0.2.1\nsome_host ansible_port=2222 ansible_user=manager\n".to_string(),
+                "hosts:2: host `some_host` skipped: no ansible_host, and its name is not an address fsmatrix accepts: address `some_host` contains `_`",
+            ),
+            (
+                "hosts",
+                "web1 ansible_host=192.0.2.1\n-db- ansible_host=192.0.2.2\n".to_string(),
+                "hosts:2: host `-db-` skipped: its name cannot be an fsmatrix host name, even as `-db-`",
+            ),
+            (
+                "inv.yml",
+                format!("all:\n  hosts:\n    web1: {{ansible_host: 192.0.2.1}}\n    {long}:\n"),
+                "cannot be an fsmatrix host name",
+            ),
+            (
+                "inv.yml",
+                "all:\n  hosts:\n    web1: {ansible_host: 192.0.2.1}\n    \"a:b\": {ansible_host: 192.0.2.3}\n    \"a;b\": {ansible_host: 192.0.2.2}\n".to_string(),
+                "host `a;b` skipped: it would be the fsmatrix host `a-b`, as host `a:b` already is; rename one",
+            ),
+        ] {
+            let i = imp(file, &text);
+            let w = i.warnings.iter().find(|w| w.contains(words));
+            let w = w.unwrap_or_else(|| panic!("{text}\n{:?}", i.warnings));
+            assert!(
+                w.contains("valid: ") || w.contains("host names: letters, digits"),
+                "says what is valid: {w}"
+            );
+            assert_eq!(i.skipped, 1, "{text}");
+            let inv = parse_filled(&i);
+            assert!(by_name(&inv).contains_key("web1"), "{}", i.toml);
+            assert!(i.toml.contains(&format!("# CHECK: {file}:")), "{}", i.toml);
         }
     }
 

@@ -98,6 +98,9 @@ impl AnsibleFormat {
 pub struct Imported {
     pub toml: String,
     pub hosts: usize,
+    /// The hosts left out, each named in `warnings` with its file and line
+    /// (not over SSH, not an OS fsmatrix runs on, a name it cannot take).
+    pub skipped: usize,
     pub warnings: Vec<String>,
 }
 
@@ -268,16 +271,16 @@ fn finish(mut cx: Cx<'_>, mut model: Model, kind: &str) -> Result<Imported, Impo
         match map_host(&mut cx, h)? {
             Some(e) => {
                 if let Some(other) = by_name.get(&e.name).map(|&i| &entries[i]) {
-                    return Err(cx.error(
-                        e.line,
-                        format!(
-                            "hosts `{}` and `{}` both become the fsmatrix host `{}`; rename one \
-                             (fsmatrix host names: letters, digits and . _ -)",
-                            shown(&other.ansible_name),
-                            shown(&e.ansible_name),
-                            e.name
-                        ),
-                    ));
+                    let why = format!(
+                        "host `{}` skipped: it would be the fsmatrix host `{}`, as host `{}` \
+                         already is; rename one (fsmatrix host names: letters, digits and . _ -)",
+                        shown(&e.ansible_name),
+                        e.name,
+                        shown(&other.ansible_name),
+                    );
+                    cx.warn(e.line, why);
+                    skipped += 1;
+                    continue;
                 }
                 by_name.insert(e.name.clone(), entries.len());
                 entries.push(e);
@@ -311,6 +314,7 @@ fn finish(mut cx: Cx<'_>, mut model: Model, kind: &str) -> Result<Imported, Impo
     Ok(Imported {
         toml,
         hosts: entries.len(),
+        skipped,
         warnings: cx.warnings,
     })
 }
