@@ -356,6 +356,66 @@ fn a_pipefail_pipeline_through_head_passes() {
     }
 }
 
+/// `-v`'s help says what it does where no host is contacted, and it holds:
+/// each such command prints exactly the same with `-v`, on both streams,
+/// but `plan --commands`, which logs each command it prints.
+#[test]
+fn verbose_says_what_it_does_on_the_commands_that_contact_no_host() {
+    let short = fsmatrix().args(["plan", "-h"]).output().unwrap();
+    let short = String::from_utf8_lossy(&short.stdout);
+    let short = short.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        short.contains("the others print the same with -v as without"),
+        "{short}"
+    );
+    let long = fsmatrix().args(["report", "--help"]).output().unwrap();
+    let long = String::from_utf8_lossy(&long.stdout);
+    assert!(long.contains("Only check, run, resume and agent"), "{long}");
+    let tmp = tempfile::tempdir().unwrap();
+    let mut compared = 0;
+    for (args, code) in commands_that_print(tmp.path()) {
+        if args[0] == "check" || args[0].starts_with('-') || args.contains(&"--help".into()) {
+            continue;
+        }
+        let plain = fsmatrix().args(&args).output().unwrap();
+        let verbose = fsmatrix().arg("-v").args(&args).output().unwrap();
+        assert_eq!(plain.status.code(), Some(code), "{args:?}");
+        assert_eq!(verbose.status.code(), Some(code), "-v {args:?}");
+        assert!(
+            verbose.stdout == plain.stdout,
+            "-v {args:?}: stdout differs"
+        );
+        if args.contains(&"--commands".into()) {
+            // The one exception the help names: each command it prints is
+            // logged as `run -v` logs it.
+            let printed = String::from_utf8_lossy(&plain.stdout);
+            let logged = String::from_utf8_lossy(&verbose.stderr);
+            let logged: Vec<&str> = logged
+                .lines()
+                .filter_map(|l| l.strip_prefix("DEBUG $ "))
+                .collect();
+            assert!(logged.len() > 10, "{logged:?}");
+            for l in logged {
+                let command = l.rsplit_once(" host=").map_or(l, |(c, _)| c);
+                let command = command.split("  # ").next().unwrap();
+                assert!(printed.contains(command), "logged, not printed: {command}");
+            }
+            continue;
+        }
+        assert_eq!(
+            String::from_utf8_lossy(&verbose.stderr),
+            String::from_utf8_lossy(&plain.stderr),
+            "-v {args:?}"
+        );
+        assert!(
+            verbose.stdout == plain.stdout,
+            "-v {args:?}: stdout differs"
+        );
+        compared += 1;
+    }
+    assert!(compared >= 10, "{compared}");
+}
+
 /// `inventory import` of a folder where one host's name cannot be an
 /// fsmatrix host (a placeholder beside the real hosts, as a public
 /// playbook ships its inventory): the others are imported, and each one

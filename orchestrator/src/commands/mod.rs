@@ -21,8 +21,20 @@ mod sign;
 #[derive(Debug, Parser)]
 #[command(name = "fsmatrix", version, about = "Which filesystem and options make PostgreSQL fastest and smallest, on your hosts", long_about = None)]
 pub struct Cli {
-    /// Say more of what fsmatrix does: -v every remote command as it is
-    /// sent, -vv the SSH layer's own steps.  Warnings show without it.
+    /// Say more: -v logs every remote command as it is sent, -vv also the
+    /// SSH layer's steps.  Of the commands that contact no host only `plan
+    /// --commands` logs with -v (what a run would send, as `run -v` logs
+    /// it); the others print the same with -v as without.  Warnings show
+    /// without it.
+    ///
+    /// Only check, run, resume and agent send commands to hosts.  Every
+    /// other command (plan, verify, report, ls, sign, archive, inventory,
+    /// completions, man, and lab, whose script reaches the lab's hosts
+    /// itself) prints exactly the same with -v, but for `plan --commands`;
+    /// -vv adds only the debug lines of the libraries a command uses, such
+    /// as the database client's for db, submit, queue, cancel and publish.
+    /// FSMATRIX_LOG (a tracing filter, e.g. `fsmatrix=debug,russh=info`)
+    /// overrides both.
     #[arg(short, long, global = true, action = clap::ArgAction::Count, conflicts_with = "quiet")]
     pub verbose: u8,
     /// Say less: no progress, only warnings, notes and failed cells.
