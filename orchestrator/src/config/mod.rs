@@ -19,9 +19,9 @@ use std::path::Path;
 pub use error::{ConfigError, ConfigErrors};
 pub use inventory::{Auth, Become, GivenPaths, Host, Inventory, Platform, RecordedPaths};
 pub use matrix::{
-    Builtin, CiTarget, FsType, FsVariant, GuestOrder, HostFilter, Jobs, Length, Matrix, Order,
-    PgSetting, Repeats, Rule, SamplingRate, Scale, ScriptScanner, ScriptUse, Workload,
-    WorkloadKind, ZfsProperty,
+    Builtin, CiTarget, Correction, FsType, FsVariant, GuestOrder, HostFilter, Jobs, Length, Margin,
+    Matrix, Order, PgSetting, Repeats, Rule, SamplingRate, Scale, ScriptScanner, ScriptUse,
+    VerdictRule, Workload, WorkloadKind, ZfsProperty,
 };
 pub use os::{Os, OsProfile};
 

@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use crate::config::values::{DevicePath, HostName, Label};
 use crate::config::{
     FsType, FsVariant, GuestOrder, Host, Inventory, Length, Matrix, Order, Os, PgSetting, Repeats,
-    Rule, SamplingRate, Scale, Workload, WorkloadKind,
+    Rule, SamplingRate, Scale, VerdictRule, Workload, WorkloadKind,
 };
 use crate::text::hms as format_duration;
 
@@ -227,6 +227,11 @@ pub struct Plan {
     /// (absent: alternate per variant).
     #[serde(default, skip_serializing_if = "GuestOrder::is_default")]
     pub guest_order: GuestOrder,
+    /// How the report decides its comparisons: the matrix's `margin` and
+    /// `correction`, always written (a plan without them, from before the
+    /// keys, reads as the defaults).
+    #[serde(flatten)]
+    pub verdicts: VerdictRule,
 }
 
 /// plan.json as written: the cells without their scripts' texts (bundles
@@ -254,6 +259,8 @@ struct PlanJson {
     seed_drawn: bool,
     #[serde(default)]
     guest_order: GuestOrder,
+    #[serde(flatten)]
+    verdicts: VerdictRule,
 }
 
 impl From<PlanJson> for Plan {
@@ -284,6 +291,7 @@ impl From<PlanJson> for Plan {
             seed: p.seed,
             seed_drawn: p.seed_drawn,
             guest_order: p.guest_order,
+            verdicts: p.verdicts,
         }
     }
 }
@@ -765,6 +773,7 @@ pub fn plan(inv: &Inventory, m: &Matrix) -> Plan {
         seed: (m.order == Order::Random).then_some(m.seed).flatten(),
         seed_drawn: m.order == Order::Random && m.seed_drawn,
         guest_order: m.guest_order,
+        verdicts: m.verdicts,
     }
 }
 

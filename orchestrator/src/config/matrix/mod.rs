@@ -8,7 +8,7 @@
 //! `filesystem` each `[[filesystem]]` with its `vary`; `workload` each
 //! `[[workload]]`; `runs` how often and how long runs go (repeats, adaptive
 //! repeats, warm-up, run_timeout, durations); `rules` include, exclude and
-//! `[hosts]`.  `check` holds the checks of a matrix against an inventory.
+//! `[hosts]`; `verdicts` the decision rule (`margin`, `correction`).  `check` holds the checks of a matrix against an inventory.
 mod check;
 mod filesystem;
 mod postgres;
@@ -16,6 +16,7 @@ mod rules;
 mod runs;
 mod top;
 mod types;
+mod verdicts;
 mod workload;
 
 #[cfg(test)]
@@ -33,6 +34,7 @@ pub use types::{
     PgSetting, Repeats, Rule, SamplingRate, Scale, Workload, WorkloadKind, ZfsProperty,
     DEFAULT_MAX_CELLS, MAX_CELLS_LIMIT, MAX_SEED,
 };
+pub use verdicts::{Correction, Margin, VerdictRule, MAX_MARGIN_BASIS_POINTS};
 pub use workload::{
     read_script, script_path, MAX_RATE, MAX_SCRIPT_BYTES, SQL_DEFAULT_ESTIMATE_SECS,
 };

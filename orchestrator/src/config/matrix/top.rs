@@ -9,6 +9,7 @@ use super::postgres::postgres_table;
 use super::rules::{host_filter, rules, Names};
 use super::runs::matrix_runs;
 use super::types::{Guarded, GuestOrder, Matrix, Order};
+use super::verdicts::verdict_rule;
 use super::workload::workloads;
 use super::{DEFAULT_MAX_CELLS, MAX_CELLS_LIMIT, MAX_SEED};
 use crate::config::error::{ConfigError, Errors, Source};
@@ -29,6 +30,8 @@ const TOP_KEYS: &[&str] = &[
     "order",
     "guest_order",
     "seed",
+    "margin",
+    "correction",
     "postgres",
     "filesystem",
     "workload",
@@ -52,6 +55,7 @@ pub(super) fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Matrix> {
     };
     root.check_keys(errs, TOP_KEYS);
     let top = top_keys(src, errs, &root);
+    let verdicts = verdict_rule(errs, &root);
     let defaults = matrix_runs(errs, &root);
     let mut guarded: Vec<Guarded> = Vec::new();
     let postgres = postgres_table(errs, &root, &mut guarded);
@@ -94,6 +98,7 @@ pub(super) fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Matrix> {
         guest_order: top.guest_order,
         seed: top.seed,
         seed_drawn: false,
+        verdicts,
         order_at: top.order_at,
         max_cells_at: top.max_cells_at,
         refs,

@@ -505,6 +505,9 @@ pub struct Matrix {
     /// The seed was drawn, not written in the matrix.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub seed_drawn: bool,
+    /// How the report decides its comparisons (`margin`, `correction`).
+    #[serde(default)]
+    pub verdicts: super::verdicts::VerdictRule,
     /// Where `order` is, for errors about it against the inventory.
     #[serde(skip)]
     pub(super) order_at: Option<ConfigError>,
