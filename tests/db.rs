@@ -89,14 +89,14 @@ fn db_init_creates_the_schema_and_a_second_init_changes_nothing() {
     let o = run(&["db", "init"], &url);
     assert_eq!(o.status.code(), Some(0), "{}", out(&o));
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("schema version 0 -> 4"),
+        String::from_utf8_lossy(&o.stdout).contains("schema version 0 -> 5"),
         "{}",
         out(&o)
     );
     let o = run(&["db", "init"], &url);
     assert_eq!(o.status.code(), Some(0), "{}", out(&o));
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains("schema version 4: up to date"),
+        String::from_utf8_lossy(&o.stdout).contains("schema version 5: up to date"),
         "{}",
         out(&o)
     );
@@ -119,7 +119,7 @@ fn db_init_creates_the_schema_and_a_second_init_changes_nothing() {
     });
     let o = run(&["db", "init"], &url);
     assert!(
-        o.status.success() && String::from_utf8_lossy(&o.stdout).contains("schema version 1 -> 4"),
+        o.status.success() && String::from_utf8_lossy(&o.stdout).contains("schema version 1 -> 5"),
         "{}",
         out(&o)
     );
@@ -1359,7 +1359,7 @@ fn spelled(v: fsmatrix::results::analysis::compare::Verdict) -> String {
 }
 
 /// One row of the report's tables or of `fsmatrix_verdicts`: workload,
-/// clients, host, variant, n, mean, ratio, p, verdict, winner.
+/// clients, host, variant, n, mean, ratio, adjusted p, verdict, winner.
 type VerdictRow = (
     String,
     i64,
@@ -1394,7 +1394,7 @@ fn report_rows(json: &[u8]) -> Vec<VerdictRow> {
                     row["stats"]["tps"]["n"].as_i64().unwrap(),
                     row["stats"]["tps"]["mean"].as_f64().unwrap(),
                     c["ratio"]["ratio"].as_f64(),
-                    c["welch"]["p"].as_f64(),
+                    c["difference"]["p_adjusted"].as_f64(),
                     match c["verdict"].as_str() {
                         Some(v) => v.to_string(),
                         // The baseline row has no comparison.
@@ -1410,7 +1410,7 @@ fn report_rows(json: &[u8]) -> Vec<VerdictRow> {
 
 async fn db_rows(c: &tokio_postgres::Client, matrix: &str) -> Vec<VerdictRow> {
     c.query(
-        "SELECT workload, clients, host, filesystem, n, mean, ratio, p, verdict, winner
+        "SELECT workload, clients, host, filesystem, n, mean, ratio, p_adjusted, verdict, winner
          FROM fsmatrix_verdicts WHERE matrix = $1 ORDER BY ord",
         &[&matrix],
     )
@@ -1487,7 +1487,8 @@ fn the_database_s_verdicts_are_the_report_s() {
     );
     assert_eq!(from_db.status.code(), Some(0), "{}", out(&from_db));
     assert_same_rows(&report_rows(&from_db.stdout), &want);
-    // The fixture is what it says: a tie, a significant loser, a winner.
+    // The fixture is what it says: an equivalent variant, a decided loser,
+    // a winner.
     let verdict = |host: &str, fs: &str| {
         want.iter()
             .find(|r| r.2 == host && r.3 == fs)
@@ -1495,7 +1496,7 @@ fn the_database_s_verdicts_are_the_report_s() {
             .unwrap()
     };
     assert_eq!(verdict("lab1", "ext4"), spelled(Verdict::Baseline));
-    assert_eq!(verdict("lab1", "xfs"), spelled(Verdict::Tied));
+    assert_eq!(verdict("lab1", "xfs"), spelled(Verdict::Equivalent));
     assert_eq!(verdict("lab1", "btrfs"), spelled(Verdict::Slower));
     assert_eq!(verdict("lab2", "xfs"), spelled(Verdict::Faster));
     assert_eq!(verdict("lab2", "btrfs"), spelled(Verdict::Slower));
@@ -1658,7 +1659,7 @@ fn the_database_s_verdicts_are_the_report_s() {
     });
     let o = run(&["db", "init"], &url);
     assert!(
-        o.status.success() && String::from_utf8_lossy(&o.stdout).contains("schema version 3 -> 4"),
+        o.status.success() && String::from_utf8_lossy(&o.stdout).contains("schema version 3 -> 5"),
         "{}",
         out(&o)
     );

@@ -1,8 +1,9 @@
-//! Issue 27: the answer first.  On a bundle with a tie and a significant
-//! loser, every prose format (`--format summary`, Markdown, HTML, JSON)
-//! leads with the same verdict lines, none says "no winner", the loser is
-//! named with its ratio, CI and p, and the verdict words are one spelling
-//! in JSON, CSV and Markdown.
+//! Issues 27 and 40: the answer first, decided.  On a bundle with an
+//! equivalent variant and a decided loser, every prose format (`--format
+//! summary`, Markdown, HTML, JSON) leads with the same verdict lines, none
+//! says "no winner", the loser is named with its ratio, interval and
+//! adjusted p, the equivalent one with the margin, and the verdict words
+//! are one spelling in JSON, CSV and Markdown.
 use std::path::{Path, PathBuf};
 
 use fsmatrix::results::analysis::compare::Verdict;
@@ -10,7 +11,7 @@ use fsmatrix::results::{Bundle, SweepStatus};
 
 use crate::bundle_common::{cell, done, write_cell};
 
-/// ext4 (the baseline, first in matrix order), xfs within noise of it,
+/// ext4 (the baseline, first in matrix order), xfs within ±5% of it,
 /// btrfs about 0.62× its tps: three repeats each on lab1.
 fn tie_and_loser(out: &Path) -> PathBuf {
     let mut b = Bundle::create(out, "answer").unwrap();
@@ -59,20 +60,34 @@ fn every_format_leads_with_the_same_verdicts_and_names_the_loser() {
     let bundle = tie_and_loser(tmp.path());
 
     let json: serde_json::Value = serde_json::from_str(&report(&bundle, "json")).unwrap();
-    assert_eq!(json["schema_version"], 2, "{json}");
+    assert_eq!(json["schema_version"], 3, "{json}");
+    assert_eq!(json["margin"], "5%", "{json}");
+    assert_eq!(json["correction"], "holm", "{json}");
+    assert_eq!(json["families"][0]["host"], "lab1", "{json}");
+    assert_eq!(json["families"][0]["comparisons"], 2, "{json}");
     let verdicts = json["verdicts"].as_array().expect("a verdicts array");
     assert_eq!(verdicts.len(), 1, "{json}");
     let v = &verdicts[0];
     let sentence = v["sentence"].as_str().unwrap().to_owned();
-    // The loser is named with its ratio, CI and p; the tie is a tie.
+    // The loser is named with its ratio, interval and adjusted p; xfs is
+    // equivalent within the margin.  Holm over the host's two comparisons,
+    // as statsmodels has it (each side divided by its mean, the variant's
+    // shifted by ln r: the delta method's log-ratio test):
+    // e=[400.0,412.0,405.0]; x=[403.0,398.0,411.0]; b=[250.0,258.0,252.0]
+    // welch p (x, b against e): [0.7623, 3.598e-06] → holm [0.7623, 7.197e-06]
+    // ttost_ind(..., -log(1.05), log(1.05), usevar='unequal')[0]:
+    //   [0.012423, 0.99999723] → holm [0.024846, 0.99999723]
+    // btrfs is decided first of two (a 97.5% interval), xfs's equivalence
+    // first of two (its 1 − 2·0.025 = 95% interval).
     assert!(
         sentence.starts_with(
-            "tpcb, 4 clients, on lab1: `btrfs` is slower than `ext4`: 0.62× its tps (95% CI 0."
+            "tpcb, 4 clients, on lab1: `btrfs` is slower than `ext4`: 0.62× its tps (97.5% CI 0."
         ),
         "{sentence}"
     );
     assert!(
-        sentence.contains("`xfs` is tied with `ext4` (1.00× its tps"),
+        sentence.contains("`xfs` is equivalent to `ext4` within ±5% (1.00× its tps, 95% CI 0.9")
+            && sentence.contains("adjusted TOST p = 0.025)"),
         "{sentence}"
     );
     let by: std::collections::BTreeMap<&str, &str> = v["variants"]
@@ -87,8 +102,22 @@ fn every_format_leads_with_the_same_verdicts_and_names_the_loser() {
         })
         .collect();
     assert_eq!(by["btrfs"], Verdict::Slower.text());
-    assert_eq!(by["xfs"], Verdict::Tied.text());
-    assert!(v["variants"][1]["p"].as_f64().unwrap() < 0.05, "{v}");
+    assert_eq!(by["xfs"], Verdict::Equivalent.text());
+    let xfs = &v["variants"][0];
+    assert_eq!(xfs["variant"], "xfs", "{v}");
+    assert!(
+        (xfs["p"].as_f64().unwrap() - 0.012422939047984246).abs() < 1e-9,
+        "{v}"
+    );
+    assert!(
+        (xfs["p_adjusted"].as_f64().unwrap() - 0.024845878095968492).abs() < 1e-9,
+        "{v}"
+    );
+    let btrfs = &v["variants"][1];
+    assert!(
+        (btrfs["p_adjusted"].as_f64().unwrap() - 7.196906785128242e-06).abs() < 1e-9,
+        "{v}"
+    );
 
     // Every prose format says that sentence before anything else it says
     // about the results (its first table, its method notes).
@@ -118,7 +147,7 @@ fn every_format_leads_with_the_same_verdicts_and_names_the_loser() {
             "summary",
             &summary,
             sentence.as_str(),
-            "tpcb with 4 clients on lab1:",
+            "(decided at α = 0.05 per host (Holm's step-down), equivalent within ±5%)",
         ),
         ("md", &md, sentence.as_str(), "## How this was measured"),
         (
@@ -163,7 +192,7 @@ fn every_format_leads_with_the_same_verdicts_and_names_the_loser() {
         })
         .collect();
     assert_eq!(csv_words["btrfs"], "slower", "{csv}");
-    assert_eq!(csv_words["xfs"], "tied", "{csv}");
+    assert_eq!(csv_words["xfs"], "equivalent", "{csv}");
     assert_eq!(csv_words["ext4"], "baseline", "{csv}");
     let row = md
         .lines()

@@ -278,8 +278,8 @@ fn cli_writes_html_for_the_fixture_bundle() {
     assert!(html.contains("ran one client count only"));
 }
 
-/// The summary `run` ends with: per workload and host the best variant and
-/// by how much (hyperfine's words), the failed cells counted, within 100
+/// The summary `run` ends with: the answer once (the verdict lines), the
+/// failed cells counted, within 100
 /// columns; the full reports beside the bundle, never inside the bag.
 #[test]
 fn the_run_summary_names_the_best_and_the_full_reports_sit_beside_the_bundle() {
@@ -292,10 +292,10 @@ fn the_run_summary_names_the_best_and_the_full_reports_sit_beside_the_bundle() {
     assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
     assert!(text.contains("on lab1:"), "{text}");
     assert!(text.contains("`ext4` "), "{text}");
-    assert!(
-        text.contains("times faster") && text.contains("than `zfs-lz4`"),
-        "{text}"
-    );
+    // The answer once, in the verdict words: no second ranking.
+    assert!(text.contains("The answer:"), "{text}");
+    assert!(text.contains("`zfs-lz4`"), "{text}");
+    assert!(!text.contains("times faster"), "{text}");
     assert!(text.contains("1 cell failed or did not run"), "{text}");
     // Narrow terminals: still wrapped.
     let narrow = summary::render_summary(&r, 40);

@@ -147,6 +147,7 @@ pub fn report(args: &ReportArgs) -> CmdResult {
     let opts = ReportOptions {
         baseline: args.baseline.clone(),
         by_bundle: args.by_bundle,
+        rule: None,
         stats: StatsOptions {
             cv_threshold: args.noisy_cv_percent / 100.0,
             trim_start_s: args.trim_start_s,

@@ -181,6 +181,39 @@ SELECT c.matrix_name AS matrix, c.workload, c.clients, c.host, c.filesystem, c.m
        m.computed_at, m.by_version
 FROM fsmatrix_comparisons c JOIN fsmatrix_matrix_reports m USING (matrix_name);
 "#,
+    // 5: decided verdicts (issue 40).  A comparison is faster, slower,
+    // equivalent within the margin or inconclusive, at the family's error
+    // rate (a family is one host's comparisons): the adjusted p and the
+    // interval at the level its test was decided at, the equivalence test's
+    // p, how many repeats per arm would likely decide an inconclusive one;
+    // each matrix's α, margin and correction.  The view gains the columns at
+    // its end (CREATE OR REPLACE keeps its grants); [`init`] computes every
+    // matrix's comparisons again, so no row keeps an older verdict ("tied").
+    r#"
+ALTER TABLE fsmatrix_comparisons
+    ADD COLUMN p_adjusted        double precision,  -- the difference test's, over the family
+    ADD COLUMN decided_ci_low    double precision,  -- the deciding interval (for equivalent:
+    ADD COLUMN decided_ci_high   double precision,  --   the TOST's 1 - 2a one)
+    ADD COLUMN decided_ci_level  double precision,
+    ADD COLUMN tost_p            double precision,  -- two one-sided tests within the margin
+    ADD COLUMN tost_p_adjusted   double precision,
+    ADD COLUMN within_margin     boolean NOT NULL DEFAULT false,
+    ADD COLUMN repeats_to_decide integer,           -- inconclusive: repeats per arm likely to decide
+    ADD COLUMN family            text;              -- the family: the host
+ALTER TABLE fsmatrix_matrix_reports
+    ADD COLUMN alpha      double precision,
+    ADD COLUMN margin     text,
+    ADD COLUMN correction text;
+CREATE OR REPLACE VIEW fsmatrix_verdicts AS
+SELECT c.matrix_name AS matrix, c.workload, c.clients, c.host, c.filesystem, c.metric,
+       c.n, c.mean, c.ci_low, c.ci_high, c.baseline, c.ratio, c.ratio_ci_low,
+       c.ratio_ci_high, c.p, c.verdict, c.winner, c.ord,
+       m.computed_at, m.by_version,
+       c.p_adjusted, c.decided_ci_low, c.decided_ci_high, c.decided_ci_level, c.tost_p,
+       c.tost_p_adjusted, c.within_margin, c.repeats_to_decide, c.family,
+       m.alpha, m.margin, m.correction
+FROM fsmatrix_comparisons c JOIN fsmatrix_matrix_reports m USING (matrix_name);
+"#,
 ];
 
 /// The roles `db init --roles` creates (without LOGIN: grant them to the
@@ -346,6 +379,9 @@ pub async fn init(client: &mut tokio_postgres::Client) -> Result<(i32, i32), DbE
         // Rows published before version 4: the same Rust that fills them
         // in at publish time, in the migration's transaction.
         super::verdicts::backfill(&tx).await?;
+    } else if before < 5 {
+        // Comparisons stored before decided verdicts: computed again.
+        super::verdicts::refresh_all(&tx).await?;
     }
     tx.commit()
         .await

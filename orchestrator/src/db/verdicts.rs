@@ -1,6 +1,9 @@
 //! The database says what the report says.  Each published matrix's
 //! comparisons (n, mean and its CI, the ratio to the baseline and its CI,
-//! Welch's p, the verdict, the winner) are the rows of the report that
+//! the difference test's p and its family-adjusted p, the interval that
+//! decided the verdict at its level, the equivalence test's p, the verdict,
+//! the repeats that would likely decide an inconclusive one, the winner;
+//! and the matrix's α, margin and correction) are the rows of the report that
 //! `report --db --matrix NAME` gives with its defaults ([`super::report::build`]:
 //! the same cells, the same statistics code), stored in
 //! `fsmatrix_comparisons` and read through the view `fsmatrix_verdicts`.
@@ -15,6 +18,7 @@ use tokio_postgres::GenericClient;
 
 use super::report::{self, DbSource, Selection};
 use super::DbError;
+use crate::config::VerdictRule;
 use crate::results::analysis::compare::Verdict;
 use crate::results::report::{Report, ReportOptions};
 
@@ -35,6 +39,17 @@ pub struct StoredComparison {
     pub ratio: Option<f64>,
     pub ratio_ci95: Option<(f64, f64)>,
     pub p: Option<f64>,
+    /// The difference test's p adjusted over the family.
+    pub p_adjusted: Option<f64>,
+    /// The interval that decided the verdict (low, high, level).
+    pub decided_ci: Option<(f64, f64, f64)>,
+    /// The equivalence test (TOST) within the margin: its p and adjusted p.
+    pub tost_p: Option<f64>,
+    pub tost_p_adjusted: Option<f64>,
+    pub within_margin: bool,
+    pub repeats_to_decide: Option<usize>,
+    /// The family the comparison's error rate is held over: its host.
+    pub family: Option<String>,
     /// The verdict as `report --format json` spells it (its serde name);
     /// the baseline row's is [`Verdict::Baseline`]'s.
     pub verdict: String,
@@ -71,7 +86,21 @@ pub fn comparisons(r: &Report) -> Vec<StoredComparison> {
                     baseline: c.map(|c| c.baseline.clone()).or_else(|| h.baseline.clone()),
                     ratio: c.and_then(|c| c.ratio).map(|r| r.ratio),
                     ratio_ci95: c.and_then(|c| c.ratio).and_then(|r| r.ci95),
-                    p: c.and_then(|c| c.welch).map(|w| w.p),
+                    p: c.and_then(|c| c.p()),
+                    p_adjusted: c.and_then(|c| c.p_adjusted()),
+                    decided_ci: c.and_then(|c| {
+                        let ci = if c.verdict == Verdict::Equivalent {
+                            c.equivalence.map(|e| e.ci)
+                        } else {
+                            c.difference.map(|d| d.ci)
+                        };
+                        ci.map(|i| (i.low, i.high, i.level))
+                    }),
+                    tost_p: c.and_then(|c| c.equivalence).map(|e| e.p),
+                    tost_p_adjusted: c.and_then(|c| c.equivalence).map(|e| e.p_adjusted),
+                    within_margin: c.is_some_and(|c| c.within_margin),
+                    repeats_to_decide: c.and_then(|c| c.repeats_to_decide),
+                    family: c.and_then(|c| c.estimate).map(|_| h.host.clone()),
                     verdict: spelled(c.map_or(Verdict::Baseline, |c| c.verdict)),
                     winner: h.winner.as_deref() == Some(key.filesystem.as_str()),
                 });
@@ -142,9 +171,9 @@ pub async fn refresh(client: &impl GenericClient, matrix: &str) -> Result<Refres
         Err(DbError::Refused(why)) => Err(why),
         Err(e) => return Err(e),
     };
-    let (rows, error) = match built {
-        Ok(rows) => (rows, None),
-        Err(why) => (Vec::new(), Some(why)),
+    let (rows, rule, error) = match built {
+        Ok((rows, rule)) => (rows, Some(rule), None),
+        Err(why) => (Vec::new(), None, Some(why)),
     };
     for (ord, c) in rows.iter().enumerate() {
         client
@@ -152,9 +181,10 @@ pub async fn refresh(client: &impl GenericClient, matrix: &str) -> Result<Refres
                 "INSERT INTO fsmatrix_comparisons
                     (matrix_name, ord, workload, clients, host, filesystem, metric, n, mean,
                      ci_low, ci_high, baseline, ratio, ratio_ci_low, ratio_ci_high, p, verdict,
-                     winner)
+                     winner, p_adjusted, decided_ci_low, decided_ci_high, decided_ci_level,
+                     tost_p, tost_p_adjusted, within_margin, repeats_to_decide, family)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-                         $17, $18)",
+                         $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)",
                 &[
                     &matrix,
                     &(ord as i32),
@@ -174,6 +204,15 @@ pub async fn refresh(client: &impl GenericClient, matrix: &str) -> Result<Refres
                     &c.p,
                     &c.verdict,
                     &c.winner,
+                    &c.p_adjusted,
+                    &c.decided_ci.map(|c| c.0),
+                    &c.decided_ci.map(|c| c.1),
+                    &c.decided_ci.map(|c| c.2),
+                    &c.tost_p,
+                    &c.tost_p_adjusted,
+                    &c.within_margin,
+                    &c.repeats_to_decide.map(|n| n as i32),
+                    &c.family,
                 ],
             )
             .await
@@ -181,9 +220,18 @@ pub async fn refresh(client: &impl GenericClient, matrix: &str) -> Result<Refres
     }
     client
         .execute(
-            "UPDATE fsmatrix_matrix_reports SET by_version = $2, bundles = $3, error = $4
+            "UPDATE fsmatrix_matrix_reports SET by_version = $2, bundles = $3, error = $4,
+                 alpha = $5, margin = $6, correction = $7
              WHERE matrix_name = $1",
-            &[&matrix, &version, &(bundles as i32), &error],
+            &[
+                &matrix,
+                &version,
+                &(bundles as i32),
+                &error,
+                &rule.map(|_| crate::results::analysis::compare::ALPHA),
+                &rule.map(|r| r.margin.to_string()),
+                &rule.map(|r| r.correction.to_string()),
+            ],
         )
         .await
         .map_err(DbError::query("record the matrix's comparisons"))?;
@@ -195,10 +243,11 @@ pub async fn refresh(client: &impl GenericClient, matrix: &str) -> Result<Refres
     })
 }
 
-/// The report's rows over `sources`, or why the report refused them.
-fn build(sources: &[DbSource]) -> Result<Vec<StoredComparison>, String> {
+/// The report's rows over `sources` and the rule that decided them, or why
+/// the report refused them.
+fn build(sources: &[DbSource]) -> Result<(Vec<StoredComparison>, VerdictRule), String> {
     report::build(sources, &ReportOptions::default())
-        .map(|r| comparisons(&r))
+        .map(|r| (comparisons(&r), r.rule))
         .map_err(|e| format!("failed to {e}"))
 }
 

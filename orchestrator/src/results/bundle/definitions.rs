@@ -16,7 +16,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::BundleError;
-use crate::config::{Length, SamplingRate, Scale};
+use crate::config::{Correction, Length, Margin, SamplingRate, Scale, VerdictRule};
 
 /// The most bytes of a bundle's plan.json read (100 000 cells take tens of
 /// MB).
@@ -68,12 +68,19 @@ pub type Definition = BTreeMap<String, DefValue>;
 pub struct Definitions {
     pub workloads: BTreeMap<String, Definition>,
     pub variants: BTreeMap<String, Definition>,
+    /// How its report decides comparisons (the matrix's `margin` and
+    /// `correction`); `None`: the plan predates them.
+    pub rule: Option<VerdictRule>,
 }
 
 #[derive(Deserialize)]
 struct PlanJson {
     #[serde(default)]
     cells: Vec<CellJson>,
+    #[serde(default)]
+    margin: Option<Margin>,
+    #[serde(default)]
+    correction: Option<Correction>,
 }
 
 #[derive(Deserialize)]
@@ -213,7 +220,13 @@ fn variant_definition(c: &CellJson) -> Definition {
 /// first cell's (one plan defines a workload and a variant once).
 pub fn definitions_of_plan(json: &[u8]) -> Result<Definitions, String> {
     let plan: PlanJson = serde_json::from_slice(json).map_err(|e| e.to_string())?;
-    let mut out = Definitions::default();
+    let mut out = Definitions {
+        rule: (plan.margin.is_some() || plan.correction.is_some()).then(|| VerdictRule {
+            margin: plan.margin.unwrap_or_default(),
+            correction: plan.correction.unwrap_or_default(),
+        }),
+        ..Definitions::default()
+    };
     let mut clients: BTreeMap<String, BTreeMap<u32, u32>> = BTreeMap::new();
     for c in &plan.cells {
         out.workloads

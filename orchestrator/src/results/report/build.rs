@@ -7,8 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use crate::config::{Correction, VerdictRule};
 use crate::model::{CellResult, CellStatus, RunMeasures};
-use crate::results::analysis::compare::{self, Comparison};
+use crate::results::analysis::compare::{self, level_text, Comparison, LogRatio, ALPHA};
 use crate::results::analysis::drift::{self, Drift, SizeCheck};
 use crate::results::analysis::stats::{group_stats, GroupKey, GroupStats, Metric, StatsOptions};
 use crate::results::bundle::read::ChecksumCheck;
@@ -90,6 +91,10 @@ pub struct ReportOptions {
     /// its own row, compared with the same variant of the first bundle on
     /// the same host (a re-run against its original).
     pub by_bundle: bool,
+    /// How comparisons are decided: the margin and the correction; `None`:
+    /// the bundles' recorded rule ([`super::inputs::ReportInputs::build`]),
+    /// else the defaults.
+    pub rule: Option<VerdictRule>,
 }
 
 /// The row label of `variant` from `bundle` when bundles are side by side.
@@ -121,8 +126,11 @@ pub enum ReportError {
 
 /// The version of the JSON report's shape ([`Report`] serialised): raised
 /// when a field changes meaning or goes away (docs/formats.md, "The report
-/// as JSON").  1: before it was written; 2: `verdicts`, one verdict spelling.
-pub const REPORT_SCHEMA_VERSION: u32 = 2;
+/// as JSON").  1: before it was written; 2: `verdicts`, one verdict spelling;
+/// 3: decided verdicts (faster, slower, equivalent, inconclusive; no
+/// "tied"), `difference` and `equivalence` in place of `welch`, adjusted
+/// p-values and intervals, `alpha`, `margin`, `correction` and `families`.
+pub const REPORT_SCHEMA_VERSION: u32 = 3;
 
 /// Everything a report shows; serialised as is for `--format json`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -133,6 +141,13 @@ pub struct Report {
     /// The baseline asked for with `--baseline`, if any.
     pub baseline_requested: Option<String>,
     pub cv_threshold: f64,
+    /// The family-wise error rate of the verdicts.
+    pub alpha: f64,
+    /// The equivalence margin (`"5%"`) and the correction (`"holm"`).
+    #[serde(flatten)]
+    pub rule: VerdictRule,
+    /// The families the error rate is held over: one per host.
+    pub families: Vec<Family>,
     pub trim_start_s: f64,
     pub trim_end_s: f64,
     /// The answer, first in every format: one line per host, workload and
@@ -172,6 +187,26 @@ pub struct Report {
     pub variants: Vec<super::compared::VariantRow>,
 }
 
+/// A family of comparisons: one host's, over every workload and client
+/// count of the report.  Its error rate is held at [`ALPHA`] under the
+/// report's correction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Family {
+    pub host: String,
+    /// Variants against their baseline that were tested.
+    pub comparisons: usize,
+    /// The leader of a table against each other variant but the baseline,
+    /// tested to name it best.
+    pub leader_tests: usize,
+}
+
+impl Family {
+    /// Tests of differences in the family.
+    pub fn difference_tests(&self) -> usize {
+        self.comparisons + self.leader_tests
+    }
+}
+
 fn is_zero(n: &usize) -> bool {
     *n == 0
 }
@@ -195,8 +230,14 @@ pub struct HostBlock {
     pub host: String,
     /// The variant the rows are compared with on this host.
     pub baseline: Option<String>,
-    /// Named only when it beats every other variant at p < 0.05.
+    /// Named only when it is decided better than every other variant at
+    /// the family's error rate (its tests against them are in the family).
     pub winner: Option<String>,
+    /// The variant with the best mean, and the raw p-values of its tests
+    /// against every other variant but the baseline (`None` in a pair that
+    /// cannot be tested): what naming it the winner takes.
+    #[serde(skip)]
+    pub(super) leader: Option<(String, Vec<Option<f64>>)>,
     /// Variants in matrix order.
     pub rows: Vec<Row>,
 }
@@ -279,10 +320,42 @@ pub struct Problem {
     pub detail: String,
 }
 
-const METHOD_NOTE: &str =
-    "Counted repeats only (warm-up runs excluded). 95% CI of the mean: Student t. \
-Ratio: variant mean / baseline mean on the same host, 95% CI by the delta method on the log scale. \
-p: Welch's t-test, two-sided. A verdict or winner is named only at p < 0.05.";
+/// How the statistics are computed and decided: α, the family, the
+/// correction and the margin, named.
+fn method_note(rule: VerdictRule, families: &[Family]) -> String {
+    let family = match families {
+        [] => "each host's comparisons".to_owned(),
+        fs => {
+            let each: Vec<String> = fs
+                .iter()
+                .map(|f| {
+                    let n = f.difference_tests();
+                    format!("{} ({n} test{})", f.host, if n == 1 { "" } else { "s" })
+                })
+                .collect();
+            format!("each host's comparisons: {}", each.join(", "))
+        }
+    };
+    let correction = match rule.correction {
+        Correction::Holm => format!(
+            "Holm's step-down (Holm 1979) over the family's difference tests (each variant against its baseline, and the leader of a table against each other variant, which naming it best takes), and separately over its equivalence tests: the chance of any false faster or slower in a family is at most {ALPHA}, and so is the chance of any false equivalent"
+        ),
+        Correction::None => format!(
+            "none (correction = \"none\"): each test at {ALPHA} on its own, so a family of k tests may hold up to k × {ALPHA} false verdicts' chance"
+        ),
+    };
+    format!(
+        "Counted repeats only (warm-up runs excluded). 95% CI of the mean: Student t. \
+Ratio: variant mean / baseline mean on the same host; its tests and intervals by the delta method on the log scale with Welch–Satterthwaite degrees of freedom. \
+α = {ALPHA}. Family: {family}. Correction: {correction}. \
+Margin: ±{margin} (equivalent: two one-sided tests, Schuirmann 1987, the ratio's (1 − 2α) interval inside [1/(1+{margin}), 1+{margin}]). \
+p is each comparison's own, p adj. the family's; every interval of a verdict is drawn at the level its test was decided at ({} when alone), so it excludes 1, or lies inside the margin, exactly when the adjusted p is below α. \
+Inconclusive: the repeats per arm that would give {:.0}% power at the observed ratio and spread.",
+        level_text(1.0 - ALPHA),
+        compare::PLANNING_POWER * 100.0,
+        margin = rule.margin,
+    )
+}
 /// How rows are checked for order effects and size agreement
 /// ([`drift`]); the thresholds are its constants.
 fn checks_note() -> String {
@@ -293,7 +366,7 @@ a first-run outlier when the first counted run is at least {:.0}% from the other
 (0.6745 × distance ÷ the others' MAD) exceeds {} (the trend is then fitted without it). \
 Sizes (ZFS rows): du's on-disk bytes of the data directory are compared with the dataset's own allocated bytes (zfs referenced) and flagged when more than {:.0}% and more than {} apart; compressratio is ZFS's compression before allocation and may exceed du's apparent ÷ on-disk (each compressed record takes whole sectors).",
         drift::MIN_RUNS,
-        compare::ALPHA,
+        ALPHA,
         drift::MIN_TREND_CHANGE * 100.0,
         drift::MIN_OUTLIER_CHANGE * 100.0,
         drift::OUTLIER_Z,
@@ -455,12 +528,8 @@ fn build(
             });
         }
     }
-    let mut notes = vec![
-        METHOD_NOTE.to_owned(),
-        verdicts_note(),
-        checks_note(),
-        BLOCKING_NOTE.to_owned(),
-    ];
+    let rule = opts.rule.unwrap_or_default();
+    let mut notes = vec![verdicts_note(), checks_note(), BLOCKING_NOTE.to_owned()];
     match &opts.baseline {
         _ if side.is_some() => notes.push(format!(
             "Bundles side by side: a row is a variant of one bundle (\"variant @ bundle\"), compared with the same variant of {} on the same host; a significant difference means the run did not reproduce.",
@@ -539,9 +608,9 @@ fn build(
                 .map(|g| (g.key.filesystem.as_str(), g.values(metric)))
                 .collect();
             // Side by side, runs of the same variant are not contestants.
-            let winner = match side {
+            let leader = match side {
                 Some(_) => None,
-                None => compare::winner(&variants, metric).map(str::to_owned),
+                None => leader(&variants, baseline_name.as_deref(), metric),
             };
             if side.is_some() {
                 baseline_name = None;
@@ -558,24 +627,22 @@ fn build(
                                 g.values(metric),
                                 base.values(metric),
                                 metric,
+                                rule.margin,
                             )),
-                            None => Some(Comparison {
-                                baseline: b.clone(),
-                                ratio: None,
-                                welch: None,
-                                verdict: compare::Verdict::NoBaseline,
-                            }),
+                            None => Some(Comparison::no_baseline(b, metric)),
                         },
                         (None, Some(b), _) if *b == g.key.filesystem => None,
-                        (None, Some(b), Some(bv)) => {
-                            Some(compare::compare(b, g.values(metric), bv, metric))
-                        }
-                        _ => Some(Comparison {
-                            baseline: opts.baseline.clone().unwrap_or_default(),
-                            ratio: None,
-                            welch: None,
-                            verdict: compare::Verdict::NoBaseline,
-                        }),
+                        (None, Some(b), Some(bv)) => Some(compare::compare(
+                            b,
+                            g.values(metric),
+                            bv,
+                            metric,
+                            rule.margin,
+                        )),
+                        _ => Some(Comparison::no_baseline(
+                            &opts.baseline.clone().unwrap_or_default(),
+                            metric,
+                        )),
                     };
                     let in_order: Vec<f64> = run_order
                         .get(&g.key)
@@ -610,7 +677,8 @@ fn build(
             blocks.push(HostBlock {
                 host,
                 baseline: baseline_name,
-                winner,
+                winner: None,
+                leader,
                 rows,
             });
         }
@@ -665,6 +733,8 @@ fn build(
             b.repeat,
         ))
     });
+    let families = decide_families(&mut tables, rule);
+    notes.insert(0, method_note(rule, &families));
     let warnings = tables
         .iter()
         .flat_map(|t: &Table| &t.hosts)
@@ -673,10 +743,13 @@ fn build(
         .collect();
     Ok(Report {
         schema_version: REPORT_SCHEMA_VERSION,
-        verdicts: super::verdicts::verdict_lines(&tables),
+        verdicts: super::verdicts::verdict_lines(&tables, rule.margin),
         bundles: sources.iter().map(|s| s.name.to_owned()).collect(),
         baseline_requested: opts.baseline.clone(),
         cv_threshold: opts.stats.cv_threshold,
+        alpha: ALPHA,
+        rule,
+        families,
         trim_start_s: opts.stats.trim_start_s,
         trim_end_s: opts.stats.trim_end_s,
         notes,
@@ -768,4 +841,98 @@ fn alternated<'a>(sources: &[Source<'a>]) -> BTreeSet<RunKey<'a>> {
         })
         .map(|(k, _)| k)
         .collect()
+}
+
+/// The leader of a host's variants (the best mean on `metric`, when at least
+/// two have values) and the raw p of its test against every other variant
+/// but the baseline (whose test is the other's comparison).
+fn leader(
+    variants: &[(&str, &[f64])],
+    baseline: Option<&str>,
+    metric: Metric,
+) -> Option<(String, Vec<Option<f64>>)> {
+    if variants.iter().filter(|(_, v)| !v.is_empty()).count() < 2 {
+        return None;
+    }
+    let (best, best_values) = compare::best(variants, metric)?;
+    // The baseline's pairs are the others' comparisons with it.
+    if Some(best) == baseline {
+        return Some((best.to_owned(), Vec::new()));
+    }
+    let ps = variants
+        .iter()
+        .filter(|(name, _)| *name != best && Some(*name) != baseline)
+        .map(|(_, values)| LogRatio::of(best_values, values).map(|l| l.p_difference()))
+        .collect();
+    Some((best.to_owned(), ps))
+}
+
+/// Decide every host's comparisons as one family ([`compare::decide_family`])
+/// and name each table's winner: its leader, when the leader is decided
+/// better than every other variant in the family.  The families, in host
+/// order.
+fn decide_families(tables: &mut [Table], rule: VerdictRule) -> Vec<Family> {
+    let hosts: BTreeSet<String> = tables
+        .iter()
+        .flat_map(|t| t.hosts.iter().map(|h| h.host.clone()))
+        .collect();
+    let mut families = Vec::new();
+    for host in hosts {
+        let extra: Vec<f64> = tables
+            .iter()
+            .flat_map(|t| &t.hosts)
+            .filter(|h| h.host == host)
+            .filter_map(|h| h.leader.as_ref())
+            .flat_map(|(_, ps)| ps.iter().flatten().copied())
+            .collect();
+        let mut comparisons: Vec<&mut Comparison> = tables
+            .iter_mut()
+            .flat_map(|t| &mut t.hosts)
+            .filter(|h| h.host == host)
+            .flat_map(|h| &mut h.rows)
+            .filter_map(|r| r.comparison.as_mut())
+            .collect();
+        let tested = comparisons.iter().filter(|c| c.estimate.is_some()).count();
+        let adjusted = compare::decide_family(&mut comparisons, &extra, rule);
+        let mut adjusted = adjusted.into_iter();
+        for h in tables.iter_mut().flat_map(|t| &mut t.hosts) {
+            if h.host != host {
+                continue;
+            }
+            let Some((name, ps)) = &h.leader else {
+                continue;
+            };
+            // Its tests against the others but the baseline, in order.
+            let mut decided = true;
+            for p in ps {
+                match p {
+                    Some(_) => decided &= adjusted.next().is_some_and(|a| a < ALPHA),
+                    None => decided = false,
+                }
+            }
+            // Against the baseline: the baseline's comparison with it, or,
+            // when it is the baseline, every other's with it.
+            let against_baseline = h.rows.iter().all(|r| {
+                let Some(c) = &r.comparison else {
+                    return true;
+                };
+                if &r.stats.key.filesystem == name {
+                    c.verdict.better()
+                } else if h.baseline.as_deref() == Some(name.as_str()) {
+                    c.verdict.worse()
+                } else {
+                    true
+                }
+            });
+            if decided && against_baseline {
+                h.winner = Some(name.clone());
+            }
+        }
+        families.push(Family {
+            host,
+            comparisons: tested,
+            leader_tests: extra.len(),
+        });
+    }
+    families
 }

@@ -5,7 +5,9 @@ use crate::results::analysis::compare;
 use crate::text::csv_text;
 
 /// The columns of `--format csv`, one row per host × filesystem × workload × clients;
-/// `metric` says what the ratio, p and verdict compare (tps, latency, load_time).
+/// `metric` says what the ratio, p and verdict compare (tps, latency, load_time);
+/// `ci_*` is the difference test's interval at the level it was decided at
+/// (after the family's correction), `tost_*` the equivalence test's.
 pub const REPORT_CSV_HEADER: &[&str] = &[
     "workload",
     "clients",
@@ -39,9 +41,20 @@ pub const REPORT_CSV_HEADER: &[&str] = &[
     "ratio",
     "ratio_ci95_low",
     "ratio_ci95_high",
-    "welch_t",
-    "welch_df",
+    "t",
+    "df",
     "p_value",
+    "p_adjusted",
+    "ci_level",
+    "ci_low",
+    "ci_high",
+    "margin",
+    "tost_p_value",
+    "tost_p_adjusted",
+    "tost_ci_level",
+    "tost_ci_low",
+    "tost_ci_high",
+    "repeats_to_decide",
     "verdict",
     "winner",
 ];
@@ -83,7 +96,8 @@ fn csv_row(t: &Table, h: &HostBlock, row: &Row) -> [String; REPORT_CSV_HEADER.le
     let ps = g.per_second_tps.as_ref();
     let c = row.comparison.as_ref();
     let ratio = c.and_then(|c| c.ratio);
-    let welch = c.and_then(|c| c.welch);
+    let d = c.and_then(|c| c.difference);
+    let e = c.and_then(|c| c.equivalence);
     [
         csv_text(&t.workload),
         t.clients.to_string(),
@@ -121,9 +135,21 @@ fn csv_row(t: &Table, h: &HostBlock, row: &Row) -> [String; REPORT_CSV_HEADER.le
         num(ratio.map(|x| x.ratio)),
         num(ratio.and_then(|x| x.ci95).map(|c| c.0)),
         num(ratio.and_then(|x| x.ci95).map(|c| c.1)),
-        num(welch.map(|w| w.t)),
-        num(welch.map(|w| w.df)),
-        num(welch.map(|w| w.p)),
+        num(d.map(|d| d.t)),
+        num(d.map(|d| d.df)),
+        num(d.map(|d| d.p)),
+        num(d.map(|d| d.p_adjusted)),
+        num(d.map(|d| d.ci.level)),
+        num(d.map(|d| d.ci.low)),
+        num(d.map(|d| d.ci.high)),
+        num(e.map(|e| e.margin)),
+        num(e.map(|e| e.p)),
+        num(e.map(|e| e.p_adjusted)),
+        num(e.map(|e| e.ci.level)),
+        num(e.map(|e| e.ci.low)),
+        num(e.map(|e| e.ci.high)),
+        c.and_then(|c| c.repeats_to_decide)
+            .map_or_else(String::new, |n| n.to_string()),
         c.map_or(compare::Verdict::Baseline.text(), |c| c.verdict.text())
             .to_owned(),
         (h.winner.as_deref() == Some(g.key.filesystem.as_str())).to_string(),

@@ -12,6 +12,7 @@ use super::{
     build_report, check_pooling, label_standins, label_tcg_guests, mark_checksums, mark_compared,
     mark_differences, mark_platforms, mark_standins, Report, ReportError, ReportOptions, Source,
 };
+use crate::config::VerdictRule;
 use crate::results::bundle::definitions::{read_recorded, Recorded};
 use crate::results::bundle::read::{
     check_checksums, guest_hosts, load_bundle_results, standin_hosts, ChecksumCheck, GuestInfo,
@@ -106,7 +107,18 @@ impl ReportInputs {
     /// their physical hosts and the checksums are marked.
     pub fn build(&self, opts: &ReportOptions) -> Result<Report, ReportError> {
         let differences = check_pooling(&self.recorded, opts.by_bundle)?;
-        let mut r = build_report(&self.sources(), opts)?;
+        let (rule, rule_note) = match opts.rule {
+            Some(rule) => (Some(rule), None),
+            None => recorded_rule(&self.recorded),
+        };
+        let opts = ReportOptions {
+            rule,
+            ..opts.clone()
+        };
+        let mut r = build_report(&self.sources(), &opts)?;
+        if let Some(note) = rule_note {
+            r.notes.insert(0, note);
+        }
         mark_compared(&mut r, &self.recorded);
         mark_differences(&mut r, &self.recorded, differences);
         mark_standins(&mut r, &self.standins);
@@ -114,4 +126,47 @@ impl ReportInputs {
         mark_checksums(&mut r, &self.checks);
         Ok(r)
     }
+}
+
+/// The rule the bundles recorded (the first bundle's that did), and a note
+/// when some bundle's plan predates the rule (its report now decides with
+/// the first's, or the defaults) or two bundles recorded different rules.
+fn recorded_rule(recorded: &[Recorded]) -> (Option<VerdictRule>, Option<String>) {
+    let rules: Vec<(&str, Option<VerdictRule>)> = recorded
+        .iter()
+        .filter_map(|r| r.definitions.as_ref().map(|d| (r.bundle.as_str(), d.rule)))
+        .collect();
+    let first = rules.iter().find_map(|(b, r)| r.map(|r| (*b, r)));
+    let rule = first.map_or_else(VerdictRule::default, |(_, r)| r);
+    let older: Vec<&str> = rules
+        .iter()
+        .filter(|(_, r)| r.is_none())
+        .map(|(b, _)| *b)
+        .collect();
+    let differ: Vec<String> = rules
+        .iter()
+        .filter_map(|(b, r)| {
+            r.filter(|r| *r != rule)
+                .map(|r| format!("{b} ({}, {})", r.margin, r.correction))
+        })
+        .collect();
+    let mut said = Vec::new();
+    if !older.is_empty() {
+        said.push(format!(
+            "Predates decided verdicts: {} recorded no margin or correction (made before fsmatrix decided faster, slower, equivalent or inconclusive at a family's error rate); decided here with margin {} and correction {}.",
+            older.join(", "),
+            rule.margin,
+            rule.correction
+        ));
+    }
+    if !differ.is_empty() {
+        said.push(format!(
+            "Bundles recorded other verdict rules: {}; decided here with {}'s (margin {}, correction {}).",
+            differ.join(", "),
+            first.map_or("the first", |(b, _)| b),
+            rule.margin,
+            rule.correction
+        ));
+    }
+    (Some(rule), (!said.is_empty()).then(|| said.join(" ")))
 }

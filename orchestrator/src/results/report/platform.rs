@@ -176,10 +176,11 @@ fn platforms_of(r: &Report, g: &GuestInfo) -> Vec<Platform> {
             let (mut ratio, mut ci, mut p) = (None, None, None);
             if let (Some(m), false, false) = (metric, metal.is_empty(), guest.is_empty()) {
                 // The same statistics as a variant against its baseline.
-                let c = compare::compare(&g.physical, &guest, &metal, m);
+                // Each platform ratio is its own question, at α alone.
+                let c = compare::compare(&g.physical, &guest, &metal, m, Default::default());
                 ratio = c.ratio.map(|x| x.ratio);
                 ci = c.ratio.and_then(|x| x.ci95);
-                p = c.welch.map(|w| w.p);
+                p = c.p();
             }
             Platform {
                 physical_host: g.physical.clone(),

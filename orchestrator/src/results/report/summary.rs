@@ -1,11 +1,9 @@
-//! The summary `run` ends with on a terminal: per workload, client count
-//! and host, which variant won and by how much, the way hyperfine says it
-//! ("`xfs` ran 1.23 ± 0.04 times faster than `ext4`"), the noisy groups
-//! named, and where the full report is.  Rows are compared on their
-//! table's [`Metric`]: a rate-limited workload on latency ("`xfs` had 1.10
-//! ± 0.03 times lower latency than `ext4`"), a SQL script on its load time
-//! ("`zfs-on` loaded 1.20 ± 0.10 times faster"), led by its statements'
-//! times and sizes; then each guest against its physical host
+//! The summary `run` ends with on a terminal: the answer, once (the
+//! verdict lines of [`super::verdicts`]: faster, slower, equivalent or
+//! inconclusive, with the ratio, its interval and the adjusted p), then per
+//! workload, client count and host only what the answer leaves out: a SQL
+//! script's statements' times and sizes, a rate-limited row's schedule
+//! lag, the noisy groups and the warnings; then each guest against its physical host
 //! ([`super::platform`]: "ext4 on metal1: under KVM (virtio-blk,
 //! cache=none) 0.62 ± 0.05 times the tps of bare metal (p < 0.001)").
 //! It fits `width` columns (100 by
@@ -21,8 +19,7 @@ use super::platform::{platform_line, platform_sections, PLATFORM_HEADING};
 use super::verdicts::VERDICTS_HEADING;
 use super::view::{ms_text, statement_label};
 use super::{Report, ReportOptions, Row};
-use crate::results::analysis::compare::{times_better, welch, ALPHA};
-use crate::results::analysis::stats::{p_text, Metric};
+use crate::results::analysis::stats::Metric;
 use crate::results::{BundleError, CellResult};
 use crate::text::iec_bytes;
 
@@ -60,21 +57,17 @@ pub fn write_full_reports(
     Ok((md, html))
 }
 
-/// `1.23 ± 0.04` (the CI's half-width), or `1.23` without a CI: how many
-/// times better `best` is than `other` on `m`.
-fn ratio_text(best: &Row, other: &Row, m: Metric) -> Option<String> {
-    let r = times_better(best.stats.values(m), other.stats.values(m), m)?;
-    Some(match r.ci95 {
-        Some((lo, hi)) => format!("{:.2} ± {:.2}", r.ratio, (hi - lo) / 2.0),
-        None => format!("{:.2}", r.ratio),
-    })
-}
-
-/// A row's mean of `m` with its unit (`812 tps`, `4.21 ms`, `28.67 s`).
-fn mean_text(row: &Row, m: Metric) -> String {
-    row.stats
-        .summary(m)
-        .map_or_else(|| "?".into(), |s| m.value_text(s.mean))
+/// `decided at α = 0.05 per host (Holm's step-down), equivalent within
+/// ±5%`: the rule the answer was decided by, in a few words.
+pub fn decided_at(r: &Report) -> String {
+    let how = match r.rule.correction {
+        crate::config::Correction::Holm => "Holm's step-down",
+        crate::config::Correction::None => "no correction: each test alone",
+    };
+    format!(
+        "decided at α = {} per host ({how}), equivalent within ±{}",
+        r.alpha, r.rule.margin
+    )
 }
 
 /// The summary text, wrapped at `width` columns.
@@ -89,12 +82,13 @@ pub fn render_summary(r: &Report, width: usize) -> String {
         for v in &r.verdicts {
             wrap_into(&mut out, &format!("  {}", v.sentence), width);
         }
+        wrap_into(&mut out, &format!("  ({})", decided_at(r)), width);
         out.push('\n');
     }
     for t in &r.tables {
         let m = t.metric;
         for hb in &t.hosts {
-            let mut rows: Vec<&Row> = hb
+            let rows: Vec<&Row> = hb
                 .rows
                 .iter()
                 .filter(|r| !r.stats.values(m).is_empty())
@@ -102,15 +96,6 @@ pub fn render_summary(r: &Report, width: usize) -> String {
             if rows.is_empty() {
                 continue;
             }
-            let mean = |r: &Row| r.stats.summary(m).map_or(f64::NAN, |s| s.mean);
-            rows.sort_by(|a, b| {
-                let o = mean(b).total_cmp(&mean(a));
-                if m.higher_is_better() {
-                    o
-                } else {
-                    o.reverse()
-                }
-            });
             let how = match m {
                 Metric::Tps => String::new(),
                 Metric::Latency => format!(
@@ -126,58 +111,12 @@ pub fn render_summary(r: &Report, width: usize) -> String {
                 if t.clients == 1 { "" } else { "s" },
                 hb.host
             )];
-            let best = rows[0];
-            let n_min = rows
-                .iter()
-                .map(|r| r.stats.values(m).len())
-                .min()
-                .unwrap_or(0);
             let fs = |r: &Row| format!("`{}`", r.stats.key.filesystem);
-            let lead = match m {
-                Metric::Tps => "highest mean",
-                Metric::Latency => "lowest mean latency",
-                Metric::LoadTime => "shortest mean load time",
-            };
+            // The answer is said once, above: here only what it leaves out
+            // (statements and sizes, lag, noise, warnings).
             if m == Metric::LoadTime {
                 for row in &rows {
                     lines.push(format!("  {}: {}", fs(row), load_line(row)));
-                }
-            }
-            if rows.len() == 1 {
-                lines.push(format!(
-                    "  {}: {} (n = {}), nothing to compare with",
-                    fs(best),
-                    mean_text(best, m),
-                    best.stats.values(m).len()
-                ));
-            } else if n_min < 2 {
-                lines.push(format!(
-                    "  too few repeats to test (n = {n_min}); {lead}: {} {}",
-                    fs(best),
-                    mean_text(best, m)
-                ));
-            } else {
-                let head = match &hb.winner {
-                    Some(_) => format!("  {} {}", fs(best), m.verb()),
-                    None => format!("  {lead}: {}; the others against it:", fs(best)),
-                };
-                lines.push(head);
-                for other in &rows[1..] {
-                    let ratio = ratio_text(best, other, m).unwrap_or_else(|| "?".into());
-                    let p = welch(best.stats.values(m), other.stats.values(m))
-                        .map(|w| w.p)
-                        .unwrap_or(1.0);
-                    let word = m.better_words();
-                    let word = if p < ALPHA {
-                        word.to_owned()
-                    } else {
-                        format!("{word} (not significant)")
-                    };
-                    lines.push(format!(
-                        "    {ratio} times {word} than {} ({})",
-                        fs(other),
-                        p_text(p)
-                    ));
                 }
             }
             if m == Metric::Latency {
@@ -215,6 +154,9 @@ pub fn render_summary(r: &Report, width: usize) -> String {
                     "  warning (see the full report): {}",
                     warned.join("; ")
                 ));
+            }
+            if lines.len() == 1 {
+                continue;
             }
             for l in lines {
                 wrap_into(&mut out, &l, width);

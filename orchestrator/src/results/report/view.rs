@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 
 use super::{Report, Row, Table};
-use crate::results::analysis::compare::Verdict;
+use crate::results::analysis::compare::{level_text, Verdict};
 use crate::results::analysis::stats::{p_cell, Metric, Summary};
 use crate::text;
 
@@ -64,8 +64,8 @@ pub static RESULT_COLUMNS: [Column; 15] = [
     col("mean tps ± 95% CI", Kind::Number),
     col("CV", Kind::Number),
     col("latency ms (mean)", Kind::Number),
-    col("vs baseline (95% CI)", Kind::Number),
-    col("p", Kind::Number),
+    col("vs baseline (CI at adj. level)", Kind::Number),
+    col("p adj.", Kind::Number),
     col("verdict", Kind::Text),
     col("on disk", Kind::Number),
     col("apparent", Kind::Number),
@@ -88,8 +88,8 @@ pub static LATENCY_COLUMNS: [Column; 18] = [
     col("schedule lag ms (mean, max)", Kind::Number),
     col("skipped", Kind::Number),
     col("late", Kind::Number),
-    col("latency vs baseline (95% CI)", Kind::Number),
-    col("p", Kind::Number),
+    col("latency vs baseline (CI at adj. level)", Kind::Number),
+    col("p adj.", Kind::Number),
     col("verdict", Kind::Text),
     col("on disk", Kind::Number),
     col("apparent", Kind::Number),
@@ -108,8 +108,8 @@ pub static LOAD_COLUMNS: [Column; 18] = [
     col("load s min–max", Kind::Number),
     col("mean load s ± 95% CI", Kind::Number),
     col("CV", Kind::Number),
-    col("load time vs baseline (95% CI)", Kind::Number),
-    col("p", Kind::Number),
+    col("load time vs baseline (CI at adj. level)", Kind::Number),
+    col("p adj.", Kind::Number),
     col("verdict", Kind::Text),
     col("on disk", Kind::Number),
     col("on disk vs baseline", Kind::Number),
@@ -443,14 +443,21 @@ fn result_cells(row: &Row, m: Metric, sizes: SizeText) -> Vec<String> {
             Verdict::Baseline.text().to_owned(),
         ),
         Some(c) => {
-            let ratio = match c.ratio {
-                Some(rt) => match rt.ci95 {
-                    Some((lo, hi)) => format!("{:.3} ({lo:.3}–{hi:.3})", rt.ratio),
-                    None => format!("{:.3}", rt.ratio),
-                },
-                None => DASH.into(),
+            // The interval its difference test was decided at (the
+            // family's adjusted level), and that level when not 95%.
+            let ratio = match (c.ratio, c.difference) {
+                (Some(rt), Some(d)) => {
+                    let level = if (d.ci.level - 0.95).abs() < 1e-12 {
+                        String::new()
+                    } else {
+                        format!(", {}", level_text(d.ci.level))
+                    };
+                    format!("{:.3} ({:.3}–{:.3}{level})", rt.ratio, d.ci.low, d.ci.high)
+                }
+                (Some(rt), None) => format!("{:.3}", rt.ratio),
+                (None, _) => DASH.into(),
             };
-            let p = c.welch.map_or(DASH.into(), |w| p_cell(w.p));
+            let p = c.p_adjusted().map_or(DASH.into(), p_cell);
             let verdict = c.verdict.text().to_owned();
             (ratio, p, verdict)
         }

@@ -179,7 +179,7 @@ pub(super) fn plots_ratio(r: &Report, order: &[String]) -> Result<Vec<Figure>, S
                     },
                     variant: x.variant.clone(),
                     ratio: x.ratio.filter(|r| r.is_finite())?,
-                    ci: x.ci95,
+                    ci: x.ci.map(|c| (c.low, c.high)),
                     significant: x.verdict.better() || x.verdict.worse(),
                 })
             })
@@ -204,8 +204,8 @@ pub(super) fn plots_ratio(r: &Report, order: &[String]) -> Result<Vec<Figure>, S
             &title,
             &dots,
             &format!("{baseline} = 1"),
-            "variant (* p < 0.05; hollow: tied or untestable)",
-            &format!("ratio of {what}, 95% CI"),
+            "variant (* faster or slower at the family's error rate; hollow: equivalent, inconclusive or untestable)",
+            &format!("ratio of {what}, interval at each verdict's adjusted level"),
             order,
         );
         out.push(figure(RATIO_PLOT, &title, svg));
