@@ -319,16 +319,16 @@ pg_conf_value() {
 	printf "'%s'" "$(printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e "s/'/''/g")"
 }
 
-# write_pg_conf FILE PORT SOCKDIR ARGS...: fsmatrix's own settings file:
-# listen on 127.0.0.1 only, the cell's port and socket, then every pg_set.
+# write_pg_conf PORT SOCKDIR ARGS...: fsmatrix's own settings file on
+# stdout: no TCP listener (the cell's socket is the only way in), the cell's
+# port and socket, then every pg_set.
 write_pg_conf() {
-	_wc_file=$1
-	_wc_port=$2
-	_wc_sock=$3
-	shift 3
+	_wc_port=$1
+	_wc_sock=$2
+	shift 2
 	{
 		printf '# written by fsmatrix: rewritten at every pg-init\n'
-		printf "listen_addresses = '127.0.0.1'\n"
+		printf "listen_addresses = ''\n"
 		printf 'port = %s\n' "$_wc_port"
 		printf 'unix_socket_directories = %s\n' "$(pg_conf_value "$_wc_sock")"
 		for _wc_a in ${1+"$@"}; do
@@ -344,8 +344,7 @@ write_pg_conf() {
 			pg_set=*) usage_die "pg_set=${_wc_a#pg_set=} is not name=value" ;;
 			esac
 		done
-	} >"$_wc_file.tmp"
-	mv -f "$_wc_file.tmp" "$_wc_file"
+	}
 }
 
 # verb_cat ARGS...: print a file under work= (for fetching outputs).
@@ -570,6 +569,37 @@ pg_common() {
 	fi
 }
 
+# pg_write FILE: stdin into FILE, as PG_USER (FILE is in the data folder,
+# which PG_USER owns), through FILE.tmp and a rename: the rename replaces a
+# link at FILE rather than following it, and whatever FILE.tmp is, it is
+# opened with PG_USER's rights only.
+pg_write() {
+	log "+ [as $PG_USER] write $1"
+	# shellcheck disable=SC2016 # the line is for sh -c, with its own $1
+	as_pg_user_out "$PG_USER" sh -c 'umask 077 && cat >"$1.tmp" && mv -f "$1.tmp" "$1"' sh "$1"
+}
+
+# write_pg_hba: who may connect, and as which role, on stdout.  Only the
+# cell's socket (there is no TCP listener) and only peer authentication:
+# the OS user PG_USER as the superuser PG_USER, and through the map
+# (write_pg_ident) the client user as CLIENT_ROLE and the ssh login user
+# (the orchestrator's counters, through a streamlocal tunnel) as
+# MONITOR_ROLE.  Anything else matches no line and is refused by
+# PostgreSQL: a local user, a script's `\c - postgres`, a consented `\!`.
+write_pg_hba() {
+	printf '# written by fsmatrix at every pg-init: peer authentication on the cell socket only\n'
+	printf '# TYPE DATABASE USER METHOD\n'
+	printf 'local all %s peer\n' "$PG_USER"
+	printf 'local all %s peer map=fsmatrix\n' "$CLIENT_ROLE" "$MONITOR_ROLE"
+}
+
+# write_pg_ident MONITOR_USER: the map of write_pg_hba, on stdout.
+write_pg_ident() {
+	printf '# written by fsmatrix at every pg-init\n'
+	printf '# MAPNAME SYSTEM-USERNAME PG-USERNAME\n'
+	printf 'fsmatrix %s %s\n' "$CLIENT_USER" "$CLIENT_ROLE" "$1" "$MONITOR_ROLE"
+}
+
 pg_running() {
 	[ -f "$PGDATA/postmaster.pid" ] && as_pg_user "$PG_USER" "$PG_BIN/pg_ctl" -D "$PGDATA" status >/dev/null 2>&1
 }
@@ -579,6 +609,12 @@ verb_pg_init() {
 	[ -n "$CELL" ] || usage_die "missing argument cell="
 	_pi_port=$(need port ${1+"$@"})
 	check_uint port "$_pi_port"
+	client_user_of ${1+"$@"}
+	_pi_mon=$(need monitor_user ${1+"$@"})
+	case $_pi_mon in '' | -* | *[!A-Za-z0-9_.-]*) usage_die "monitor_user=$_pi_mon is not [A-Za-z0-9_.-]+ (the ssh login user)" ;; esac
+	id -u "$_pi_mon" >/dev/null 2>&1 || die "monitor_user $_pi_mon does not exist on this host; valid: the user fsmatrix logs in as"
+	# A bad pg_set stops here, before anything is made (usage_die in $(...)).
+	_pi_conf=$(write_pg_conf "$_pi_port" "$SOCK" ${1+"$@"}) || exit $?
 	_pi_mline=$(mount_line "$(resolve "$MNT")")
 	[ -n "$_pi_mline" ] || die "$MNT is not mounted: run mount first (pgdata must live on the filesystem under test)"
 	run mkdir -p "$CELL" "$SOCK"
@@ -590,18 +626,24 @@ verb_pg_init() {
 	if [ -f "$PGDATA/PG_VERSION" ]; then
 		log "initdb skipped: $PGDATA/PG_VERSION exists"
 	else
-		if ! as_pg_user "$PG_USER" "$PG_BIN/initdb" -D "$PGDATA" -U "$PG_USER" --auth=trust -E UTF8 --locale=C; then
+		if ! as_pg_user "$PG_USER" "$PG_BIN/initdb" -D "$PGDATA" -U "$PG_USER" --auth-local=peer --auth-host=reject -E UTF8 --locale=C; then
 			die "initdb -D $PGDATA as $PG_USER failed"
 		fi
 	fi
 	_pi_t1=$(now_ms)
-	write_pg_conf "$PGDATA/fsmatrix.conf" "$_pi_port" "$SOCK" ${1+"$@"}
-	run chown "$PG_USER" "$PGDATA/fsmatrix.conf"
-	if ! grep -q "^include 'fsmatrix.conf'" "$PGDATA/postgresql.conf"; then
-		printf "\n# fsmatrix: the cell's settings, last so they win\ninclude 'fsmatrix.conf'\n" >>"$PGDATA/postgresql.conf"
-	fi
+	# Every file in the data folder is written by its owner, PG_USER, never
+	# by root: a link PG_USER planted there gets no more than PG_USER's rights.
+	printf '%s\n' "$_pi_conf" | pg_write "$PGDATA/fsmatrix.conf" || die "writing $PGDATA/fsmatrix.conf as $PG_USER failed"
+	write_pg_hba | pg_write "$PGDATA/pg_hba.conf" || die "writing $PGDATA/pg_hba.conf as $PG_USER failed"
+	write_pg_ident "$_pi_mon" | pg_write "$PGDATA/pg_ident.conf" || die "writing $PGDATA/pg_ident.conf as $PG_USER failed"
+	log "+ [as $PG_USER] include 'fsmatrix.conf' at the end of $PGDATA/postgresql.conf (once)"
+	# shellcheck disable=SC2016 # the line is for sh -c, with its own $1 $2 $3
+	as_pg_user_out "$PG_USER" sh -c 'grep -qxF "$2" "$1" || printf "\n%s\n%s\n" "$3" "$2" >>"$1"' sh \
+		"$PGDATA/postgresql.conf" "include 'fsmatrix.conf'" "# fsmatrix: the cell's settings, last so they win" ||
+		die "including fsmatrix.conf in $PGDATA/postgresql.conf as $PG_USER failed"
 	kv pgdata "$PGDATA"
 	kv conf "$PGDATA/fsmatrix.conf"
+	kv hba "$PGDATA/pg_hba.conf"
 	kv socket_dir "$SOCK"
 	kv initdb_ms "$((_pi_t1 - _pi_t0))"
 }
@@ -717,6 +759,18 @@ verb_pg_stop() {
 # database and has no superuser rights, so a script's `COPY … PROGRAM`,
 # `lo_import` or untrusted language is refused by PostgreSQL itself.
 CLIENT_ROLE=fsmatrix
+# The role the orchestrator reads PostgreSQL's counters as (pg_monitor's
+# rights: statistics and settings, nothing else).
+MONITOR_ROLE=fsmatrix_monitor
+
+# client_user_of ARGS...: sets CLIENT_USER (client_user=, default nobody),
+# an existing user that is not root.
+client_user_of() {
+	CLIENT_USER=$(opt client_user nobody ${1+"$@"})
+	case $CLIENT_USER in '' | -* | *[!a-z0-9_-]*) usage_die "client_user=$CLIENT_USER is not [a-z0-9_-]+" ;; esac
+	_cu_uid=$(id -u "$CLIENT_USER" 2>/dev/null) || die "client_user $CLIENT_USER does not exist on this host; valid: an unprivileged user (client_user in the inventory)"
+	[ "$_cu_uid" != 0 ] || die "client_user $CLIENT_USER has uid 0: psql and pgbench never run as root"
+}
 
 # client_common ARGS...: sets PG_BIN PG_USER SOCK PORT OUT DB CLIENT_USER
 # CDIR for pgbench/psql.  psql and pgbench run as CLIENT_USER (never root:
@@ -724,10 +778,7 @@ CLIENT_ROLE=fsmatrix
 # one folder of the run it may write in.
 client_common() {
 	pg_who ${1+"$@"}
-	CLIENT_USER=$(opt client_user nobody ${1+"$@"})
-	case $CLIENT_USER in '' | -* | *[!a-z0-9_-]*) usage_die "client_user=$CLIENT_USER is not [a-z0-9_-]+" ;; esac
-	_cc_uid=$(id -u "$CLIENT_USER" 2>/dev/null) || die "client_user $CLIENT_USER does not exist on this host; valid: an unprivileged user (client_user in the inventory)"
-	[ "$_cc_uid" != 0 ] || die "client_user $CLIENT_USER has uid 0: psql and pgbench never run as root"
+	client_user_of ${1+"$@"}
 	CELL=$(need cell ${1+"$@"})
 	check_abs cell "$CELL"
 	SOCK=${CELL%/}/sock
@@ -790,6 +841,11 @@ verb_load() {
 	if [ "$_l_role" != 1 ]; then
 		log "+ [as $PG_USER] create role $CLIENT_ROLE (login, no superuser)"
 		admin_psql "create role $CLIENT_ROLE login nosuperuser nocreatedb nocreaterole noreplication" >/dev/null || die "create role $CLIENT_ROLE failed"
+	fi
+	_l_mon=$(admin_psql "select 1 from pg_roles where rolname = '$MONITOR_ROLE'") || die "psql to $SOCK port $PORT failed"
+	if [ "$_l_mon" != 1 ]; then
+		log "+ [as $PG_USER] create role $MONITOR_ROLE (login, pg_monitor only)"
+		admin_psql "create role $MONITOR_ROLE login nosuperuser nocreatedb nocreaterole noreplication in role pg_monitor" >/dev/null || die "create role $MONITOR_ROLE failed"
 	fi
 	_l_exists=$(admin_psql "select 1 from pg_database where datname = '$DB'") || die "psql to $SOCK port $PORT failed"
 	if [ "$_l_exists" != 1 ]; then

@@ -1779,9 +1779,11 @@ fn a_full_device_fails_its_cell_as_device_full_and_the_next_filesystem_runs() {
 
 /// On a host whose owner allows script commands, a SQL script's `\!` and a
 /// pgbench script's `\shell` run as the unprivileged `client_user`, never
-/// root; and `COPY … TO PROGRAM` is refused by PostgreSQL itself (the
-/// clients connect as a role without superuser rights).  The other cells'
-/// results keep their shape.
+/// root; `COPY … TO PROGRAM` is refused by PostgreSQL itself (the clients
+/// connect as a role without superuser rights); and neither that user (a
+/// local user of the host while the cell runs) nor the script's `\c` can
+/// connect as the superuser: peer authentication on the cell's socket, no
+/// TCP listener.  The other cells' results keep their shape.
 #[test]
 fn allowed_script_commands_run_unprivileged_and_copy_to_program_is_refused() {
     let lab = Lab::hold(&["lab2"]);
@@ -1799,13 +1801,19 @@ fn allowed_script_commands_run_unprivileged_and_copy_to_program_is_refused() {
          [[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n\
          [[workload]]\nname = \"uid\"\nsql_script = \"uid.sql\"\n\
          [[workload]]\nname = \"prog\"\nsql_script = \"prog.sql\"\n\
+         [[workload]]\nname = \"su\"\nsql_script = \"su.sql\"\n\
          [[workload]]\nname = \"shell\"\npgbench_script = \"shell.pgbench\"\nscale = 1\nclients = [1]\ntransactions = 2\n",
     );
     write(
         tmp.path(),
         "uid.sql",
-        "create table t (a int);\n\\! echo fsmx-sql-uid=$(id -u)\ninsert into t select generate_series(1, 100);\n",
+        "create table t (a int);\n\\! echo fsmx-sql-uid=$(id -u)\n\
+         \\setenv PGHOST :HOST\n\\setenv PGPORT :PORT\n\
+         \\! psql -X -At -U postgres -d postgres -c 'select 1' >/dev/null 2>&1; echo fsmx-su-socket-rc=$?\n\
+         \\! psql -X -At -h 127.0.0.1 -U postgres -d postgres -c 'select 1' >/dev/null 2>&1; echo fsmx-su-tcp-rc=$?\n\
+         insert into t select generate_series(1, 100);\n",
     );
+    write(tmp.path(), "su.sql", "\\c - postgres\nselect 1;\n");
     write(
         tmp.path(),
         "prog.sql",
@@ -1837,12 +1845,24 @@ fn allowed_script_commands_run_unprivileged_and_copy_to_program_is_refused() {
         why.contains("must be superuser or have privileges of the pg_execute_server_program role"),
         "{why}"
     );
+    let su = cell("su");
+    assert_eq!(su["status"]["state"], "failed", "{su}");
+    let why = su["status"]["stderr_tail"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("Peer authentication failed for user \"postgres\""),
+        "{why}"
+    );
     // The uids the commands printed, from the cells' raw output.
     let mut uids = Vec::new();
     for e in walkdir(&bundle.join("data/cells")) {
         let text = String::from_utf8_lossy(&std::fs::read(&e).unwrap_or_default()).into_owned();
         for l in text.lines() {
-            for key in ["fsmx-sql-uid=", "fsmx-pgbench-uid="] {
+            for key in [
+                "fsmx-sql-uid=",
+                "fsmx-pgbench-uid=",
+                "fsmx-su-socket-rc=",
+                "fsmx-su-tcp-rc=",
+            ] {
                 if let Some(u) = l.trim().strip_prefix(key) {
                     uids.push((key, u.to_string()));
                 }
@@ -1860,6 +1880,18 @@ fn allowed_script_commands_run_unprivileged_and_copy_to_program_is_refused() {
             let n: u32 = u.parse().unwrap_or_else(|_| panic!("{key}{u}"));
             assert_ne!(n, 0, "{key}: the script's command ran as root");
         }
+    }
+    // psql's exit 2: it could not connect, as the superuser, either way.
+    for key in ["fsmx-su-socket-rc=", "fsmx-su-tcp-rc="] {
+        let got: Vec<&String> = uids
+            .iter()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, u)| u)
+            .collect();
+        assert!(
+            !got.is_empty() && got.iter().all(|rc| *rc == "2"),
+            "{key}: {uids:?}"
+        );
     }
     // The shape of the results holds: the pgbench cell has its tps.
     assert!(

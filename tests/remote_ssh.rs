@@ -627,11 +627,11 @@ async fn a_dropped_connection_is_reestablished_once() {
 }
 
 #[tokio::test]
-async fn tunnel_reaches_postgres_on_the_hosts_loopback() {
+async fn tunnel_reaches_postgres_on_the_hosts_socket() {
     let sshd = Sshd::start();
     let pg = Postgres::start();
     let r = connect(&sshd).await;
-    let stream = r.tunnel(pg.port).await.expect("tunnel opens");
+    let stream = r.tunnel(&pg.socket()).await.expect("tunnel opens");
     let mut config = tokio_postgres::Config::new();
     config.user("postgres").dbname("postgres");
     let (client, connection) = config
@@ -647,22 +647,22 @@ async fn tunnel_reaches_postgres_on_the_hosts_loopback() {
     assert!(version.starts_with("PostgreSQL 15"), "{version}");
     let port: String = client.query_one("SHOW port", &[]).await.unwrap().get(0);
     assert_eq!(port, pg.port.to_string());
+    // Over the socket, not TCP: the server has no client address for it.
+    let addr: Option<String> = client
+        .query_one("SELECT inet_client_addr()::text", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(addr, None, "the tunnel reached postgres over TCP");
     drop(client);
     let _ = conn.await;
-    // A port nobody listens on: a clear error, not a hang.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let err = match r.tunnel(closed).await {
-        Ok(_) => panic!("a tunnel to a closed port opened"),
+    // A socket nobody listens on: a clear error that names it, not a hang.
+    let absent = format!("{}/.s.PGSQL.1", pg.dir().display());
+    let err = match r.tunnel(&absent).await {
+        Ok(_) => panic!("a tunnel to a missing socket opened"),
         Err(e) => e,
     };
-    assert!(
-        err.to_string().contains(&format!("127.0.0.1:{closed}")),
-        "{err}"
-    );
+    assert!(err.to_string().contains(&absent), "{err}");
 }
 
 /// PIDs of every descendant of `root` (processes our sshd started).
@@ -861,7 +861,7 @@ async fn through_a_jump_host_commands_tunnels_and_reconnects_work() {
     assert!(sh(&r, RemoteCommand::raw("true")).await.status.success());
 
     // The counters' tunnel opens on the final session, through the jump.
-    let stream = r.tunnel(pg.port).await.expect("tunnel opens");
+    let stream = r.tunnel(&pg.socket()).await.expect("tunnel opens");
     let mut config = tokio_postgres::Config::new();
     config.user("postgres").dbname("postgres");
     let (client, connection) = config

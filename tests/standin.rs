@@ -90,7 +90,7 @@ else
   v make-fs dev=$dev allowed=$dev ident="$ident" fs=$fs "$@"
   v mount dev=$dev fs=$fs mnt=$mnt mount_opt=noatime
 fi
-v pg-init pg_bin=$pg mnt=$mnt cell=$cell port=5433 pg_set=shared_buffers=32MB pg_set=fsync=off
+v pg-init pg_bin=$pg mnt=$mnt cell=$cell port=5433 monitor_user=root pg_set=shared_buffers=32MB pg_set=fsync=off
 v pg-start pg_bin=$pg mnt=$mnt cell=$cell
 v load pg_bin=$pg cell=$cell port=5433 out=$d/load scale=1
 v run pg_bin=$pg cell=$cell port=5433 out=$d/run builtin=select-only clients=1 duration=2

@@ -129,6 +129,24 @@ pg_args() {
 	printf '%s\n' pg_bin="$PG_BIN" mnt="$TMP/mnt" cell="$TMP/cell"
 }
 
+# psql_as USER ROLE SQL: SQL over the cell's socket as OS user USER, asking
+# for ROLE; its answer on stdout, psql's errors on stderr.
+psql_as() {
+	runuser -u "$1" -- "$PG_BIN/psql" -X -A -t -h "$TMP/cell/sock" -p "$PORT" -U "$2" -d postgres -c "$3"
+}
+
+# refused_as USER ROLE: USER cannot connect as ROLE (peer authentication,
+# pg_hba.conf written by pg-init).
+refused_as() {
+	if _ra=$(psql_as "$1" "$2" 'select 1' 2>&1); then
+		fail "OS user $1 connected as role $2: $_ra"
+	fi
+	case $_ra in
+	*'Peer authentication failed'* | *'no pg_hba.conf entry'*) ;;
+	*) fail "OS user $1 as role $2: refused, but not by authentication: $_ra" ;;
+	esac
+}
+
 # cell FS [mount_opt...]: the whole life of one cell, then teardown twice.
 scenario_cell() {
 	FS=$1
@@ -167,23 +185,53 @@ scenario_cell() {
 	ok effective_mount_opts
 	# shellcheck disable=SC2086 # mount_opt words have no spaces
 	step mount_again 0 mount dev="$LOOP" fs="$FS" mnt="$TMP/mnt" pool="$POOL" $_mopts
-	step pg_init 0 pg-init $(pg_args) port="$PORT" pg_set=shared_buffers=32MB pg_set=fsync=on
+	step pg_init 0 pg-init $(pg_args) port="$PORT" monitor_user=root pg_set=shared_buffers=32MB pg_set=fsync=on
 	grep -q "^shared_buffers = '32MB'" "$TMP/mnt/pgdata/fsmatrix.conf" || fail "pg_set not written"
+	# The files pg-init writes in the data folder are its owner's, and a link
+	# its owner planted there is never written through by root: the write
+	# runs as postgres, which the link's root-owned target refuses.
+	for _f in fsmatrix.conf pg_hba.conf pg_ident.conf; do
+		[ "$(stat -c %U "$TMP/mnt/pgdata/$_f")" = postgres ] || fail "$_f is not postgres's: $(stat -c %U "$TMP/mnt/pgdata/$_f")"
+	done
+	printf 'root-owned\n' >"$TMP/victim"
+	chmod 0644 "$TMP/victim"
+	runuser -u postgres -- ln -s "$TMP/victim" "$TMP/mnt/pgdata/fsmatrix.conf.tmp"
+	step pg_init_planted 1 pg-init $(pg_args) port="$PORT" monitor_user=root pg_set=shared_buffers=32MB pg_set=fsync=on
+	[ "$(cat "$TMP/victim")" = root-owned ] || fail "root wrote through a link postgres planted: $(cat "$TMP/victim")"
+	[ "$(stat -c %U "$TMP/victim")" = root ] || fail "root chowned through a link postgres planted"
+	rm -f "$TMP/mnt/pgdata/fsmatrix.conf.tmp"
+	ok pg_init_link_not_followed
 	step pg_start 0 pg-start $(pg_args)
 	step pg_start_again 0 pg-start $(pg_args)
 	[ "$(value started)" = already ] || fail "second pg-start did not say already"
-	_sb=$("$PG_BIN/psql" -X -A -t -h "$TMP/cell/sock" -p "$PORT" -U postgres -d postgres -c 'show shared_buffers')
+	_sb=$(psql_as postgres postgres 'show shared_buffers')
 	[ "$_sb" = 32MB ] || fail "shared_buffers is $_sb, not 32MB"
-	_la=$("$PG_BIN/psql" -X -A -t -h "$TMP/cell/sock" -p "$PORT" -U postgres -d postgres -c 'show listen_addresses')
-	[ "$_la" = 127.0.0.1 ] || fail "listen_addresses is $_la"
-	_dd=$("$PG_BIN/psql" -X -A -t -h "$TMP/cell/sock" -p "$PORT" -U postgres -d postgres -c 'show data_directory')
+	_la=$(psql_as postgres postgres 'show listen_addresses')
+	[ -z "$_la" ] || fail "listen_addresses is '$_la', not '' (no TCP listener)"
+	_dd=$(psql_as postgres postgres 'show data_directory')
 	[ "$_dd" = "$TMP/mnt/pgdata" ] || fail "data_directory is $_dd"
 	ok settings_effective
+	# No way to the superuser: not for root, not for a local user, not over TCP.
+	refused_as root postgres
+	refused_as nobody postgres
+	if _tcp=$(runuser -u nobody -- "$PG_BIN/psql" -X -A -t -h 127.0.0.1 -p "$PORT" -U postgres -d postgres -c 'select 1' 2>&1); then
+		fail "connected over TCP: $_tcp"
+	fi
+	case $_tcp in *'Connection refused'*) ;; *) fail "TCP to port $PORT: not refused as no listener: $_tcp" ;; esac
+	ok superuser_only_for_its_owner
 	step load 0 load $(pg_args) port="$PORT" out="$TMP/cell/load" scale=1
 	[ "$(value status)" = 0 ] || fail "pgbench -i failed: $(cat "$TMP/cell/load/stderr")"
 	[ "$(cat "$TMP/cell/load/status")" = 0 ] || fail "status file not 0"
 	grep -q 'done' "$TMP/cell/load/stderr" || fail "pgbench -i output has no 'done'"
 	ok load_raw_kept
+	# The roles load made: the client user as fsmatrix (no superuser), the
+	# login user as fsmatrix_monitor (pg_monitor), each only as itself.
+	[ "$(psql_as nobody fsmatrix 'select rolsuper from pg_roles where rolname = current_user')" = f ] || fail "the client role is a superuser"
+	[ "$(psql_as root fsmatrix_monitor "select pg_has_role('pg_monitor', 'member')")" = t ] || fail "the monitor role is not pg_monitor's"
+	[ "$(psql_as root fsmatrix_monitor 'select rolsuper from pg_roles where rolname = current_user')" = f ] || fail "the monitor role is a superuser"
+	refused_as nobody fsmatrix_monitor
+	refused_as root fsmatrix
+	ok roles_peer_mapped
 	printf 'sql.file=%s\n' "$TMP/cell/data.sql"
 	printf 'create table t (i int);\ninsert into t select generate_series(1, 1000);\nselect count(*) from t;\n' >"$TMP/cell/data.sql"
 	step load_sql 0 load $(pg_args) port="$PORT" out="$TMP/cell/load-sql" sql="$TMP/cell/data.sql"
@@ -427,7 +475,7 @@ scenario_half() {
 	setup 1G
 	step make_fs 0 make-fs ident="$IDENT" dev="$LOOP" allowed="$LOOP" fs=ext4
 	step mount 0 mount dev="$LOOP" fs=ext4 mnt="$TMP/mnt"
-	step pg_init 0 pg-init $(pg_args) port="$PORT"
+	step pg_init 0 pg-init $(pg_args) port="$PORT" monitor_user=root
 	step pg_start 0 pg-start $(pg_args)
 	_pid=$(value pid)
 	kill -0 "$_pid" || fail "postgres not running"

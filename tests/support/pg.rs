@@ -157,6 +157,11 @@ impl Postgres {
         ok(&format!("pg_ctl {action}"), c.arg(action).output());
     }
 
+    /// The cluster's unix socket (`-k` is the cluster's folder).
+    pub fn socket(&self) -> String {
+        format!("{}/.s.PGSQL.{}", self.dir.path().display(), self.port)
+    }
+
     /// A URL for `user` on 127.0.0.1 (database `postgres`).
     pub fn url(&self, user: &str) -> String {
         format!("postgres://{user}@127.0.0.1:{}/postgres", self.port)

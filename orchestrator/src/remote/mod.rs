@@ -4,7 +4,7 @@
 //! optional stdin, get stdout, stderr and the exit status (optionally
 //! streamed line by line), with a timeout that kills the remote process
 //! group; upload files (checked by sha256 on the host); open a tunnel to a
-//! TCP port on the host's 127.0.0.1.  [`ssh::SshRemote`] is the real one.
+//! unix socket on the host (the benchmark cluster's).  [`ssh::SshRemote`] is the real one.
 //!
 //! The trait is generic, not object-safe (its methods return `impl Future`):
 //! a host worker is written as `async fn work<R: Remote>(remote: &R, ..)`.
@@ -351,8 +351,14 @@ pub trait Remote: Send + Sync {
         }
     }
 
-    /// A byte stream to `127.0.0.1:port` as seen from the host.
-    fn tunnel(&self, port: u16) -> impl Future<Output = Result<Self::Tunnel, RemoteError>> + Send;
+    /// A byte stream to the unix socket `socket` on the host, opened by
+    /// the host's sshd as the login user (OpenSSH's `direct-streamlocal`):
+    /// PostgreSQL's peer authentication sees that user, and the cluster
+    /// needs no TCP listener.
+    fn tunnel(
+        &self,
+        socket: &str,
+    ) -> impl Future<Output = Result<Self::Tunnel, RemoteError>> + Send;
 
     /// Start `command` with `input` as the first bytes of its stdin, and keep
     /// it running for as long as the returned [`Held`] lives: its stdin

@@ -29,7 +29,7 @@ pub enum Recorded {
         timeout: Option<Duration>,
     },
     Tunnel {
-        port: u16,
+        socket: String,
     },
 }
 
@@ -273,14 +273,16 @@ impl Remote for RecordingRemote {
         }
     }
 
-    async fn tunnel(&self, port: u16) -> Result<Self::Tunnel, RemoteError> {
-        lock(&self.calls).push(Recorded::Tunnel { port });
+    async fn tunnel(&self, socket: &str) -> Result<Self::Tunnel, RemoteError> {
+        lock(&self.calls).push(Recorded::Tunnel {
+            socket: socket.to_string(),
+        });
         if *lock(&self.dropped) {
             return Err(self.gone());
         }
         Err(RemoteError::Channel {
             host: self.host.clone(),
-            reason: format!("open a tunnel to 127.0.0.1:{port}: a RecordingRemote has none"),
+            reason: format!("open a tunnel to {socket}: a RecordingRemote has none"),
         })
     }
 }
@@ -317,7 +319,7 @@ mod tests {
             cmds[2]
         );
         assert!(matches!(&r.calls()[2], Recorded::Exec { stdin: Some(b), .. } if b == b"echo"));
-        assert!(r.tunnel(5432).await.is_err());
+        assert!(r.tunnel("/w/pg/sock/.s.PGSQL.5432").await.is_err());
         // What was uploaded checksums as uploaded; a rule can say otherwise.
         r.upload_verified("/w/a", b"x", 0o644).await.unwrap();
         r.respond_ok("sha256", &format!("{}  -\n", crate::text::sha256_hex(b"y")));

@@ -85,6 +85,13 @@ impl HostPaths {
         })
     }
 
+    /// The cluster's socket: `<pg_dir>/sock/.s.PGSQL.<port>` (common.sh's
+    /// `SOCK`; the inventory checks its length,
+    /// [`crate::config::inventory::pg_socket_path`]).
+    pub fn socket(&self) -> String {
+        format!("{}/sock/.s.PGSQL.{}", self.pg_dir, self.port)
+    }
+
     /// Where a run's (or a load's) output files go.
     pub fn run_out(&self, cell: &Cell) -> String {
         format!("{}/{}", self.runs, cell.id)
@@ -207,6 +214,10 @@ impl Calls<'_> {
             .arg("mnt", &self.paths.mnt)
             .arg("cell", &self.paths.pg_dir)
             .arg("port", self.paths.port.to_string())
+            // pg_hba.conf's peer map: the client user as the client role,
+            // the login user (the counters' tunnel) as the monitor role.
+            .arg("client_user", self.host.client_user.as_str())
+            .arg("monitor_user", self.host.user.as_str())
             .args(
                 "pg_set",
                 c.pg_settings
@@ -395,7 +406,7 @@ mod tests {
                     host.pg_port,
                     slot as usize
                 ),
-                format!("{}/sock/.s.PGSQL.{}", p.pg_dir, p.port)
+                p.socket()
             );
         }
     }

@@ -1,22 +1,26 @@
 //! PostgreSQL's own counters, read by the orchestrator through an SSH
-//! tunnel to the host's 127.0.0.1 (never in the data path: only before and
-//! after a run).  Best effort: a query that fails (an old server lacks a
+//! tunnel to the cell's socket (never in the data path: only before and
+//! after a run), as the role `fsmatrix_monitor` (pg_monitor's rights, no
+//! more), which the cluster's pg_hba.conf grants only to the ssh login user
+//! by peer authentication (remote-scripts/common.sh `write_pg_hba`).  Best effort: a query that fails (an old server lacks a
 //! view) is recorded as an error in the snapshot, never fails the cell.
 use serde_json::{json, Map, Value};
 use tokio_postgres::NoTls;
 
-use crate::config::Host;
 use crate::remote::Remote;
 
 /// The database the scripts create and load.
 pub const DB: &str = "fsmatrix";
 
+/// The role the counters are read as (common.sh `MONITOR_ROLE`).
+pub const MONITOR_ROLE: &str = "fsmatrix_monitor";
+
 /// Why the counters could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum CounterError {
-    #[error("open a tunnel to port {port}: {source}")]
+    #[error("open a tunnel to {socket}: {source}")]
     Tunnel {
-        port: u16,
+        socket: String,
         source: crate::remote::RemoteError,
     },
     #[error("connect to postgres through the tunnel: timed out")]
@@ -27,19 +31,20 @@ pub enum CounterError {
     Query(#[from] tokio_postgres::Error),
 }
 
+/// `socket`: the cell's `.s.PGSQL.<port>` ([`crate::run::calls::HostPaths::socket`]).
 async fn connect<R: Remote>(
     remote: &R,
-    host: &Host,
+    socket: &str,
 ) -> Result<tokio_postgres::Client, CounterError> {
     let stream = remote
-        .tunnel(host.pg_port)
+        .tunnel(socket)
         .await
         .map_err(|source| CounterError::Tunnel {
-            port: host.pg_port,
+            socket: socket.to_string(),
             source,
         })?;
     let mut cfg = tokio_postgres::Config::new();
-    cfg.user(host.pg_user.as_str())
+    cfg.user(MONITOR_ROLE)
         .dbname(DB)
         .application_name("fsmatrix");
     let (client, conn) =
@@ -55,8 +60,8 @@ async fn connect<R: Remote>(
 }
 
 /// `pg_database_size` of the benchmark database.
-pub async fn database_size<R: Remote>(remote: &R, host: &Host) -> Result<u64, CounterError> {
-    let client = connect(remote, host).await?;
+pub async fn database_size<R: Remote>(remote: &R, socket: &str) -> Result<u64, CounterError> {
+    let client = connect(remote, socket).await?;
     let row = client
         .query_one("SELECT pg_database_size(current_database())::bigint", &[])
         .await?;
@@ -65,10 +70,10 @@ pub async fn database_size<R: Remote>(remote: &R, host: &Host) -> Result<u64, Co
 }
 
 /// One JSON object of counters; errors are kept inside it.
-pub async fn snapshot<R: Remote>(remote: &R, host: &Host, settings: &[String]) -> Value {
+pub async fn snapshot<R: Remote>(remote: &R, socket: &str, settings: &[String]) -> Value {
     let mut out = Map::new();
     out.insert("taken_at".into(), json!(crate::text::now_rfc3339()));
-    let client = match connect(remote, host).await {
+    let client = match connect(remote, socket).await {
         Ok(c) => c,
         Err(e) => {
             out.insert("errors".into(), json!([e.to_string()]));

@@ -127,10 +127,10 @@ impl<R: Remote> Remote for Logged<'_, R> {
         self.inner.hold(command, input, ready_within).await
     }
 
-    async fn tunnel(&self, port: u16) -> Result<Self::Tunnel, RemoteError> {
+    async fn tunnel(&self, socket: &str) -> Result<Self::Tunnel, RemoteError> {
         self.push(format!(
-            "# tunnel to 127.0.0.1:{port} (PostgreSQL counters)"
+            "# tunnel to the socket {socket} (PostgreSQL counters)"
         ));
-        self.inner.tunnel(port).await
+        self.inner.tunnel(socket).await
     }
 }

@@ -232,11 +232,13 @@ async fn a_cell_group_runs_its_steps_in_order() {
     want.extend(run);
     want.extend(["pg-stop", "teardown"]);
     assert_eq!(ran.verbs, want);
-    // Counters and the database size go through tunnels to pg_port.
+    // Counters and the database size go through tunnels to the cell's socket.
     let tunnels = ran
         .calls
         .iter()
-        .filter(|c| matches!(c, Recorded::Tunnel { port: 5432 }))
+        .filter(
+            |c| matches!(c, Recorded::Tunnel { socket } if socket.ends_with("/pg/sock/.s.PGSQL.5432")),
+        )
         .count();
     assert_eq!(tunnels, 1 + 2 * 2, "{:?}", ran.calls);
     // The stand-in's run output is empty: both cells fail at `run`, recorded.
@@ -777,13 +779,14 @@ async fn interleaved_sets_up_each_device_and_alternates_the_runs() {
         })
         .collect();
     assert_eq!(ran_fs, ["e", "x", "e", "x"], "{:?}", ran.results);
-    // The counters' tunnels reach each cluster's own port.
-    for port in [5432, 5433] {
+    // The counters' tunnels reach each cluster's own socket.
+    for tail in ["/pg/sock/.s.PGSQL.5432", "/pg1/sock/.s.PGSQL.5433"] {
         assert!(
             ran.calls
                 .iter()
-                .any(|c| matches!(c, Recorded::Tunnel { port: p } if *p == port)),
-            "{port}"
+                .any(|c| matches!(c, Recorded::Tunnel { socket } if socket.ends_with(tail))),
+            "{tail}: {:?}",
+            ran.calls
         );
     }
     // Both devices torn down at the end.

@@ -176,14 +176,19 @@ impl Remote for SshRemote {
         shell::exec_in_shell(self, &self.shell_text(command)?, options).await
     }
 
-    async fn tunnel(&self, port: u16) -> Result<Self::Tunnel, RemoteError> {
+    async fn tunnel(&self, socket: &str) -> Result<Self::Tunnel, RemoteError> {
         let channel = self
-            .open_with(|h| async move {
-                h.channel_open_direct_tcpip("127.0.0.1", u32::from(port), "127.0.0.1", 0)
-                    .await
+            .open_with(|h| {
+                let path = socket.to_string();
+                async move { h.channel_open_direct_streamlocal(path).await }
             })
             .await
-            .map_err(|e| self.channel_error(format!("tunnel to 127.0.0.1:{port}: {e}")))?;
+            .map_err(|e| {
+                self.channel_error(format!(
+                    "tunnel to the socket {socket}: {e} (does sshd allow \
+                     AllowStreamLocalForwarding, and does the socket exist?)"
+                ))
+            })?;
         Ok(channel.0.into_stream())
     }
 

@@ -155,7 +155,9 @@ impl<R: Remote> Worker<'_, R> {
 
     pub(super) async fn sizes(&self, c: &Cell, log: &mut String) -> Option<Sizes> {
         let kv = self.call(&self.calls().sizes(c), log).await.ok()?;
-        let db = counters::database_size(self.remote, self.host).await.ok();
+        let db = counters::database_size(self.remote, &self.paths.socket())
+            .await
+            .ok();
         Some(Sizes {
             du_on_disk_bytes: kv.u64("du_bytes"),
             du_apparent_bytes: kv.u64("du_apparent_bytes"),
@@ -290,7 +292,7 @@ impl<R: Remote> Worker<'_, R> {
             .iter()
             .map(|s| s.name.as_str().to_string())
             .collect();
-        let before = counters::snapshot(self.remote, self.host, &settings).await;
+        let before = counters::snapshot(self.remote, &self.paths.socket(), &settings).await;
         self.step(Verb::Run, &tag);
         let out = self.paths.run_out(c);
         let script = ws.script.as_deref();
@@ -349,7 +351,7 @@ impl<R: Remote> Worker<'_, R> {
             files.push((format!("txlog/{name}"), bytes.clone()));
             txlogs.push((name, bytes));
         }
-        let after = counters::snapshot(self.remote, self.host, &settings).await;
+        let after = counters::snapshot(self.remote, &self.paths.socket(), &settings).await;
         files.push(("run.out".into(), stdout.clone()));
         files.push(("run.err".into(), stderr.clone()));
         files.push(("pgstats.json".into(), counters::report(&before, &after)));
