@@ -7,7 +7,7 @@
 
 # Every name a verb may receive.  A word that is not `name=value` with one of
 # these names is a usage error: a typo must not silently become a default.
-FSMX_ARG_NAMES="dev allowed consent ident fs mkfs_opt zfs_prop pool_prop pool mount_opt comp mnt pg_bin pg_user client_user port pg_set cell out db scale init_opt sql builtin script clients jobs duration transactions progress rate latency_limit txlog sampling_rate per_statement pgbench_opt work path remove dir guest image format kernel initrd cmdline memory cpus bus cache aio accel disk timeout"
+FSMX_ARG_NAMES="dev allowed consent ident fs mkfs_opt zfs_prop pool_prop pool mount_opt comp mnt pg_bin pg_user client_user monitor_user port pg_set cell out db scale init_opt sql script_commands builtin script clients jobs duration transactions progress rate latency_limit txlog sampling_rate per_statement pgbench_opt work path remove dir guest image format kernel initrd cmdline memory cpus bus cache aio accel disk timeout"
 
 # fsmatrix's own mark: the label it writes on every filesystem it makes
 # (ufs, ext*, xfs, btrfs, hammer; HAMMER2: the PFS of that name), and the
@@ -854,7 +854,9 @@ verb_load() {
 	if [ -n "$_l_scale" ]; then
 		pgbench_load "$_l_scale" ${1+"$@"}
 	else
-		sql_run "$_l_sql"
+		_l_cmds=$(opt script_commands no ${1+"$@"})
+		case $_l_cmds in yes | no) ;; *) usage_die "script_commands=$_l_cmds is not yes or no" ;; esac
+		sql_run "$_l_sql" "$_l_cmds"
 	fi
 }
 
@@ -1006,14 +1008,55 @@ txlog_pack() {
 
 # --- psql: a SQL script, timed statement by statement ---
 
-# sql_run FILE: psql runs FILE once with \timing on (the run is the load).
+# psql_restricts: true when the host's psql has `\restrict` (the minor
+# releases of August 2025 on: 13.22, 14.19, 15.14, 16.10, 17.6; and 18),
+# read from `psql --version` ("psql (PostgreSQL) 15.18 (Debian …)").
+# Prints the version it read.
+psql_restricts() {
+	_pr_v=$("$PG_BIN/psql" --version 2>/dev/null | sed -n 's/^psql (PostgreSQL) \([0-9][0-9]*\)\.\([0-9][0-9]*\).*/\1 \2/p' | head -n 1)
+	printf '%s' "$_pr_v" | tr ' ' .
+	# shellcheck disable=SC2086 # two numbers, split on purpose
+	set -- $_pr_v
+	[ $# = 2 ] || return 1
+	case $1 in
+	13) [ "$2" -ge 22 ] ;;
+	14) [ "$2" -ge 19 ] ;;
+	15) [ "$2" -ge 14 ] ;;
+	16) [ "$2" -ge 10 ] ;;
+	17) [ "$2" -ge 6 ] ;;
+	*) [ "$1" -ge 18 ] ;;
+	esac
+}
+
+# sql_run FILE CONSENT: psql runs FILE once with \timing on (the run is the
+# load).  Without the host owner's consent to script commands (CONSENT
+# no), psql itself is the barrier: `\restrict KEY` with a random KEY
+# before the script, so psql refuses every backslash command of it (and
+# of any text it builds and interpolates); the key is in no file the
+# script can read before it is restricted.  A psql without `\restrict`
+# runs no script with a backslash in it without consent.
 sql_run() {
 	_sq_sql=$1
 	check_abs sql "$_sq_sql"
 	[ -r "$_sq_sql" ] || die "sql=$_sq_sql: no such readable file"
+	_sq_key=
+	if [ "$2" = no ]; then
+		if _sq_v=$(psql_restricts); then
+			_sq_key=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+			[ "${#_sq_key}" = 32 ] || die "no random key from /dev/urandom for psql's \\restrict"
+			kv restricted yes
+		elif grep -qF -e "\\" "$_sq_sql"; then
+			die "this host's psql ${_sq_v:-(version unknown)} has no \\restrict, so a SQL script with a backslash runs only where the host's owner allows script commands (allow_script_commands = true); psql 13.22, 14.19, 15.14, 16.10, 17.6 or later restricts them"
+		else
+			kv restricted no-backslash
+		fi
+	else
+		kv restricted no
+	fi
 	run mkdir -p "$OUT"
 	{
 		printf '\\timing on\n'
+		[ -z "$_sq_key" ] || printf '\\restrict %s\n' "$_sq_key"
 		cat "$_sq_sql"
 	} >"$OUT/input.sql"
 	client_dir "$OUT/input.sql"

@@ -1904,6 +1904,69 @@ fn allowed_script_commands_run_unprivileged_and_copy_to_program_is_refused() {
     assert_clean(&lab.inv, h);
 }
 
+/// On a host whose owner has not allowed script commands, a SQL script that
+/// gets past the plan's scanner still runs no command: here
+/// `standard_conforming_strings = off` makes psql read `'\''` as one string,
+/// where the scanner (and any lexer that is not psql's, with that setting
+/// on) sees the string end early and the `\!` after it as string text.
+/// psql itself is the barrier: the script runs under `\restrict` with a
+/// key it cannot know, psql refuses the `\!`, and the cell fails, saying so.
+#[test]
+fn scripts_that_get_around_the_scanner_run_no_command_without_consent() {
+    let lab = Lab::hold(&["lab3"]);
+    let h = &lab.inv.hosts[0];
+    let (tmp, inv, matrix) = one_host_inputs(
+        &lab,
+        h,
+        "name = \"slip\"\n\
+         [[filesystem]]\nname = \"ext4\"\ntype = \"ext4\"\n\
+         [[workload]]\nname = \"slip\"\nsql_script = \"slip.sql\"\n",
+    );
+    // The command prints fsmx-slip42; the script's text never holds that.
+    write(
+        tmp.path(),
+        "slip.sql",
+        "set standard_conforming_strings = off;\n\
+         select '\\'' \\! echo fsmx-slip$((6 * 7)) #';\n\
+         select 1;\n",
+    );
+    let plan = fsmatrix()
+        .args(["plan", "--inventory"])
+        .arg(&inv)
+        .arg("--matrix")
+        .arg(&matrix)
+        .output()
+        .expect("plan");
+    assert_eq!(
+        plan.status.code(),
+        Some(0),
+        "the scanner is fooled (the case under test): {}",
+        String::from_utf8_lossy(&plan.stderr)
+    );
+    let out = tmp.path().join("results");
+    let o = run(&inv, &matrix, &out);
+    assert_eq!(o.status.code(), Some(1), "the cell fails");
+    let bundle = bundle_in(&out);
+    assert_verifies(&bundle);
+    let rs = results(&bundle);
+    assert_eq!(rs.len(), 1, "{rs:?}");
+    assert_eq!(rs[0]["status"]["state"], "failed", "{}", rs[0]);
+    let why = rs[0]["status"]["stderr_tail"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("backslash commands are restricted"),
+        "psql says why: {why}"
+    );
+    for e in walkdir(&bundle) {
+        let text = String::from_utf8_lossy(&std::fs::read(&e).unwrap_or_default()).into_owned();
+        assert!(
+            !text.contains("fsmx-slip42"),
+            "the command ran without consent: {}",
+            e.display()
+        );
+    }
+    assert_clean(&lab.inv, h);
+}
+
 /// Every file under `dir`.
 fn walkdir(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();

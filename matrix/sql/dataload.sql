@@ -1,7 +1,8 @@
 -- The data load of shared/studies/zfs-compression-centos7.txt: one million
--- rows of a bigint, an md5 text and a timestamp.  psql runs it with \timing
--- so that every statement's time is recorded.
-\timing on
+-- rows of a bigint, an md5 text and a timestamp.  fsmatrix runs it with
+-- \timing on, so that every statement's time is recorded; the script has no
+-- backslash command of its own (on a host whose owner has not allowed script
+-- commands, psql runs it under \restrict, which refuses every one).
 drop table if exists dataload;
 create table dataload ( a bigint
                       , b varchar(100)

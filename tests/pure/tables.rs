@@ -238,3 +238,78 @@ fn every_os_row_has_its_script() {
         );
     }
 }
+
+/// The names of `docs/remote-scripts.md`'s "Arguments by name" table
+/// (a row may name two: `` `clients`, `jobs` ``).
+fn documented_args(doc: &str) -> BTreeSet<String> {
+    let table = doc
+        .split("## Arguments by name")
+        .nth(1)
+        .expect("docs/remote-scripts.md has an `## Arguments by name` section");
+    let mut names = BTreeSet::new();
+    for row in table.lines().skip_while(|l| !l.starts_with('|')) {
+        let Some(cells) = row.strip_prefix('|') else {
+            break;
+        };
+        let first = cells.split('|').next().unwrap_or("");
+        for part in first.split('`').skip(1).step_by(2) {
+            if part != "name" {
+                names.insert(part.to_string());
+            }
+        }
+    }
+    names
+}
+
+/// Every argument name the scripts accept (`FSMX_ARG_NAMES`, which
+/// `check_args` enforces) has its row in the docs and no row names another;
+/// and every `name=` the orchestrator sends in the golden command logs
+/// (`plan --commands`, one per OS) is one the scripts accept.
+#[test]
+fn argument_names_are_the_scripts_the_docs_and_the_callers_alike() {
+    let accepted = declared(&read("remote-scripts/common.sh"), "FSMX_ARG_NAMES");
+    let documented = documented_args(&read("docs/remote-scripts.md"));
+    assert_eq!(
+        accepted.difference(&documented).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "accepted by common.sh but not in the docs' table"
+    );
+    assert_eq!(
+        documented.difference(&accepted).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "in the docs' table but refused by common.sh's check_args"
+    );
+    let mut sent = BTreeSet::new();
+    for os in PROFILES {
+        let log = read(&format!(
+            "tests/pure/snapshots/pure__plan_cli__commands_{}.snap",
+            os.os.as_str()
+        ));
+        let script = format!("/{}.sh ", os.os.as_str());
+        for line in log
+            .lines()
+            .filter(|l| l.starts_with("$ ") && l.contains(&script))
+        {
+            let rest = line.split(&script).nth(1).unwrap_or("");
+            // verb, then name=value words (values here hold no spaces
+            // before the first `=` of the next word).
+            for word in rest.split_whitespace().skip(1) {
+                if let Some((name, _)) = word.split_once('=') {
+                    if name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') && !name.is_empty()
+                    {
+                        sent.insert(name.trim_start_matches('\'').to_string());
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        sent.len() > 20,
+        "the command logs name few arguments: {sent:?}"
+    );
+    assert_eq!(
+        sent.difference(&accepted).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "sent by the orchestrator but refused by common.sh's check_args"
+    );
+}

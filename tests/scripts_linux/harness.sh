@@ -239,7 +239,20 @@ scenario_cell() {
 	[ "$(grep -c '^Time: ' "$TMP/cell/load-sql/stdout")" = 3 ] || fail "not 3 'Time:' lines in the psql output"
 	! grep -q '^INSERT 0' "$TMP/cell/load-sql/stdout" || fail "query results leaked into the timed output (psql -o)"
 	grep -q '^ *1000$' "$TMP/cell/load-sql/client/results.txt" || fail "psql results file lacks the select's result"
+	[ "$(value restricted)" = yes ] || fail "a SQL script without consent did not run restricted: $(value restricted)"
 	ok sql_timed_per_statement
+	# Without the host owner's consent psql refuses every backslash command
+	# (here one built by a query and run through an interpolated variable,
+	# which no scanner sees); with it, the same script runs its command.
+	printf "select '\\\\! touch %s/ran' as cmd \\gset\n:cmd\nselect 1;\n" "$TMP/cell/load-gset/client" >"$TMP/cell/gset.sql"
+	step load_gset 0 load $(pg_args) port="$PORT" out="$TMP/cell/load-gset" sql="$TMP/cell/gset.sql"
+	[ "$(value status)" = 3 ] || fail "a restricted script's backslash command: psql exited $(value status), not 3"
+	grep -q 'backslash commands are restricted' "$TMP/cell/load-gset/stderr" || fail "psql did not say it was restricted: $(cat "$TMP/cell/load-gset/stderr")"
+	[ ! -e "$TMP/cell/load-gset/client/ran" ] || fail "a backslash command ran without consent"
+	step load_gset_allowed 0 load $(pg_args) port="$PORT" out="$TMP/cell/load-gset" sql="$TMP/cell/gset.sql" script_commands=yes
+	[ "$(value status)" = 0 ] || fail "with consent the script failed: $(cat "$TMP/cell/load-gset/stderr")"
+	[ -e "$TMP/cell/load-gset/client/ran" ] || fail "with consent the script's command did not run"
+	ok sql_restricted_without_consent
 	step drop_caches 0 drop-caches fs="$FS" pool="$POOL" dev="$LOOP"
 	step run 0 run $(pg_args) port="$PORT" out="$TMP/cell/run-2-1" builtin=tpcb-like clients=2 duration=3 progress=1
 	[ "$(value status)" = 0 ] || fail "pgbench run failed: $(cat "$TMP/cell/run-2-1/stderr")"

@@ -289,7 +289,17 @@ impl Calls<'_> {
             .arg("port", self.paths.port.to_string())
             .arg("out", out)
             // psql and pgbench run as this unprivileged user, never root.
-            .arg("client_user", self.host.client_user.as_str());
+            .arg("client_user", self.host.client_user.as_str())
+            // The host owner's consent to a script's commands: without it
+            // psql runs the script restricted (`\restrict`, common.sh).
+            .arg(
+                "script_commands",
+                if self.host.allow_script_commands {
+                    "yes"
+                } else {
+                    "no"
+                },
+            );
         call.args.extend(step.args.iter().cloned());
         call
     }
