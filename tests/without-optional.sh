@@ -117,6 +117,7 @@ for p in $optional; do
 		done
 	done
 	if [ "$n" = 0 ]; then
+		# shellcheck disable=SC2086 # the test names, one word each
 		echo "FAILED   only $p hidden: no binary lists the tests that said they need it: $(printf '%s ' $tests)"
 		fail=1
 		continue
