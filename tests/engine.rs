@@ -207,14 +207,16 @@ impl Background<'_> {
 
 /// The lab's key and known_hosts, named as `resume` and `run --from` need
 /// them: a bundle's recorded paths are used only when the user names them.
-fn lab_paths() -> Vec<std::ffi::OsString> {
+fn lab_paths(bundle: &Path) -> Vec<std::ffi::OsString> {
     let dir = support::lab_dir();
-    vec![
+    let mut v: Vec<std::ffi::OsString> = vec![
         "--identity-file".into(),
         dir.join("id_ed25519").into(),
         "--known-hosts".into(),
         dir.join("known_hosts").into(),
-    ]
+    ];
+    v.extend(support::bundle_devices(bundle));
+    v
 }
 
 /// `fsmatrix resume` ends with every cell run (exit 0) and a bundle that
@@ -223,7 +225,7 @@ fn resume_completes(bundle: &Path) {
     let o = fsmatrix()
         .arg("resume")
         .arg(bundle)
-        .args(lab_paths())
+        .args(lab_paths(bundle))
         .output()
         .expect("resume");
     assert_eq!(
@@ -850,7 +852,7 @@ fn sigkill_mid_cell_then_resume_finishes_the_bundle() {
     let o = fsmatrix()
         .arg("resume")
         .arg(&bundle)
-        .args(lab_paths())
+        .args(lab_paths(&bundle))
         .output()
         .expect("resume");
     eprintln!(
@@ -990,6 +992,7 @@ fn run_from_a_bundle_repeats_the_same_sweep_and_the_reports_compare() {
             .args(&args)
             .arg(&drifted)
             .args(&named)
+            .args(support::bundle_devices(&drifted))
             .output()
             .expect("fsmatrix");
         let err = String::from_utf8_lossy(&o.stderr);
@@ -1017,6 +1020,7 @@ fn run_from_a_bundle_repeats_the_same_sweep_and_the_reports_compare() {
         .arg("--out")
         .arg(&second)
         .args(&named)
+        .args(support::bundle_devices(&b1))
         .output()
         .expect("run --from");
     assert_eq!(
@@ -1717,7 +1721,7 @@ fn a_cut_link_is_noticed_the_other_host_finishes_and_resume_completes() {
     let o = fsmatrix()
         .arg("resume")
         .arg(&bundle)
-        .args(lab_paths())
+        .args(lab_paths(&bundle))
         .output()
         .expect("resume");
     let err = String::from_utf8_lossy(&o.stderr);

@@ -468,6 +468,7 @@ fn through_an_ssh_config(dir: &Path, inv: &LabInventory, matrix: &Path) {
             .arg(&bundle)
             .arg("--ssh-config")
             .arg(&config)
+            .args(support::bundle_devices(&bundle))
             .arg("--out")
             .arg(&again),
         Duration::from_secs(600),

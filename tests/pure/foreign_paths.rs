@@ -149,6 +149,15 @@ fn resume_and_run_from_use_a_bundle_s_recorded_paths_only_when_named() {
             .expect("fsmatrix");
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{verb:?}: {err}");
+        // The bundle's device is its host owner's word, not the user's.
+        assert!(
+            err.contains(
+                "inventory.toml:9:12: error: `devices` of [[host]] `one` recorded in the bundle \
+                 names /dev/vdb; a bundle's devices and consents are its host owner's, not \
+                 yours: give --device one:/dev/vdb"
+            ),
+            "{verb:?}: {err}"
+        );
         for (key, at, flag, path) in [
             ("ssh_config", "1:14", "--ssh-config", "theirs.conf"),
             ("identity_file", "5:17", "--identity-file", "id"),
@@ -181,16 +190,17 @@ fn resume_and_run_from_use_a_bundle_s_recorded_paths_only_when_named() {
             .arg(t.path("id"))
             .arg("--known-hosts")
             .arg(t.path("known_hosts"))
+            .args(["--device", "one:/dev/vdb"])
             .output()
             .expect("fsmatrix");
         let err = stderr(&o);
         assert!(!err.contains("recorded in the bundle"), "{verb:?}: {err}");
         assert!(t.ran(), "{verb:?}: the named config was not read: {err}");
     }
-    // --identity-file and --known-hosts belong to a bundle's inventory (an
+    // --identity-file, --known-hosts, --device and --consent belong to a bundle's inventory (an
     // inventory that does not exist: were the flag not refused, nothing
     // could run either).
-    for flag in ["--identity-file", "--known-hosts"] {
+    for flag in ["--identity-file", "--known-hosts", "--device", "--consent"] {
         let o = fsmatrix(&t.home())
             .args(["run", "-m", "matrix/quick.toml", "-i"])
             .arg(t.path("no-such-inventory.toml"))
@@ -203,7 +213,7 @@ fn resume_and_run_from_use_a_bundle_s_recorded_paths_only_when_named() {
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{err}");
         assert!(
-            err.contains("name the paths a bundle's inventory records: give them with --from"),
+            err.contains("name what a bundle's inventory records: give them with --from"),
             "{err}"
         );
     }

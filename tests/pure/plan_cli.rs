@@ -275,6 +275,7 @@ fn a_bundle_whose_matrix_plan_would_refuse_is_refused_by_resume_and_run_from() {
         let o = fsmatrix()
             .args(&args)
             .arg(&bundle)
+            .args(["--device", "a:/dev/loop9"])
             .output()
             .expect("run fsmatrix");
         let err = String::from_utf8_lossy(&o.stderr);

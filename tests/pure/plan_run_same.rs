@@ -93,8 +93,23 @@ fn names_paths_and_settings_plan_accepts_are_what_run_accepts() {
     let inputs = snapshot::Inputs::read(&i, &m).unwrap_or_else(|e| panic!("{e}"));
     snapshot::write(&sink, &inputs, &m, &p).unwrap_or_else(|e| panic!("{e}"));
     check_rel_path(&format!("data/{}", path.display())).expect("a bundle path");
-    let (i2, m2, _) =
-        snapshot::read(&root, &config::GivenPaths::default()).unwrap_or_else(|e| panic!("{e}"));
+    // The bundle's devices, named as `resume --device` names them.
+    let given = config::GivenPaths {
+        ssh_config: None,
+        recorded: Some(config::RecordedPaths {
+            devices: i
+                .hosts
+                .iter()
+                .flat_map(|h| {
+                    h.devices
+                        .iter()
+                        .map(move |d| format!("{}:{}", h.name.as_str(), d.as_str()))
+                })
+                .collect(),
+            ..config::RecordedPaths::default()
+        }),
+    };
+    let (i2, m2, _) = snapshot::read(&root, &given).unwrap_or_else(|e| panic!("{e}"));
     let p2 = plan(&i2, &m2);
     snapshot::same_cells(&root, &p2).unwrap_or_else(|e| panic!("{e}"));
 

@@ -757,3 +757,40 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// `--device HOST:DEVICE` for every device a bundle's recorded inventory
+/// lists (`*:DEVICE` for its [defaults]): a re-run of a bundle uses the
+/// devices it records only when they are named, as a person accepting
+/// them would name them.
+pub fn bundle_devices(bundle: &Path) -> Vec<std::ffi::OsString> {
+    let text = std::fs::read_to_string(bundle.join("data/inventory.toml"))
+        .expect("the bundle's data/inventory.toml");
+    let v: toml::Table = toml::from_str(&text).expect("the bundle's inventory is TOML");
+    let mut out = Vec::new();
+    let mut add = |host: &str, t: &toml::Table| {
+        for d in t
+            .get("devices")
+            .and_then(|d| d.as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|d| d.as_str())
+        {
+            out.push("--device".into());
+            out.push(format!("{host}:{d}").into());
+        }
+    };
+    if let Some(d) = v.get("defaults").and_then(|d| d.as_table()) {
+        add("*", d);
+    }
+    for h in v
+        .get("host")
+        .and_then(|h| h.as_array())
+        .into_iter()
+        .flatten()
+        .filter_map(|h| h.as_table())
+    {
+        let name = h.get("name").and_then(|n| n.as_str()).unwrap_or("?");
+        add(name, h);
+    }
+    out
+}

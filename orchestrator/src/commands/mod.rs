@@ -386,6 +386,17 @@ pub struct RunArgs {
     /// (the host keys it trusts); once per file.
     #[arg(long, value_name = "FILE")]
     pub known_hosts: Vec<PathBuf>,
+    /// A device the bundle's inventory lists that may be destroyed, as
+    /// HOST:DEVICE (`*:DEVICE` for its [defaults]); once per device.  A
+    /// bundle's devices and consents are its host owner's, not yours: each
+    /// is used only when you name it.
+    #[arg(long, value_name = "HOST:DEVICE")]
+    pub device: Vec<String>,
+    /// A consent the bundle's inventory records that holds: HOST:allow_script_commands,
+    /// HOST:consent_foreign=DEVICE or HOST:allow_postgres_settings=NAME (`*:` for its
+    /// [defaults]); once per consent.
+    #[arg(long, value_name = "HOST:CONSENT")]
+    pub consent: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -430,6 +441,17 @@ pub struct ResumeArgs {
     /// (the host keys it trusts); once per file.
     #[arg(long, value_name = "FILE")]
     pub known_hosts: Vec<PathBuf>,
+    /// A device the bundle's inventory lists that may be destroyed, as
+    /// HOST:DEVICE (`*:DEVICE` for its [defaults]); once per device.  A
+    /// bundle's devices and consents are its host owner's, not yours: each
+    /// is used only when you name it.
+    #[arg(long, value_name = "HOST:DEVICE")]
+    pub device: Vec<String>,
+    /// A consent the bundle's inventory records that holds: HOST:allow_script_commands,
+    /// HOST:consent_foreign=DEVICE or HOST:allow_postgres_settings=NAME (`*:` for its
+    /// [defaults]); once per consent.
+    #[arg(long, value_name = "HOST:CONSENT")]
+    pub consent: Vec<String>,
 }
 
 #[derive(Debug, Args)]

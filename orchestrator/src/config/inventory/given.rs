@@ -14,6 +14,11 @@
 //!   and `known_hosts` are used only when the user names each of them
 //!   (`--identity-file PATH`, `--known-hosts PATH`).  An inventory the user
 //!   gives with `-i` is the user's, and so are its paths.
+//! - So are a recorded inventory's devices and consents (`devices`,
+//!   `consent_foreign`, `allow_postgres_settings`, `allow_script_commands`,
+//!   issue 39): its host owner's word to another sweep, not to this one.
+//!   Each is used only when the user names it (`--device HOST:DEV`,
+//!   `--consent HOST:KEY[=VALUE]`, `*:` for [defaults]).
 //!
 //! Defaults are the user's own (ssh-agent, `~/.ssh/known_hosts`, values from
 //! the user's `~/.ssh/config`): they need no flag.
@@ -32,11 +37,38 @@ pub struct GivenPaths {
 }
 
 /// For a bundle's inventory: the key and known_hosts files the user names
-/// (`--identity-file`, `--known-hosts`, each as often as needed).
+/// (`--identity-file`, `--known-hosts`, each as often as needed), and the
+/// devices and consents of its hosts the user accepts (`--device`,
+/// `--consent`): a bundle's owner chose which disks may be destroyed and
+/// what scripts may do on them, and that is not the user's consent.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RecordedPaths {
     pub identity_files: Vec<PathBuf>,
     pub known_hosts: Vec<PathBuf>,
+    /// `HOST:DEVICE` (`*:DEVICE` for one [defaults] gives every host).
+    pub devices: Vec<String>,
+    /// `HOST:allow_script_commands`, `HOST:consent_foreign=DEVICE`,
+    /// `HOST:allow_postgres_settings=NAME` (`*:` for [defaults]).
+    pub consents: Vec<String>,
+}
+
+/// The host keys whose values are the host owner's consent, and how the
+/// user names one of a bundle's on the command line.
+pub(super) const CONSENT_KEYS: [&str; 4] = [
+    "devices",
+    "consent_foreign",
+    "allow_postgres_settings",
+    "allow_script_commands",
+];
+
+/// `--device HOST:VALUE` or `--consent HOST:KEY[=VALUE]`: the words that
+/// name one recorded consent (`value` `None`: a true `allow_script_commands`).
+pub(super) fn consent_word(host: &str, key: &str, value: Option<&str>) -> (&'static str, String) {
+    match (key, value) {
+        ("devices", Some(v)) => ("--device", format!("{host}:{v}")),
+        (_, Some(v)) => ("--consent", format!("{host}:{key}={v}")),
+        (_, None) => ("--consent", format!("{host}:{key}")),
+    }
 }
 
 impl GivenPaths {
@@ -214,6 +246,8 @@ mod tests {
             recorded: Some(RecordedPaths {
                 identity_files: vec![keys.clone()],
                 known_hosts: vec![PathBuf::from("/etc/their_known_hosts")],
+                devices: vec!["h:/dev/vdb".into()],
+                consents: Vec::new(),
             }),
         };
         let got = c.parse(&inv, &given).unwrap_or_else(|e| panic!("{e}"));
@@ -224,5 +258,63 @@ mod tests {
         // The same text given by the user (-i) is the user's: its paths too.
         let mine = inv.replace("ssh_config = \"theirs.conf\"\n", "");
         assert!(c.parse(&mine, &GivenPaths::default()).is_ok());
+    }
+    #[test]
+    fn a_bundle_s_devices_and_consents_are_used_only_when_named() {
+        let c = Case::new();
+        let inv = "[defaults]\nallow_script_commands = true\n\
+                   [[host]]\nname = \"h\"\nos = \"linux\"\naddress = \"db1\"\n\
+                   devices = [\"/dev/vdb\", \"/dev/vdc\"]\nconsent_foreign = [\"/dev/vdc\"]\n\
+                   allow_postgres_settings = [\"archive_command\"]\n";
+        let recorded = GivenPaths::default().recorded();
+        let e = c.parse(inv, &recorded).unwrap_err();
+        for want in [
+            "inv.toml:2:25: error: `allow_script_commands = true` of [defaults] is recorded in the \
+             bundle; a bundle's devices and consents are its host owner's, not yours: give \
+             --consent *:allow_script_commands if this host's owner allows it (or run with your \
+             own inventory, -i)",
+            "inv.toml:7:12: error: `devices` of [[host]] `h` recorded in the bundle names /dev/vdb; \
+             a bundle's devices and consents are its host owner's, not yours: give --device \
+             h:/dev/vdb",
+            "`devices` of [[host]] `h` recorded in the bundle names /dev/vdc",
+            "give --consent h:consent_foreign=/dev/vdc",
+            "give --consent h:allow_postgres_settings=archive_command",
+        ] {
+            assert!(e.contains(want), "{want}\nnot in\n{e}");
+        }
+        // Some named: only the others are refused.
+        let some = GivenPaths {
+            ssh_config: None,
+            recorded: Some(RecordedPaths {
+                devices: vec!["h:/dev/vdb".into(), "h:/dev/vdc".into()],
+                consents: vec!["*:allow_script_commands".into()],
+                ..RecordedPaths::default()
+            }),
+        };
+        let e = c.parse(inv, &some).unwrap_err();
+        assert!(!e.contains("--device"), "{e}");
+        assert!(!e.contains("allow_script_commands"), "{e}");
+        assert!(e.contains("h:consent_foreign=/dev/vdc"), "{e}");
+        // Every one named: used as recorded.
+        let all = GivenPaths {
+            ssh_config: None,
+            recorded: Some(RecordedPaths {
+                devices: vec!["h:/dev/vdb".into(), "h:/dev/vdc".into()],
+                consents: vec![
+                    "*:allow_script_commands".into(),
+                    "h:consent_foreign=/dev/vdc".into(),
+                    "h:allow_postgres_settings=archive_command".into(),
+                ],
+                ..RecordedPaths::default()
+            }),
+        };
+        let got = c.parse(inv, &all).unwrap_or_else(|e| panic!("{e}"));
+        let h = &got.hosts[0];
+        assert!(h.allow_script_commands);
+        assert_eq!(h.devices.len(), 2);
+        assert_eq!(h.consent_foreign.len(), 1);
+        assert_eq!(h.allow_postgres_settings.len(), 1);
+        // The same text given by the user (-i) is the user's own consent.
+        assert!(c.parse(inv, &GivenPaths::default()).is_ok());
     }
 }

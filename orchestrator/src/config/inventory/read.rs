@@ -79,6 +79,7 @@ fn parse_doc(
         // Not `guest_of` and `vm`: every guest names its own physical host.
         d.check_keys(errs, &HOST_KEYS[1..HOST_KEYS.len() - 2]);
         recorded_paths(errs, &d, base_of(src), given, resolver.home.as_deref());
+        recorded_consents(errs, &d, "*", given);
         if let Some(v) = d.get("name") {
             errs.push(
                 &v.span(),
@@ -117,6 +118,9 @@ fn parse_doc(
         let h = Tbl { t, span, ctx };
         h.check_keys(errs, HOST_KEYS);
         recorded_paths(errs, &h, base, given, resolver.home.as_deref());
+        if let Some(n) = h.get("name").and_then(|v| v.get_ref().as_str()) {
+            recorded_consents(errs, &h, n, given);
+        }
         let d = dtbl.as_ref().map(|(t, span)| Tbl {
             t,
             span,
@@ -467,6 +471,64 @@ fn recorded_paths(
                 shown(&would.display().to_string())
             ),
         );
+    }
+}
+
+/// In an inventory recorded in a bundle, the devices and consents of one
+/// table (a host's, `host` its name, or [defaults], `*`) are used only
+/// when the user names each on the command line ([`GivenPaths`]): which
+/// disks may be destroyed, which foreign signatures overwritten, which
+/// settings and script commands allowed are the host owner's to say, and
+/// a bundle's recording says only what its own sweep was allowed.  Each
+/// one not named is an error at its value, with the words that accept it.
+fn recorded_consents(errs: &mut Errors<'_>, t: &Tbl<'_, '_>, host: &str, given: &GivenPaths) {
+    let Some(named) = &given.recorded else {
+        return;
+    };
+    for key in given::CONSENT_KEYS {
+        let Some(v) = t.get(key) else { continue };
+        // (value, its span): each list item, or a true bool; other types
+        // are errors of their own.
+        let items: Vec<(Option<String>, std::ops::Range<usize>)> = match v.get_ref() {
+            DeValue::Array(a) => a
+                .iter()
+                .filter_map(|i| {
+                    i.get_ref()
+                        .as_str()
+                        .map(|s| (Some(s.to_string()), i.span()))
+                })
+                .collect(),
+            DeValue::Boolean(true) => vec![(None, v.span())],
+            _ => Vec::new(),
+        };
+        for (value, span) in items {
+            let (flag, word) = given::consent_word(host, key, value.as_deref());
+            let list = if flag == "--device" {
+                &named.devices
+            } else {
+                &named.consents
+            };
+            if list.contains(&word) {
+                continue;
+            }
+            let what = match &value {
+                Some(s) => format!(
+                    "`{key}` of {} recorded in the bundle names {}",
+                    t.ctx,
+                    shown(s)
+                ),
+                None => format!("`{key} = true` of {} is recorded in the bundle", t.ctx),
+            };
+            errs.push(
+                &span,
+                format!(
+                    "{what}; a bundle's devices and consents are its host owner's, not yours: \
+                     give {flag} {} if this host's owner allows it (or run with your own \
+                     inventory, -i)",
+                    shown(&word)
+                ),
+            );
+        }
     }
 }
 
