@@ -769,10 +769,10 @@ fn init_tracing(verbose: u8, quiet: bool) {
 /// its warnings on stderr.
 fn inventory_import(args: &ImportArgs) -> CmdResult {
     let imported = if args.file.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-            .map_err(|e| CliError::nothing_ran(format!("cannot read standard input: {e}")))?;
-        crate::config::ansible::import(std::path::Path::new("(standard input)"), &text)
+        crate::config::ansible::import_reader(
+            std::path::Path::new("(standard input)"),
+            std::io::stdin().lock(),
+        )
     } else {
         crate::config::ansible::import_path(&args.file)
     }

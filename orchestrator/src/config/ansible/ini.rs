@@ -96,6 +96,7 @@ pub(super) fn read_ini(cx: &mut Cx<'_>, m: &mut Model, text: &str) -> Result<(),
                 };
                 let (names, port) =
                     expand_host_pattern(pattern, true).map_err(|e| cx.error(Some(n), e))?;
+                m.room_for(&names).map_err(|e| cx.error(Some(n), e))?;
                 let mut vars = Vec::new();
                 for t in pairs {
                     let Some((k, v)) = t.split_once('=') else {

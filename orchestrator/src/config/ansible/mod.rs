@@ -165,6 +165,14 @@ fn looks_like_yaml_groups(text: &str) -> bool {
     })
 }
 
+/// [`import`] of what `r` gives (standard input), read through the same
+/// bound as a file ([`sources::MAX_FILE_BYTES`]): an endless stream is an
+/// error at the bound, never read until memory runs out.
+pub fn import_reader(path: &Path, r: impl std::io::Read) -> Result<Imported, ImportError> {
+    let text = sources::read_bounded(r, path)?;
+    import(path, &text)
+}
+
 /// Read an Ansible inventory given as text (standard input; `path` names it
 /// in messages and in the output's header; nothing is read from disk, so no
 /// `group_vars/` or `host_vars/`) and write an fsmatrix inventory for its

@@ -175,6 +175,26 @@ impl Model {
         Ok(())
     }
 
+    /// Whether `names` (one pattern's hosts) fit under [`MAX_HOSTS`] with
+    /// the hosts read so far: checked before they are added, so that
+    /// pattern after pattern of ranges is refused at the line that goes
+    /// over, not after every range is expanded.
+    pub(super) fn room_for(&self, names: &[String]) -> Result<(), String> {
+        let new = names
+            .iter()
+            .filter(|n| !self.index.contains_key(*n))
+            .count();
+        if self.hosts.len() + new > MAX_HOSTS {
+            return Err(format!(
+                "this line brings the inventory to {} hosts; fsmatrix imports at most \
+                 {MAX_HOSTS}: split it, or import the part a study runs on \
+                 (`ansible-inventory -i SRC --list --limit PATTERN`)",
+                self.hosts.len() + new
+            ));
+        }
+        Ok(())
+    }
+
     /// The caps on what one import holds ([`MAX_HOSTS`], [`MAX_GROUPS`]),
     /// checked after reading and before any per-host work.
     pub(super) fn check_size(&self, file: &Path) -> Result<(), ImportError> {

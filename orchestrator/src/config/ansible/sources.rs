@@ -39,20 +39,65 @@ pub(super) fn io_error(path: &Path, what: &str, e: &std::io::Error) -> ImportErr
     }
 }
 
-/// A file's text, refused past [`MAX_FILE_BYTES`] or when it is not UTF-8.
+/// A file's text, refused past [`MAX_FILE_BYTES`], when it is not UTF-8, or
+/// when what it names is not a regular file.  Opened without blocking (a
+/// FIFO would wait for a writer forever), then judged by what was opened
+/// (`fstat`: a link to `/dev/zero` is a character device, never read), and
+/// read through a bound (a file that grows after the check stops there).
 pub(super) fn read_text(path: &Path) -> Result<String, ImportError> {
-    let meta = std::fs::metadata(path).map_err(|e| io_error(path, "read it", &e))?;
-    if meta.len() > MAX_FILE_BYTES {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| io_error(path, "read it", &e))?;
+    let meta = f.metadata().map_err(|e| io_error(path, "read it", &e))?;
+    let ft = meta.file_type();
+    if !ft.is_file() {
+        let kind = if ft.is_fifo() {
+            "a FIFO"
+        } else if ft.is_char_device() {
+            "a character device"
+        } else if ft.is_block_device() {
+            "a block device"
+        } else if ft.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
         return Err(ImportError {
             file: path.to_path_buf(),
             line: None,
             message: format!(
-                "the file has {} bytes; fsmatrix reads at most {MAX_FILE_BYTES}",
-                meta.len()
+                "it is {kind}; fsmatrix reads only regular files (an inventory or vars file)"
             ),
         });
     }
-    std::fs::read_to_string(path).map_err(|e| io_error(path, "read it", &e))
+    read_bounded(f, path)
+}
+
+/// At most [`MAX_FILE_BYTES`] of `r` as UTF-8 text (`what` names it in the
+/// error); one byte more is an error, not a truncated read.
+pub(super) fn read_bounded(r: impl std::io::Read, what: &Path) -> Result<String, ImportError> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    r.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| io_error(what, "read it", &e))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(ImportError {
+            file: what.to_path_buf(),
+            line: None,
+            message: format!(
+                "it has more than {MAX_FILE_BYTES} bytes; fsmatrix reads at most that"
+            ),
+        });
+    }
+    String::from_utf8(bytes).map_err(|_| ImportError {
+        file: what.to_path_buf(),
+        line: None,
+        message: "it is not UTF-8 text".into(),
+    })
 }
 
 /// The inventory files of a directory inventory, in Ansible's order: names

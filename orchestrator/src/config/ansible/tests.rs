@@ -324,3 +324,94 @@ fn imports_are_bounded_in_hosts_groups_and_nesting() {
     let i = imp("cap.ini", &at_cap);
     assert_eq!(i.toml.matches("[[host]]").count(), MAX_HOSTS);
 }
+
+/// `f` on another thread, failing the test if it takes more than 20 s (a
+/// read that blocks would otherwise hang the whole test binary).
+fn within_20s<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(20))
+        .unwrap_or_else(|_| panic!("{what}: still reading after 20 s"))
+}
+
+/// Issue 39: import reads only regular files, opened without blocking and
+/// through a bound: a FIFO (in a directory inventory, in `group_vars/`, or
+/// given itself) never blocks it, a link to /dev/zero is never read, an
+/// endless standard input stops at the bound, and pattern after pattern of
+/// ranges is refused at the line that goes over the host cap, before the
+/// rest is expanded.
+#[test]
+fn import_reads_only_regular_files_through_bounds() {
+    use super::model::MAX_HOSTS;
+    use super::sources::MAX_FILE_BYTES;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let fifo = |p: &std::path::Path| {
+        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).expect("path");
+        // SAFETY: a NUL-terminated path; mkfifo only makes the node.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0, "mkfifo");
+    };
+    // A directory inventory with a FIFO beside a real file: the FIFO is
+    // skipped and named, the file imported.
+    let dir = tmp.path().join("inv");
+    std::fs::create_dir_all(dir.join("group_vars")).expect("mkdir");
+    std::fs::write(
+        dir.join("10-web.ini"),
+        "[web]\nweb1 ansible_host=10.0.0.5\n",
+    )
+    .expect("write");
+    fifo(&dir.join("20-pipe.ini"));
+    let d = dir.clone();
+    let i = within_20s("a FIFO in a directory inventory", move || import_path(&d))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(i.toml.contains("name = \"web1\""), "{}", i.toml);
+    assert!(
+        i.warnings
+            .iter()
+            .any(|w| w.contains("20-pipe.ini") && w.contains("a FIFO")),
+        "{:?}",
+        i.warnings
+    );
+    // A FIFO as group_vars/web: refused, naming it, without blocking.
+    fifo(&dir.join("group_vars/web"));
+    let d = dir.clone();
+    let e =
+        within_20s("a FIFO in group_vars", move || import_path(&d)).expect_err("a FIFO vars file");
+    assert!(e.to_string().contains("a FIFO"), "{e}");
+    // A FIFO given itself, and a link to /dev/zero: refused, never read.
+    let p = tmp.path().join("pipe.ini");
+    fifo(&p);
+    let e = within_20s("a FIFO given", move || import_path(&p)).expect_err("a FIFO");
+    assert!(
+        e.to_string()
+            .contains("it is a FIFO; fsmatrix reads only regular files"),
+        "{e}"
+    );
+    let z = tmp.path().join("zero.ini");
+    std::os::unix::fs::symlink("/dev/zero", &z).expect("symlink");
+    let e = within_20s("a link to /dev/zero", move || import_path(&z)).expect_err("/dev/zero");
+    assert!(e.to_string().contains("a character device"), "{e}");
+    // An endless standard input: refused at the bound.
+    let e = within_20s("endless stdin", || {
+        import_reader(Path::new("(standard input)"), std::io::repeat(b'#'))
+    })
+    .expect_err("endless");
+    assert!(
+        e.to_string()
+            .contains(&format!("more than {MAX_FILE_BYTES} bytes")),
+        "{e}"
+    );
+    // Ranges line after line: refused at the line that passes the cap.
+    let per = MAX_HOSTS / 4;
+    let text: String = (0..40)
+        .map(|i| format!("[g{i}]\nh{i}-[1:{per}] ansible_host=10.0.0.1\n"))
+        .collect();
+    let e = imp_err("ranges.ini", &text);
+    assert_eq!(e.line, Some(10), "{e}");
+    assert!(
+        e.to_string()
+            .contains(&format!("brings the inventory to {} hosts", 5 * per)),
+        "{e}"
+    );
+}

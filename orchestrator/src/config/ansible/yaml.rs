@@ -346,6 +346,7 @@ fn yaml_group(
                     let line = Some(line_of(hk));
                     let (names, port) =
                         expand_host_pattern(&pattern, false).map_err(|e| cx.error(line, e))?;
+                    m.room_for(&names).map_err(|e| cx.error(line, e))?;
                     let vars = match hv {
                         None => Vec::new(),
                         Some(n) if matches!(n.data, YamlData::Value(Scalar::Null)) => Vec::new(),
