@@ -399,7 +399,8 @@ fn pgbench_psql_and_facts_parsers_never_panic_or_hang() {
                 let _ = parse_psql(&out, status);
                 for m in [
                     measure_pgbench(&out, &err, status, length),
-                    measure_psql(&out, status),
+                    measure_psql(&out, status, Some(1000.0)),
+                    measure_psql(&out, status, None),
                 ] {
                     if let Ok(run) = &m.measures {
                         assert_eq!(run.non_finite_field(), None, "{run:?}");

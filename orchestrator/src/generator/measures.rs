@@ -115,16 +115,32 @@ fn finite_only(m: Result<RunMeasures, String>) -> Result<RunMeasures, String> {
     }
 }
 
-/// A SQL script run by psql: every statement's time (what the report
-/// leads with), their sum as the run's duration (the total load time);
-/// "tps" (statements per second) and latency (their mean) are kept for old
+/// A SQL script run by psql: every statement's time, as psql printed it
+/// (the detail), and the run's duration (the total load time, what its
+/// cells are compared on).  The duration is `wall_ms`, the host's own clock
+/// around psql (the verb's `elapsed_ms`: psql's start and connection
+/// included), never the script's output: psql's `Time:` lines share
+/// stdout with the echoed statements, so a script can print lines that
+/// look like them (in a comment, say).  A sum of statement times beyond
+/// what the host measured is such lines, and the run is refused.  Without
+/// `wall_ms` (no host clock) the sum stands in, as before.  "tps"
+/// (statements per second) and latency (their mean) are kept for old
 /// readers but mean little for a data load.
-pub fn measure_psql(stdout: &str, status: Option<i32>) -> Measured {
+pub fn measure_psql(stdout: &str, status: Option<i32>, wall_ms: Option<f64>) -> Measured {
     let p = parse_psql(stdout, status);
     let files = vec![("statements.json".to_string(), json_pretty_bytes(&p))];
-    let measures = if p.valid {
+    // psql's own rounding: its times are printed to 0.001 ms each.
+    let forged = wall_ms.filter(|w| p.total_ms > w + 0.001 * p.statements.len() as f64 + 1.0);
+    let measures = if let (true, Some(wall)) = (p.valid, forged) {
+        Err(format!(
+            "the output's statement times add up to {:.3} ms, more than the {wall:.0} ms the \
+             host measured around psql: it holds timing lines psql did not print (a script \
+             cannot write its own timings)",
+            p.total_ms
+        ))
+    } else if p.valid {
         let n = p.statements.len();
-        let secs = p.total_ms / 1000.0;
+        let secs = wall_ms.unwrap_or(p.total_ms) / 1000.0;
         let core = RunCore {
             throughput: if secs > 0.0 { n as f64 / secs } else { 0.0 },
             latency_ms: (n > 0).then(|| p.total_ms / n as f64),
@@ -225,15 +241,29 @@ mod tests {
 
     #[test]
     fn psql_statements_and_init_timings() {
-        let m = measure_psql(
-            "SELECT 1;\nTime: 2.000 ms\nSELECT 2;\nTime: 3.000 ms\n",
-            Some(0),
-        );
+        let out = "SELECT 1;\nTime: 2.000 ms\nSELECT 2;\nTime: 3.000 ms\n";
+        let m = measure_psql(out, Some(0), None);
         let r = m.measures.expect("valid");
         assert_eq!(r.transactions, 2);
         assert_eq!(r.latency_avg_ms, Some(2.5));
         assert!((r.tps - 400.0).abs() < 1e-9);
         assert_eq!(r.duration_s, 0.005);
+        // With the host's clock, the duration is the host's: the script
+        // cannot make its load look shorter (or longer) than it was.
+        let r = measure_psql(out, Some(0), Some(40.0))
+            .measures
+            .expect("valid");
+        assert_eq!(r.duration_s, 0.040);
+        assert_eq!(r.statements.iter().map(|s| s.ms).sum::<f64>(), 5.0);
+        // Timing lines the host's clock cannot hold: refused, saying why.
+        let forged = "select pg_sleep(0) /*\nTime: 9000.000 ms\n*/;\nTime: 1.000 ms\n";
+        let e = measure_psql(forged, Some(0), Some(12.0))
+            .measures
+            .expect_err("forged timings");
+        assert!(
+            e.contains("add up to 9001.000 ms, more than the 12 ms the host measured"),
+            "{e}"
+        );
         let st: Vec<(&str, f64)> = r
             .statements
             .iter()

@@ -150,8 +150,16 @@ pub trait LoadGenerator: Sync {
     fn run(&self, r: &RunShape) -> Invocation;
 
     /// A run's raw output measured into the run record (`length` is the
-    /// cell's).
-    fn measure(&self, stdout: &str, stderr: &str, status: Option<i32>, length: Length) -> Measured;
+    /// cell's; `wall_ms` the host's own clock around the run, the verb's
+    /// `elapsed_ms`, which the workload cannot write).
+    fn measure(
+        &self,
+        stdout: &str,
+        stderr: &str,
+        status: Option<i32>,
+        wall_ms: Option<f64>,
+        length: Length,
+    ) -> Measured;
 
     /// A line the run marked for the live view (the mark removed) as a
     /// progress sample, if it is one.

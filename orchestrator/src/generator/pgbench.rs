@@ -69,7 +69,14 @@ impl LoadGenerator for Pgbench {
         call.arg("progress", if r.progress { "1" } else { "live" })
     }
 
-    fn measure(&self, stdout: &str, stderr: &str, status: Option<i32>, length: Length) -> Measured {
+    fn measure(
+        &self,
+        stdout: &str,
+        stderr: &str,
+        status: Option<i32>,
+        _wall_ms: Option<f64>,
+        length: Length,
+    ) -> Measured {
         measure_pgbench(stdout, stderr, status, length)
     }
 

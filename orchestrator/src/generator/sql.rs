@@ -43,9 +43,10 @@ impl LoadGenerator for SqlScript {
         stdout: &str,
         _stderr: &str,
         status: Option<i32>,
+        wall_ms: Option<f64>,
         _length: Length,
     ) -> Measured {
-        measure_psql(stdout, status)
+        measure_psql(stdout, status, wall_ms)
     }
 
     fn compared_on(&self, _rate: Option<u32>) -> Compared {

@@ -179,6 +179,9 @@ struct WorkloadState {
 /// A run's raw output.
 struct RawRun {
     status: Option<i32>,
+    /// The verb's own clock around the run (`elapsed_ms`, common.sh
+    /// `run_step`), which the workload cannot write.
+    wall_ms: Option<f64>,
     stdout: Vec<u8>,
     stderr: Vec<u8>,
     /// `latency_log`: the gzipped per-transaction logs (file name, bytes).

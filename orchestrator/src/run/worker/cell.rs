@@ -204,7 +204,7 @@ impl<R: Remote> Worker<'_, R> {
         let stdout = String::from_utf8_lossy(&raw.stdout);
         let stderr = String::from_utf8_lossy(&raw.stderr);
         let generator = generator_of(c);
-        let measured = generator.measure(&stdout, &stderr, raw.status, c.length);
+        let measured = generator.measure(&stdout, &stderr, raw.status, raw.wall_ms, c.length);
         let measured = match c.workload.latency_log {
             Some(rate) => with_latency_log(measured, &raw.txlogs, rate.fraction()),
             None => measured,
@@ -360,6 +360,7 @@ impl<R: Remote> Worker<'_, R> {
         }
         Ok(RawRun {
             status: kv.get("status").and_then(|s| s.parse::<i32>().ok()),
+            wall_ms: kv.f64("elapsed_ms"),
             stdout,
             stderr,
             txlogs,
