@@ -1622,6 +1622,14 @@ vm_args() {
 	esac
 	_vs_port=$(need port ${1+"$@"})
 	vm_uint port "$_vs_port" 1 65535
+	# The physical host's guard on the disk (its devices in the inventory,
+	# its consent to a foreign signature), as make-fs would run it.
+	_vs_consent=$(opt consent no ${1+"$@"})
+	case $_vs_consent in yes | no) ;; *) usage_die "consent=$_vs_consent is not yes or no" ;; esac
+	_vs_allowed=
+	for _vs_a in ${1+"$@"}; do
+		case $_vs_a in allowed=*) _vs_allowed="$_vs_allowed ${_vs_a#allowed=}" ;; esac
+	done
 	_vs_b=$VM_DIR/$_vs_g
 	_vs_old=$(vm_pid "$VM_DIR" "$_vs_g")
 }
@@ -1647,7 +1655,15 @@ vm_problems() {
 	fi
 	[ -z "$_vs_kernel" ] || [ -f "$_vs_kernel" ] || echo "kernel $_vs_kernel: no such file"
 	[ -z "$_vs_initrd" ] || [ -f "$_vs_initrd" ] || echo "initrd $_vs_initrd: no such file"
-	[ -b "$_vs_disk" ] || echo "disk $_vs_disk is not a block device"
+	if [ -b "$_vs_disk" ]; then
+		# The guard's refusal (its own words), unless this guest's qemu has
+		# the disk open already (vm-start then refuses as already running).
+		if ! vm_ours "$_vs_old" "$_vs_g" && ! _vp_g=$( (guard "$_vs_disk" "$_vs_consent" "$_vs_allowed") 2>&1 >/dev/null); then
+			echo "disk $_vs_disk: refused by the guard: ${_vp_g#refused: "$_vs_disk": }"
+		fi
+	else
+		echo "disk $_vs_disk is not a block device"
+	fi
 	command -v qemu-system-x86_64 >/dev/null 2>&1 || echo "qemu-system-x86_64 not found (Debian: apt-get install qemu-system-x86)"
 	command -v qemu-img >/dev/null 2>&1 || echo "qemu-img not found (Debian: apt-get install qemu-utils)"
 	if [ "$_vs_accel" = kvm ] && [ ! -c /dev/kvm ]; then
@@ -1681,6 +1697,11 @@ verb_vm_start() {
 	if vm_ours "$_vs_old" "$_vs_g"; then
 		die "guest $_vs_g is already running (qemu pid $_vs_old, $_vs_b.pid); stop it with vm-stop or vm-reap first"
 	fi
+	# Right before QEMU opens the disk read-write, the physical host's guard
+	# once more (exit 3, as make-fs): a disk mounted here, held by another
+	# device or carrying a foreign signature without consent is never given
+	# to a guest, whatever the guest's own guard would say of it.
+	guard "$_vs_disk" "$_vs_consent" "$_vs_allowed"
 	run mkdir -p "$VM_DIR"
 	run chmod 0700 "$VM_DIR"
 	vm_files_rm "$VM_DIR" "$_vs_g"

@@ -624,7 +624,7 @@ ssh_port = 10031
         .expect("vm-start");
     assert!(
         start.ends_with(
-            "linux.sh vm-start dir=/var/tmp/fsmatrix/vm guest=metal1-kvm image=/var/lib/images/debian12.img format=raw kernel=/var/lib/images/vmlinuz initrd=/var/lib/images/initrd.img 'cmdline=root=LABEL=fsmx-guest ro console=ttyS0' memory=1024 cpus=1 bus=nvme cache=writeback aio=threads accel=tcg disk=/dev/sdb port=10031"
+            "linux.sh vm-start dir=/var/tmp/fsmatrix/vm guest=metal1-kvm image=/var/lib/images/debian12.img format=raw kernel=/var/lib/images/vmlinuz initrd=/var/lib/images/initrd.img 'cmdline=root=LABEL=fsmx-guest ro console=ttyS0' memory=1024 cpus=1 bus=nvme cache=writeback aio=threads accel=tcg disk=/dev/sdb port=10031 allowed=/dev/sdb consent=no"
         ),
         "{start}"
     );

@@ -532,3 +532,63 @@ fn vm_reap_and_vm_stop_end_only_a_qemu_of_that_guest() {
         let _ = c.wait();
     }
 }
+
+/// Issue 39: the physical host's guard runs on a guest's disk before QEMU
+/// opens it.  `vm-check` names its refusal as a problem and `vm-start` stops
+/// at it, making nothing: a disk the inventory does not list for the host,
+/// and a disk that is in use here (the root filesystem's own device, which
+/// is mounted), are never given to a guest.
+#[test]
+fn vm_check_and_vm_start_run_the_physical_host_s_guard_on_the_disk() {
+    if !tool_or_skip("dash", "dash") {
+        return;
+    }
+    let root = Command::new("findmnt")
+        .args(["-no", "SOURCE", "/"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    let is_block = |p: &str| {
+        use std::os::unix::fs::FileTypeExt;
+        std::fs::metadata(p).is_ok_and(|m| m.file_type().is_block_device())
+    };
+    if !root.starts_with("/dev/") || !is_block(&root) {
+        eprintln!("skipped: vm_check_and_vm_start_run_the_physical_host_s_guard_on_the_disk needs `/` on a block device (here: {root:?})");
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let base: Vec<(&'static str, String)> = good(tmp.path())
+        .into_iter()
+        .map(|(k, v)| {
+            if k == "disk" {
+                (k, root.clone())
+            } else {
+                (k, v)
+            }
+        })
+        .collect();
+    for (allowed, want) in [
+        (None, "not among this host's devices in the inventory"),
+        (Some(root.as_str()), "mounted"),
+    ] {
+        let mut args = with(&base, "x", None);
+        if let Some(a) = allowed {
+            args.push(format!("allowed={a}"));
+        }
+        let out = script("dash", &[], "vm-check", &args);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let problem = format!("problem=disk {root}: refused by the guard: {want}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains(&problem),
+            "{problem} not in {out:?}"
+        );
+        let out = script("dash", &[], "vm-start", &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(&format!("disk {root}: refused by the guard: {want}")),
+            "{err}"
+        );
+        assert!(!tmp.path().join("vm").exists(), "vm-start made the folder");
+    }
+}

@@ -70,6 +70,20 @@ fn vm_call(verb: Verb, guest: &Host, vm: &Vm, physical: &Host) -> Call {
         .arg("accel", vm.accel.as_str())
         .arg("disk", vm.disk.as_str())
         .arg("port", vm.ssh_port.to_string())
+        // The physical host's guard on the disk, right before QEMU opens
+        // it: the host's devices and its consent to a foreign signature.
+        .args(
+            "allowed",
+            physical.devices.iter().map(|d| d.as_str().to_string()),
+        )
+        .arg(
+            "consent",
+            if physical.consent_foreign.contains(&vm.disk) {
+                "yes"
+            } else {
+                "no"
+            },
+        )
 }
 
 /// `vm-stop` of `guest`: ACPI power-down, [`t::VM_POWERDOWN`] to obey.
