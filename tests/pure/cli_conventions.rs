@@ -112,6 +112,107 @@ fn completions_and_the_man_page_come_from_the_cli_definition() {
     );
 }
 
+/// Every manual page has EXIT STATUS (each of `Exit`'s codes with its
+/// meaning), ENVIRONMENT (NO_COLOR, FSMATRIX_LOG, FSMATRIX_DB, …), FILES and
+/// EXAMPLES sections, from one source (`commands::manual`); every page has
+/// examples of its own, and each example parses as the command it shows.
+#[test]
+fn every_man_page_has_exit_status_environment_files_and_examples() {
+    use clap::{CommandFactory, Parser};
+    use fsmatrix::commands::{manual, Cli, Exit};
+    let tmp = tempfile::tempdir().expect("tempdir");
+    fsmatrix()
+        .args(["man", "--dir"])
+        .arg(tmp.path())
+        .assert()
+        .code(0);
+    let pages = manual::pages(Cli::command());
+    assert!(pages.len() > 20, "{pages:?}");
+    for path in &pages {
+        let file = if path.is_empty() {
+            "fsmatrix.1".to_string()
+        } else {
+            format!("fsmatrix-{}.1", path.replace(' ', "-"))
+        };
+        let text = std::fs::read_to_string(tmp.path().join(&file))
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        let mut at = 0;
+        for section in [
+            ".SH \"EXIT STATUS\"",
+            ".SH ENVIRONMENT",
+            ".SH FILES",
+            ".SH EXAMPLES",
+        ] {
+            let i = text[at..]
+                .find(section)
+                .unwrap_or_else(|| panic!("{file}: no {section} after the others"));
+            at += i + section.len();
+        }
+        for e in Exit::ALL {
+            assert!(
+                text.contains(&format!(".TP\n\\fB{}\\fR\n", e.code())),
+                "{file}: exit status {}",
+                e.code()
+            );
+        }
+        for var in ["NO_COLOR", "FSMATRIX_LOG", "FSMATRIX_DB", "SSH_AUTH_SOCK"] {
+            assert!(text.contains(&format!("\\fB{var}\\fR")), "{file}: {var}");
+        }
+        let examples: Vec<&str> = manual::EXAMPLES
+            .iter()
+            .filter(|(p, _, _)| p == path)
+            .map(|(_, line, _)| *line)
+            .collect();
+        assert!(!examples.is_empty(), "{file}: no example of its own");
+        for line in examples {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let prefix: Vec<&str> = std::iter::once("fsmatrix")
+                .chain(path.split_whitespace())
+                .collect();
+            assert!(
+                words.starts_with(&prefix),
+                "{file}: `{line}` is not `{}`",
+                prefix.join(" ")
+            );
+            if let Err(e) = Cli::try_parse_from(&words) {
+                panic!("{file}: the example `{line}` does not parse: {e}");
+            }
+            assert!(
+                text.contains(&line.replace('-', "\\-")),
+                "{file}: `{line}` is not on the page"
+            );
+        }
+    }
+    // fsmatrix(1) on stdout is the same page.
+    let o = fsmatrix().arg("man").output().expect("man");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(".SH EXAMPLES") && text.contains("lab up \\-\\-install"),
+        "{text}"
+    );
+    // Every environment variable the program reads is in the table.
+    let named: Vec<&str> = manual::ENVIRONMENT
+        .iter()
+        .flat_map(|(n, _)| n.split(", "))
+        .collect();
+    for v in [
+        "NO_COLOR",
+        "FSMATRIX_LOG",
+        "FSMATRIX_DB",
+        "PGPASSFILE",
+        "SSH_AUTH_SOCK",
+        "HOME",
+        "XDG_RUNTIME_DIR",
+        "USER",
+        "LOGNAME",
+    ] {
+        assert!(
+            named.contains(&v),
+            "{v} missing from commands::manual::ENVIRONMENT"
+        );
+    }
+}
+
 #[test]
 fn quiet_and_verbose_together_are_refused() {
     fsmatrix()

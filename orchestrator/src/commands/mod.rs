@@ -14,6 +14,7 @@ mod check;
 mod db;
 mod lab;
 mod ls;
+pub mod manual;
 mod plan;
 mod run;
 mod sign;
@@ -552,6 +553,24 @@ pub enum Exit {
 }
 
 impl Exit {
+    /// Every exit status, in order (the man pages' EXIT STATUS).
+    pub const ALL: [Exit; 3] = [Exit::Success, Exit::Problems, Exit::NothingRan];
+
+    /// What the status means, as the man pages say it.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Exit::Success => "everything asked for was done",
+            Exit::Problems => {
+                "some cells failed or did not run, a host is not ready, or a bundle does not \
+                 verify: the work that could be done was done, and what was not is said"
+            }
+            Exit::NothingRan => {
+                "nothing ran: bad input (every error with its file:line:col and what would be \
+                 valid) or an unusable environment"
+            }
+        }
+    }
+
     /// The process's exit status.
     pub fn code(self) -> u8 {
         match self {
@@ -724,18 +743,16 @@ fn dispatch(command: Command) -> CmdResult {
                             crate::text::terminal_safe(&dir.display().to_string())
                         )));
                     }
-                    clap_mangen::generate_to(cmd, &dir).map_err(|e| {
+                    manual::write_all(cmd, &dir).map_err(|e| {
                         CliError::problems(format!(
                             "failed to write the manual pages into {}: {e}",
                             crate::text::terminal_safe(&dir.display().to_string())
                         ))
                     })?;
                 }
-                None => clap_mangen::Man::new(cmd)
-                    .render(&mut crate::stdio::Stdout)
-                    .map_err(|e| {
-                        CliError::problems(format!("failed to write the manual page: {e}"))
-                    })?,
+                None => manual::render(cmd, &mut crate::stdio::Stdout).map_err(|e| {
+                    CliError::problems(format!("failed to write the manual page: {e}"))
+                })?,
             }
             Ok(Exit::Success)
         }
