@@ -150,12 +150,11 @@ mounted_where() {
 # status` fails or hangs, prints "?" and the reason, and the guard refuses.
 zpool_vdev_of() {
 	command -v zpool >/dev/null 2>&1 || return 0
+	# Not running here (a zfs-fuse of another container does not count: no
+	# socket here): no pool is imported, and zpool is not asked.
+	zfs_runs_here || return 0
 	if ! _zv_status=$(timeout 20 zpool status 2>&1); then
-		# ZFS runs here: the kernel module's /dev/zfs, or zfs-fuse's socket
-		# (a zfs-fuse of another container does not count: no socket here).
-		if [ -e /dev/zfs ] || [ -S /var/run/zfs/zfs_socket ] || [ -S /run/zfs/zfs_socket ]; then
-			printf '?zpool status failed: %s\n' "$(printf '%s' "$_zv_status" | head -n 1)"
-		fi
+		printf '?zpool status failed: %s\n' "$(printf '%s' "$_zv_status" | head -n 1)"
 		return 0
 	fi
 	printf '%s\n' "$_zv_status" | awk '$1 == "pool:" { pool = $2; next } pool != "" && NF > 0 { print pool, $1 }' |
@@ -286,6 +285,15 @@ check_fs() {
 	esac
 }
 
+# zfs_runs_here: ZFS runs on this host: the kernel module's /dev/zfs, or
+# zfs-fuse's socket.  Asked before any zpool command: OpenZFS's libzfs_init
+# loads the zfs module when /dev/zfs is missing (lib/libzfs/os/linux/
+# libzfs_util_os.c libzfs_load_module), and reading facts must not load a
+# module; without either, no pool can be imported here.
+zfs_runs_here() {
+	[ -e /dev/zfs ] || [ -S /var/run/zfs/zfs_socket ] || [ -S /run/zfs/zfs_socket ]
+}
+
 zfs_impl() {
 	if ! command -v zpool >/dev/null 2>&1; then
 		printf none
@@ -391,14 +399,20 @@ verb_facts() {
 	kv zfs_impl "$_f_impl"
 	case $_f_impl in
 	openzfs)
-		kv zfs_version "$(zfs version 2>/dev/null | head -n 1 || cat /sys/module/zfs/version 2>/dev/null || true)"
+		# `zfs version` goes through libzfs too: only where ZFS runs; else the
+		# package's version (the module's own when it is loaded).
+		if zfs_runs_here; then
+			kv zfs_version "$(zfs version 2>/dev/null | head -n 1 || cat /sys/module/zfs/version 2>/dev/null || true)"
+		else
+			kv zfs_version "$(dpkg-query -W -f '${Version}' zfsutils-linux 2>/dev/null || printf unknown)"
+		fi
 		;;
 	zfs-fuse)
 		kv zfs_version "$(dpkg-query -W -f '${Version}' zfs-fuse 2>/dev/null || printf unknown)"
 		;;
 	esac
 	if [ "$_f_impl" != none ]; then
-		if timeout 10 zpool list >/dev/null 2>&1; then kv zfs_running yes; else kv zfs_running no; fi
+		if zfs_runs_here && timeout 10 zpool list >/dev/null 2>&1; then kv zfs_running yes; else kv zfs_running no; fi
 	fi
 }
 

@@ -13,6 +13,7 @@ mod bundle_write;
 mod cli_conventions;
 mod foreign_paths;
 mod fuzz;
+mod linux_facts;
 mod pgbench_parse;
 mod plan_cli;
 mod plan_errors;
