@@ -192,11 +192,15 @@ mapfile -t every_exe < <(printf '%s\n' "$bins" | awk 'NF == 2 { print $2 }')
 shared+=(without-optional)
 # The documentation's examples (rustdoc builds and runs them: `cargo test --doc`).
 shared+=(doc)
-# Longest first, by the times of the last run on this machine (if any).
+# Longest first, by the times of the last run on this machine, else by the times the
+# repository keeps (tests/suite-times.txt): on a fresh clone the longest suite (engine)
+# must not start last, or it alone decides when the side-by-side phase ends.
 times=$target_dir/test-times.txt
-if [ -f "$times" ]; then
+order=$times
+[ -f "$order" ] || order=tests/suite-times.txt
+if [ -f "$order" ]; then
 	mapfile -t shared < <(for s in "${shared[@]}"; do
-		printf '%s %s\n' "$(awk -v s="$s" '$1 == s { print $2 }' "$times" | tail -n 1 | grep . || echo 0)" "$s"
+		printf '%s %s\n' "$(awk -v s="$s" '$1 == s { print $2 }' "$order" | tail -n 1 | grep . || echo 0)" "$s"
 	done | sort -rn | cut -d' ' -f2)
 fi
 
