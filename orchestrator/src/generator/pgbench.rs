@@ -121,16 +121,21 @@ pub fn pgbench_script_uses(text: &str) -> Vec<ScriptUse> {
     let toks = lex(text, CopyData::None);
     let mut out: Vec<ScriptUse> = toks
         .iter()
-        .filter_map(|l| match &l.tok {
-            Tok::Meta { name, .. } if name.eq_ignore_ascii_case("shell") => {
-                Some(meta_use(l, name, "runs a shell command on the host"))
+        .filter_map(|l| {
+            let Tok::Meta { name, .. } = &l.tok else {
+                return None;
+            };
+            // The command pgbench itself reads there, not the lexer's name.
+            let name = pgbench_command_name(text, l.line, l.column).unwrap_or(name.to_string());
+            match name.to_ascii_lowercase().as_str() {
+                "shell" => Some(meta_use(l, &name, "runs a shell command on the host")),
+                "setshell" => Some(meta_use(
+                    l,
+                    &name,
+                    "runs a shell command on the host (its output into a variable)",
+                )),
+                _ => None,
             }
-            Tok::Meta { name, .. } if name.eq_ignore_ascii_case("setshell") => Some(meta_use(
-                l,
-                name,
-                "runs a shell command on the host (its output into a variable)",
-            )),
-            _ => None,
         })
         .collect();
     out.extend(sql_uses(&toks));
@@ -138,9 +143,74 @@ pub fn pgbench_script_uses(text: &str) -> Vec<ScriptUse> {
     out
 }
 
+/// The command pgbench runs for the meta-command whose backslash is at
+/// `line`:`column` (1-based, columns in characters) of `text`, as pgbench
+/// reads it: its backslash-command scanner takes the first word after the
+/// backslash, skipping blanks and backslash-newline continuations first
+/// (src/bin/pgbench/exprscan.l, INITIAL state; tried against pgbench 15:
+/// `\  shell`, `\<tab>shell` and `\ \<newline> setshell` all run a shell
+/// command), and compares it case-blind.  `None` when no backslash is there.
+fn pgbench_command_name(text: &str, line: usize, column: usize) -> Option<String> {
+    let start: usize = text
+        .split_inclusive('\n')
+        .take(line.checked_sub(1)?)
+        .map(str::len)
+        .sum();
+    let rest = text.get(start..)?;
+    let off = rest.char_indices().nth(column.checked_sub(1)?)?.0;
+    let b = &rest.as_bytes()[off..];
+    if b.first() != Some(&b'\\') {
+        return None;
+    }
+    let mut i = 1;
+    loop {
+        while b
+            .get(i)
+            .is_some_and(|c| matches!(c, b' ' | b'\t' | b'\r' | b'\x0b' | b'\x0c'))
+        {
+            i += 1;
+        }
+        if b[i..].starts_with(b"\\\n") {
+            i += 2;
+        } else if b[i..].starts_with(b"\\\r\n") {
+            i += 3;
+        } else {
+            break;
+        }
+    }
+    let j = i + b[i..]
+        .iter()
+        .take_while(|c| !c.is_ascii_whitespace() && **c != b'\\')
+        .count();
+    Some(String::from_utf8_lossy(&b[i..j]).into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Spellings pgbench 15 itself runs as `\shell` or `\setshell` (each
+    /// tried with a command that leaves a mark): blanks or a continuation
+    /// between the backslash and the name, another case.
+    #[test]
+    fn pgbench_reads_the_command_name_past_blanks_and_continuations() {
+        for (text, line, want) in [
+            ("\\  shell touch x\n", 1, "\\shell"),
+            ("\\\tshell touch x\n", 1, "\\shell"),
+            ("\\ \\\n  setshell v touch x\n", 1, "\\setshell"),
+            ("\\ \\\r\n shell touch x\n", 1, "\\shell"),
+            ("select 1;\n\\SHELL touch x\n", 2, "\\SHELL"),
+        ] {
+            let got: Vec<(usize, String)> = pgbench_script_uses(text)
+                .into_iter()
+                .map(|u| (u.line, u.feature))
+                .collect();
+            assert_eq!(got, vec![(line, want.to_string())], "{text:?}");
+        }
+        // Not a command: in a comment, or a name pgbench does not run.
+        assert!(pgbench_script_uses("-- \\  shell x\nselect 1;\n").is_empty());
+        assert!(pgbench_script_uses("\\ sleep 1 ms\n").is_empty());
+    }
 
     #[test]
     fn pgbench_shell_and_setshell_and_server_features_are_found_with_their_line() {
