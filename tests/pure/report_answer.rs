@@ -213,3 +213,34 @@ fn the_summary_format_fits_100_columns_off_a_terminal() {
         assert!(l.chars().count() <= 100, "{l:?} is wider than 100");
     }
 }
+
+/// Issue 39: a bundle's names are other people's text: `--format summary`,
+/// meant for a terminal, prints a variant named with an escape sequence
+/// with its control characters escaped, never raw.
+#[test]
+fn the_summary_escapes_what_a_bundle_wrote() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut b = Bundle::create(tmp.path(), "escapes").unwrap();
+    b.write("matrix.toml", b"name = \"escapes\"\nrepeats = 2\n")
+        .unwrap();
+    b.write("inventory.toml", b"[[host]]\nname = \"lab1\"\n")
+        .unwrap();
+    let evil = "xfs\u{1b}[2J\u{1b}]0;owned\u{7}";
+    let mut n = 0;
+    for (fs, tps) in [("ext4", [400.0, 410.0]), (evil, [300.0, 305.0])] {
+        for (i, t) in tps.into_iter().enumerate() {
+            n += 1;
+            write_cell(
+                &mut b,
+                &cell(&format!("c{n:02}"), fs, 4, i as u32 + 1, done(t)),
+            );
+        }
+    }
+    let bundle = b.close(SweepStatus::Complete).unwrap();
+    let s = report(&bundle, "summary");
+    assert!(
+        !s.contains('\u{1b}') && !s.contains('\u{7}'),
+        "a control character reached the terminal: {s:?}"
+    );
+    assert!(s.contains("xfs\\u{1b}[2J"), "{s}");
+}

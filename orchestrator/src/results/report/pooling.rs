@@ -130,7 +130,12 @@ pub fn check_pooling(
     if diffs.is_empty() || by_bundle {
         return Ok(diffs);
     }
-    let said: Vec<String> = diffs.iter().map(ToString::to_string).collect();
+    // The values are the bundles' (other people's text): said with their
+    // control characters escaped, never sent to the terminal raw.
+    let said: Vec<String> = diffs
+        .iter()
+        .map(|d| crate::text::terminal_safe(&d.to_string()).into_owned())
+        .collect();
     Err(ReportError::DefinitionsDiffer {
         differences: said.join("; "),
     })
@@ -198,6 +203,34 @@ mod tests {
         );
         assert!(differing_keys(&a, &a).is_empty());
         assert_eq!(differing_keys(&b, &a).len(), 3);
+    }
+
+    /// Issue 39: a bundle's escape sequence in a value reaches the refusal
+    /// escaped, not raw.
+    #[test]
+    fn the_pooling_refusal_escapes_what_the_bundles_wrote() {
+        let defs = |v: &str| Definitions {
+            workloads: [(
+                "w".to_string(),
+                def(&[("postgres.work_mem", DefValue::Text(v.into()))]),
+            )]
+            .into(),
+            variants: BTreeMap::new(),
+            rule: None,
+        };
+        let rec = |b: &str, v: &str| Recorded {
+            bundle: b.into(),
+            definitions: Some(defs(v)),
+            facts: BTreeMap::new(),
+        };
+        let e = check_pooling(
+            &[rec("a", "4MB"), rec("b", "\x1b[2J\x1b]0;owned\x07")],
+            false,
+        )
+        .expect_err("they differ")
+        .to_string();
+        assert!(!e.contains('\x1b') && !e.contains('\x07'), "{e:?}");
+        assert!(e.contains("\\u{1b}[2J"), "{e}");
     }
 
     #[test]

@@ -72,6 +72,18 @@ pub fn decided_at(r: &Report) -> String {
 
 /// The summary text, wrapped at `width` columns.
 pub fn render_summary(r: &Report, width: usize) -> String {
+    // For a terminal: every line with its control characters escaped (a
+    // bundle's names, notes and facts are other people's text).
+    render_summary_text(r, width)
+        .split_inclusive('\n')
+        .map(|l| match l.strip_suffix('\n') {
+            Some(body) => format!("{}\n", crate::text::terminal_safe(body)),
+            None => crate::text::terminal_safe(l).into_owned(),
+        })
+        .collect()
+}
+
+fn render_summary_text(r: &Report, width: usize) -> String {
     let mut out = String::new();
     // Bundles side by side whose definitions differ: said before any number.
     for d in &r.definition_differences {
