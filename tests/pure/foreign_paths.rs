@@ -140,6 +140,8 @@ fn resume_and_run_from_use_a_bundle_s_recorded_paths_only_when_named() {
             out.display().to_string(),
             "--from".to_string(),
         ],
+        // What a re-run would use, without running it.
+        vec!["plan".to_string(), "--from".to_string()],
     ];
     for verb in &verbs {
         let o = fsmatrix(&t.home())
@@ -196,6 +198,17 @@ fn resume_and_run_from_use_a_bundle_s_recorded_paths_only_when_named() {
         let err = stderr(&o);
         assert!(!err.contains("recorded in the bundle"), "{verb:?}: {err}");
         assert!(t.ran(), "{verb:?}: the named config was not read: {err}");
+        if verb[0] == "plan" {
+            assert_eq!(o.status.code(), Some(0), "{err}");
+            assert!(
+                err.contains("from the bundle, as you named them:\n  one: devices /dev/vdb\n"),
+                "{err}"
+            );
+            assert!(
+                String::from_utf8_lossy(&o.stdout).contains("/dev/vdb"),
+                "the plan table: {o:?}"
+            );
+        }
     }
     // --identity-file, --known-hosts, --device and --consent belong to a bundle's inventory (an
     // inventory that does not exist: were the flag not refused, nothing

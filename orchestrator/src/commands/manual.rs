@@ -86,6 +86,7 @@ pub const EXAMPLES: &[(&str, &str, &str)] = &[
     ("lab status", "fsmatrix lab status --dir /var/lib/fsmatrix/lab", "the lab in that folder"),
     ("plan", "fsmatrix plan -i inventory/lab.toml -m matrix/quick.toml", "the cells a sweep would run, with their ETA"),
     ("plan", "fsmatrix plan -i inventory/lab.toml -m matrix/quick.toml --commands", "every command the sweep would send, quoted as it is sent"),
+    ("plan", "fsmatrix plan --from results/quick-20261201T100212Z --device lab1:/dev/loop0", "what a re-run of that bundle would run, and which of its devices and consents it would use"),
     ("check", "fsmatrix check -i inventory/lab.toml -m matrix/quick.toml", "whether each host is ready for that matrix"),
     ("run", "fsmatrix run -i inventory/lab.toml -m matrix/quick.toml --out results", "run the sweep and write its bundle under results/"),
     ("run", "fsmatrix run --from results/quick-20261201T100212Z --identity-file lab/id --device lab1:/dev/loop0", "run a bundle's sweep again, naming the key and device it records"),

@@ -303,11 +303,28 @@ pub struct LabUpArgs {
 #[derive(Debug, Args)]
 pub struct PlanArgs {
     /// The inventory (TOML): the hosts, their devices and the owners' consent (docs/formats.md).
-    #[arg(long, short)]
-    pub inventory: PathBuf,
+    #[arg(long, short, required_unless_present = "from", conflicts_with = "from")]
+    pub inventory: Option<PathBuf>,
     /// The matrix (TOML): filesystem variants, workloads, repeats (docs/formats.md).
-    #[arg(long, short)]
-    pub matrix: PathBuf,
+    #[arg(long, short, required_unless_present = "from", conflicts_with = "from")]
+    pub matrix: Option<PathBuf>,
+    /// Plan a bundle's sweep again, as `run --from BUNDLE` would run it: with the paths,
+    /// devices and consents it records that you name (--identity-file, --known-hosts,
+    /// --device, --consent), and saying which of the bundle's it would use.
+    #[arg(long, value_name = "BUNDLE")]
+    pub from: Option<PathBuf>,
+    /// With --from: a key file the bundle's inventory names that may be used.
+    #[arg(long, value_name = "FILE", requires = "from")]
+    pub identity_file: Vec<PathBuf>,
+    /// With --from: a known_hosts file the bundle's inventory names that may be used.
+    #[arg(long, value_name = "FILE", requires = "from")]
+    pub known_hosts: Vec<PathBuf>,
+    /// With --from: a device the bundle lists that may be destroyed, HOST:DEVICE.
+    #[arg(long, value_name = "HOST:DEVICE", requires = "from")]
+    pub device: Vec<String>,
+    /// With --from: a consent the bundle records that holds, HOST:KEY[=VALUE].
+    #[arg(long, value_name = "HOST:CONSENT", requires = "from")]
+    pub consent: Vec<String>,
     /// Print the plan as JSON instead of a table.
     #[arg(long, conflicts_with = "commands")]
     pub json: bool,

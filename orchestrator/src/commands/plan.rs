@@ -4,16 +4,35 @@ use crate::plan::{plan as make_plan, render};
 use crate::run::dry;
 
 pub fn plan(args: &PlanArgs) -> CmdResult {
-    let given = crate::config::GivenPaths {
-        ssh_config: args.ssh_config.clone(),
-        recorded: None,
+    let (inv, m) = match (&args.from, &args.inventory, &args.matrix) {
+        (Some(bundle), _, _) => {
+            let given = crate::config::GivenPaths {
+                ssh_config: args.ssh_config.clone(),
+                recorded: Some(crate::config::RecordedPaths {
+                    identity_files: args.identity_file.clone(),
+                    known_hosts: args.known_hosts.clone(),
+                    devices: args.device.clone(),
+                    consents: args.consent.clone(),
+                }),
+            };
+            let (inv, m, _) =
+                crate::run::snapshot::read(bundle, &given).map_err(CliError::failed_to)?;
+            crate::stdio::err!("{}", uses_of_the_bundle(&inv));
+            (inv, m)
+        }
+        (None, Some(i), Some(mx)) => {
+            let given = crate::config::GivenPaths {
+                ssh_config: args.ssh_config.clone(),
+                recorded: None,
+            };
+            crate::config::load_given(i, mx, &given, crate::generator::script_uses)?
+        }
+        _ => {
+            return Err(CliError::nothing_ran(
+                "give --inventory and --matrix, or --from BUNDLE",
+            ))
+        }
     };
-    let (inv, m) = crate::config::load_given(
-        &args.inventory,
-        &args.matrix,
-        &given,
-        crate::generator::script_uses,
-    )?;
     crate::stdio::err!("{}", crate::config::ssh_config::report(&inv));
     let p = make_plan(&inv, &m);
     if args.commands {
@@ -79,4 +98,51 @@ pub fn plan(args: &PlanArgs) -> CmdResult {
         }
     }
     Ok(Exit::Success)
+}
+
+/// What a re-run of a bundle would use of what it records (each one named
+/// on the command line, or the read would have refused): per host, the
+/// devices it may destroy and the consents that hold.
+fn uses_of_the_bundle(inv: &crate::config::Inventory) -> String {
+    use crate::text::terminal_safe;
+    let mut out = String::from("from the bundle, as you named them:\n");
+    for h in &inv.hosts {
+        let mut what: Vec<String> = vec![format!(
+            "devices {}",
+            h.devices
+                .iter()
+                .map(|d| terminal_safe(d.as_str()).into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        )];
+        if h.allow_script_commands {
+            what.push("allow_script_commands".into());
+        }
+        if !h.consent_foreign.is_empty() {
+            what.push(format!(
+                "consent_foreign {}",
+                h.consent_foreign
+                    .iter()
+                    .map(|d| terminal_safe(d.as_str()).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ));
+        }
+        if !h.allow_postgres_settings.is_empty() {
+            what.push(format!(
+                "allow_postgres_settings {}",
+                h.allow_postgres_settings
+                    .iter()
+                    .map(|s| terminal_safe(s.as_str()).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ));
+        }
+        out.push_str(&format!(
+            "  {}: {}\n",
+            terminal_safe(h.name.as_str()),
+            what.join("; ")
+        ));
+    }
+    out
 }
