@@ -9,6 +9,7 @@
 //! Warm-up runs (`params.warmup`) and cells that did not finish are never
 //! counted (the first run after `pgbench -i` was ~9 % slow on the
 //! local lab, so counting it punishes whichever filesystem runs first).
+use crate::config::fs::SizeMeasure;
 use serde::Serialize;
 
 use crate::model::{CellParams, CellResult, CellStatus, ProgressSample, RunMeasures};
@@ -533,6 +534,15 @@ pub struct GroupStats {
     /// CV of the group's metric above the threshold.
     pub noisy: bool,
     pub warmups_excluded: usize,
+    /// The data's size on disk as its filesystem's row says it is read
+    /// (`config::fs::SizeMeasure`: du, or a btrfs's df used), median over
+    /// the counted repeats: what "on disk" and "smallest" mean.
+    pub on_disk_bytes: Option<f64>,
+    /// Which measure [`GroupStats::on_disk_bytes`] is.
+    pub on_disk_measure: crate::config::fs::SizeMeasure,
+    /// The filesystem's used bytes (`df`), median, when measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub df_used_bytes: Option<f64>,
     /// Median of the sizes over counted repeats, when measured.
     pub du_on_disk_bytes: Option<f64>,
     pub du_apparent_bytes: Option<f64>,
@@ -593,6 +603,7 @@ pub fn group_stats(cells: &[CellResult], opts: &StatsOptions) -> Vec<GroupStats>
         per_second: Vec<f64>,
         warmups: usize,
         on_disk: Vec<f64>,
+        df_used: Vec<f64>,
         apparent: Vec<f64>,
         ratio: Vec<f64>,
         zfs_used: Vec<f64>,
@@ -655,6 +666,7 @@ pub fn group_stats(cells: &[CellResult], opts: &StatsOptions) -> Vec<GroupStats>
         ));
         if let Some(s) = &c.sizes {
             acc.on_disk.extend(s.du_on_disk_bytes.map(|b| b as f64));
+            acc.df_used.extend(s.df_used_bytes.map(|b| b as f64));
             acc.apparent.extend(s.du_apparent_bytes.map(|b| b as f64));
             acc.ratio.extend(s.zfs_compressratio);
             acc.zfs_used.extend(s.zfs_used_bytes.map(|b| b as f64));
@@ -698,8 +710,19 @@ pub fn group_stats(cells: &[CellResult], opts: &StatsOptions) -> Vec<GroupStats>
                     })
                 })
                 .collect();
+            // The row's measure; a bundle without it (before fsmatrix kept
+            // df) falls back to du, said as du.
+            let measure = crate::config::FsType::parse(acc.fs_type)
+                .map_or(SizeMeasure::Du, |t| crate::config::fs::FsSpec::of(t).size);
+            let (on_disk_bytes, on_disk_measure) = match (measure, med(&acc.df_used)) {
+                (SizeMeasure::DfUsed, Some(df)) => (Some(df), SizeMeasure::DfUsed),
+                _ => (med(&acc.on_disk), SizeMeasure::Du),
+            };
             Some(GroupStats {
                 fs_type: acc.fs_type.to_owned(),
+                on_disk_bytes,
+                on_disk_measure,
+                df_used_bytes: med(&acc.df_used),
                 metric,
                 rate: acc.rate,
                 tps_values: acc.tps,
@@ -938,5 +961,34 @@ mod tests {
         // Other filesystems have none.
         let ext4 = group_stats(&[cell("ext4", 1, false, 1.0)], &StatsOptions::default());
         assert_eq!(ext4[0].zfs_used_bytes, None);
+    }
+
+    /// Issue 40: each filesystem's size is read as its row says.  btrfs
+    /// with compression: du sees the uncompressed size (st_blocks), so its
+    /// "on disk" is the dedicated filesystem's used bytes (df), as measured
+    /// on the lab (du 318 MiB, df 35.7 MB); ext4's stays du's; a bundle
+    /// that has no df for btrfs falls back to du, and says so.
+    #[test]
+    fn on_disk_is_read_with_each_filesystem_s_own_measure() {
+        let sized = |fs: &str, du: u64, df: Option<u64>| {
+            let mut c = cell(fs, 1, false, 100.0);
+            c.sizes = Some(crate::model::Sizes {
+                du_on_disk_bytes: Some(du),
+                df_used_bytes: df,
+                ..Default::default()
+            });
+            c
+        };
+        let o = StatsOptions::default();
+        let btrfs = group_stats(&[sized("btrfs", 333_447_168, Some(35_700_000))], &o);
+        assert_eq!(btrfs[0].on_disk_bytes, Some(35_700_000.0));
+        assert_eq!(btrfs[0].on_disk_measure, SizeMeasure::DfUsed);
+        assert_eq!(btrfs[0].du_on_disk_bytes, Some(333_447_168.0));
+        let ext4 = group_stats(&[sized("ext4", 90_000_000, Some(120_000_000))], &o);
+        assert_eq!(ext4[0].on_disk_bytes, Some(90_000_000.0));
+        assert_eq!(ext4[0].on_disk_measure, SizeMeasure::Du);
+        let old = group_stats(&[sized("btrfs", 333_447_168, None)], &o);
+        assert_eq!(old[0].on_disk_bytes, Some(333_447_168.0));
+        assert_eq!(old[0].on_disk_measure, SizeMeasure::Du);
     }
 }

@@ -602,7 +602,7 @@ fn build(
             };
             let mut baseline_name = baseline.map(|b| b.key.filesystem.clone());
             let baseline_values = baseline.map(|b| b.values(metric).to_vec());
-            let baseline_on_disk = baseline.and_then(|b| b.du_on_disk_bytes);
+            let baseline_on_disk = baseline.and_then(|b| b.on_disk_bytes);
             let variants: Vec<(&str, &[f64])> = gs
                 .iter()
                 .map(|g| (g.key.filesystem.as_str(), g.values(metric)))
@@ -652,7 +652,7 @@ fn build(
                     let drift = (in_order.len() == g.values(metric).len())
                         .then(|| drift::drift(&in_order, metric))
                         .flatten();
-                    let on_disk_vs_baseline = match (metric, g.du_on_disk_bytes, baseline_on_disk) {
+                    let on_disk_vs_baseline = match (metric, g.on_disk_bytes, baseline_on_disk) {
                         (Metric::LoadTime, Some(d), Some(b))
                             if b > 0.0 && side.is_none() && comparison.is_some() =>
                         {

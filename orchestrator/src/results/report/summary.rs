@@ -220,8 +220,11 @@ fn load_line(row: &Row) -> String {
         parts.push(format!("total {:.2} s", l.mean));
     }
     let mut sizes = Vec::new();
-    if let Some(b) = g.du_on_disk_bytes {
-        sizes.push(format!("{} on disk", iec_bytes(b)));
+    if let Some(b) = g.on_disk_bytes {
+        sizes.push(match g.on_disk_measure {
+            crate::config::fs::SizeMeasure::Du => format!("{} on disk", iec_bytes(b)),
+            m => format!("{} on disk ({})", iec_bytes(b), m.label()),
+        });
     }
     if let Some(b) = g.du_apparent_bytes {
         sizes.push(format!("{} apparent", iec_bytes(b)));

@@ -426,7 +426,11 @@ fn result_cells(row: &Row, m: Metric, sizes: SizeText) -> Vec<String> {
             cv.push_str(&format!(" {WARN} drift"));
         }
     }
-    let mut on_disk = sizes.of(g.du_on_disk_bytes);
+    let mut on_disk = sizes.of(g.on_disk_bytes);
+    if g.on_disk_bytes.is_some() && g.on_disk_measure != crate::config::fs::SizeMeasure::Du {
+        // Not du's: said where the number is.
+        on_disk = format!("{on_disk} ({})", g.on_disk_measure.label());
+    }
     if let Some(c) = row.sizes_check.as_ref().filter(|c| !c.agree) {
         on_disk = format!(
             "{WARN} {on_disk} ≠ ZFS {}",

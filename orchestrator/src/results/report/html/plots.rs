@@ -556,13 +556,13 @@ pub(super) fn plots_sizes(r: &Report, order: &[String]) -> Result<Vec<Figure>, S
         for h in &t.hosts {
             for row in &h.rows {
                 let g = &row.stats;
-                if g.du_apparent_bytes.is_none() && g.du_on_disk_bytes.is_none() {
+                if g.du_apparent_bytes.is_none() && g.on_disk_bytes.is_none() {
                     continue;
                 }
                 m.entry((h.host.clone(), t.workload.clone()))
                     .or_default()
                     .entry(g.key.filesystem.clone())
-                    .or_insert((g.du_apparent_bytes, g.du_on_disk_bytes, g.zfs_compressratio));
+                    .or_insert((g.du_apparent_bytes, g.on_disk_bytes, g.zfs_compressratio));
             }
         }
     }
