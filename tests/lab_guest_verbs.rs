@@ -134,6 +134,8 @@ fn guest_boots_with_vm_start_and_leaves_nothing_after_vm_stop_and_vm_reap() {
         "accel=tcg".into(),
         format!("disk={}", g.disk),
         format!("port={}", g.ssh_port),
+        // The physical host's guard on the disk: its devices in the inventory.
+        format!("allowed={}", host.device),
     ];
     upload_scripts(&lab.inv, &host, SCRIPTS);
     // Whatever an earlier failed run left.
