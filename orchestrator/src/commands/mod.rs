@@ -300,6 +300,68 @@ pub struct LabUpArgs {
     pub guests: u32,
 }
 
+/// What a bundle records that `plan --from`, `run --from` and `resume` use
+/// only when named: its paths, devices and consents (a bundle may come
+/// from someone else).  One set of flags for the three.
+#[derive(Debug, Args, Default)]
+pub struct RecordedArgs {
+    /// A key file the bundle's inventory names (`identity_file`) that may
+    /// be used; once per file.  A bundle may come from someone else: the
+    /// paths it records are used only when you name them.
+    #[arg(long, value_name = "FILE")]
+    pub identity_file: Vec<PathBuf>,
+    /// A known_hosts file the bundle's inventory names that may be used
+    /// (the host keys it trusts); once per file.
+    #[arg(long, value_name = "FILE")]
+    pub known_hosts: Vec<PathBuf>,
+    /// A device the bundle's inventory lists that may be destroyed, as
+    /// HOST:DEVICE (`*:DEVICE` for its [defaults]); once per device.  A
+    /// bundle's devices and consents are its host owner's, not yours: each
+    /// is used only when you name it.
+    #[arg(long, value_name = "HOST:DEVICE")]
+    pub device: Vec<String>,
+    /// A consent the bundle's inventory records that holds: HOST:allow_script_commands,
+    /// HOST:consent_foreign=DEVICE or HOST:allow_postgres_settings=NAME (`*:` for its
+    /// [defaults]); once per consent.
+    #[arg(long, value_name = "HOST:CONSENT")]
+    pub consent: Vec<String>,
+}
+
+impl RecordedArgs {
+    /// What a re-run may use of the bundle's recording, with the ssh
+    /// config named on the command line.
+    pub fn given(&self, ssh_config: &Option<PathBuf>) -> crate::config::GivenPaths {
+        crate::config::GivenPaths {
+            ssh_config: ssh_config.clone(),
+            recorded: Some(crate::config::RecordedPaths {
+                identity_files: self.identity_file.clone(),
+                known_hosts: self.known_hosts.clone(),
+                devices: self.device.clone(),
+                consents: self.consent.clone(),
+            }),
+        }
+    }
+
+    /// Refused without `--from BUNDLE`: the flags name what a bundle
+    /// records, and an inventory given with -i has its own (checked here,
+    /// not by clap: its `requires` does not hold against `from`'s
+    /// conflicts, and a sweep must never start on a misread flag).
+    pub fn only_with_from(&self, from: &Option<PathBuf>) -> Result<(), CliError> {
+        let none = self.identity_file.is_empty()
+            && self.known_hosts.is_empty()
+            && self.device.is_empty()
+            && self.consent.is_empty();
+        if from.is_none() && !none {
+            return Err(CliError::nothing_ran(
+                "--identity-file, --known-hosts, --device and --consent name what a bundle's \
+                 inventory records: give them with --from BUNDLE (an inventory you give with -i \
+                 uses its own paths, devices and consents)",
+            ));
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct PlanArgs {
     /// The inventory (TOML): the hosts, their devices and the owners' consent (docs/formats.md).
@@ -313,18 +375,8 @@ pub struct PlanArgs {
     /// --device, --consent), and saying which of the bundle's it would use.
     #[arg(long, value_name = "BUNDLE")]
     pub from: Option<PathBuf>,
-    /// With --from: a key file the bundle's inventory names that may be used.
-    #[arg(long, value_name = "FILE", requires = "from")]
-    pub identity_file: Vec<PathBuf>,
-    /// With --from: a known_hosts file the bundle's inventory names that may be used.
-    #[arg(long, value_name = "FILE", requires = "from")]
-    pub known_hosts: Vec<PathBuf>,
-    /// With --from: a device the bundle lists that may be destroyed, HOST:DEVICE.
-    #[arg(long, value_name = "HOST:DEVICE", requires = "from")]
-    pub device: Vec<String>,
-    /// With --from: a consent the bundle records that holds, HOST:KEY[=VALUE].
-    #[arg(long, value_name = "HOST:CONSENT", requires = "from")]
-    pub consent: Vec<String>,
+    #[command(flatten)]
+    pub recorded: RecordedArgs,
     /// Print the plan as JSON instead of a table.
     #[arg(long, conflicts_with = "commands")]
     pub json: bool,
@@ -395,26 +447,8 @@ pub struct RunArgs {
     /// the same file here; your own ~/.ssh/config needs no flag.
     #[arg(long, value_name = "FILE")]
     pub ssh_config: Option<PathBuf>,
-    /// A key file the bundle's inventory names (`identity_file`) that may
-    /// be used; once per file.  A bundle may come from someone else: the
-    /// paths it records are used only when you name them.
-    #[arg(long, value_name = "FILE")]
-    pub identity_file: Vec<PathBuf>,
-    /// A known_hosts file the bundle's inventory names that may be used
-    /// (the host keys it trusts); once per file.
-    #[arg(long, value_name = "FILE")]
-    pub known_hosts: Vec<PathBuf>,
-    /// A device the bundle's inventory lists that may be destroyed, as
-    /// HOST:DEVICE (`*:DEVICE` for its [defaults]); once per device.  A
-    /// bundle's devices and consents are its host owner's, not yours: each
-    /// is used only when you name it.
-    #[arg(long, value_name = "HOST:DEVICE")]
-    pub device: Vec<String>,
-    /// A consent the bundle's inventory records that holds: HOST:allow_script_commands,
-    /// HOST:consent_foreign=DEVICE or HOST:allow_postgres_settings=NAME (`*:` for its
-    /// [defaults]); once per consent.
-    #[arg(long, value_name = "HOST:CONSENT")]
-    pub consent: Vec<String>,
+    #[command(flatten)]
+    pub recorded: RecordedArgs,
 }
 
 #[derive(Debug, Args)]
@@ -450,26 +484,8 @@ pub struct ResumeArgs {
     /// the same file here; your own ~/.ssh/config needs no flag.
     #[arg(long, value_name = "FILE")]
     pub ssh_config: Option<PathBuf>,
-    /// A key file the bundle's inventory names (`identity_file`) that may
-    /// be used; once per file.  A bundle may come from someone else: the
-    /// paths it records are used only when you name them.
-    #[arg(long, value_name = "FILE")]
-    pub identity_file: Vec<PathBuf>,
-    /// A known_hosts file the bundle's inventory names that may be used
-    /// (the host keys it trusts); once per file.
-    #[arg(long, value_name = "FILE")]
-    pub known_hosts: Vec<PathBuf>,
-    /// A device the bundle's inventory lists that may be destroyed, as
-    /// HOST:DEVICE (`*:DEVICE` for its [defaults]); once per device.  A
-    /// bundle's devices and consents are its host owner's, not yours: each
-    /// is used only when you name it.
-    #[arg(long, value_name = "HOST:DEVICE")]
-    pub device: Vec<String>,
-    /// A consent the bundle's inventory records that holds: HOST:allow_script_commands,
-    /// HOST:consent_foreign=DEVICE or HOST:allow_postgres_settings=NAME (`*:` for its
-    /// [defaults]); once per consent.
-    #[arg(long, value_name = "HOST:CONSENT")]
-    pub consent: Vec<String>,
+    #[command(flatten)]
+    pub recorded: RecordedArgs,
 }
 
 #[derive(Debug, Args)]

@@ -4,17 +4,10 @@ use crate::plan::{plan as make_plan, render};
 use crate::run::dry;
 
 pub fn plan(args: &PlanArgs) -> CmdResult {
+    args.recorded.only_with_from(&args.from)?;
     let (inv, m) = match (&args.from, &args.inventory, &args.matrix) {
         (Some(bundle), _, _) => {
-            let given = crate::config::GivenPaths {
-                ssh_config: args.ssh_config.clone(),
-                recorded: Some(crate::config::RecordedPaths {
-                    identity_files: args.identity_file.clone(),
-                    known_hosts: args.known_hosts.clone(),
-                    devices: args.device.clone(),
-                    consents: args.consent.clone(),
-                }),
-            };
+            let given = args.recorded.given(&args.ssh_config);
             let (inv, m, _) =
                 crate::run::snapshot::read(bundle, &given).map_err(CliError::failed_to)?;
             crate::stdio::err!("{}", uses_of_the_bundle(&inv));

@@ -25,31 +25,12 @@ pub fn run(args: &RunArgs) -> CmdResult {
         history,
         ..Default::default()
     };
-    if args.from.is_none()
-        && !(args.identity_file.is_empty()
-            && args.known_hosts.is_empty()
-            && args.device.is_empty()
-            && args.consent.is_empty())
-    {
-        // Checked here, not by clap: its `requires` does not hold against
-        // `from`'s conflicts, and a sweep must never start on a misread flag.
-        return Err(CliError::nothing_ran(
-            "--identity-file, --known-hosts, --device and --consent name what a bundle's \
-             inventory records: give them with --from BUNDLE (an inventory you give with -i \
-             uses its own paths, devices and consents)",
-        ));
-    }
+    args.recorded.only_with_from(&args.from)?;
     let outcome = match (&args.from, &args.inventory, &args.matrix) {
         (Some(from), _, _) => {
             let sign = signer(&rt, args.sign.as_deref())?;
             let history = super::history(args.history.as_deref(), None)?;
-            let given = recorded(
-                &args.ssh_config,
-                &args.identity_file,
-                &args.known_hosts,
-                &args.device,
-                &args.consent,
-            );
+            let given = args.recorded.given(&args.ssh_config);
             (
                 rt.block_on(engine::rerun(from, &args.out, &given, hooks(history))),
                 sign,
@@ -90,35 +71,9 @@ pub fn resume(args: &ResumeArgs) -> CmdResult {
     let shown = super::display(args.json);
     let rt = super::runtime()?;
     let sign = signer(&rt, args.sign.as_deref())?;
-    let given = recorded(
-        &args.ssh_config,
-        &args.identity_file,
-        &args.known_hosts,
-        &args.device,
-        &args.consent,
-    );
+    let given = args.recorded.given(&args.ssh_config);
     let outcome = rt.block_on(engine::resume(&args.bundle, &given, shown));
     finish(outcome, t0, args.json, sign.as_ref().map(|s| (&rt, s)))
-}
-
-/// What `resume` and `run --from` may use of the paths, devices and
-/// consents a bundle records.
-fn recorded(
-    ssh_config: &Option<std::path::PathBuf>,
-    identity_files: &[std::path::PathBuf],
-    known_hosts: &[std::path::PathBuf],
-    devices: &[String],
-    consents: &[String],
-) -> crate::config::GivenPaths {
-    crate::config::GivenPaths {
-        ssh_config: ssh_config.clone(),
-        recorded: Some(crate::config::RecordedPaths {
-            identity_files: identity_files.to_vec(),
-            known_hosts: known_hosts.to_vec(),
-            devices: devices.to_vec(),
-            consents: consents.to_vec(),
-        }),
-    }
 }
 
 /// Say how the sweep went, print its report (or, with `--json`, the
