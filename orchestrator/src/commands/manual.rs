@@ -180,42 +180,48 @@ pub fn render(cmd: clap::Command, w: &mut dyn Write) -> std::io::Result<()> {
     w.write_all(&page(cmd, "")?)
 }
 
-/// Every page into `dir`, as clap_mangen names them (fsmatrix.1,
-/// fsmatrix-lab-up.1, …): hidden subcommands and `help` left out.
-pub fn write_all(cmd: clap::Command, dir: &Path) -> std::io::Result<()> {
-    fn walk(cmd: clap::Command, path: String, dir: &Path) -> std::io::Result<()> {
+/// `f` on every page's command and subcommand path (`""` for fsmatrix(1)),
+/// subcommands first, as clap_mangen walks them: hidden subcommands and
+/// `help` left out.
+fn each_page(
+    cmd: clap::Command,
+    f: &mut dyn FnMut(clap::Command, &str) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    fn walk(
+        cmd: clap::Command,
+        path: String,
+        f: &mut dyn FnMut(clap::Command, &str) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
         for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned() {
             let p = if path.is_empty() {
                 sub.get_name().to_string()
             } else {
                 format!("{path} {}", sub.get_name())
             };
-            walk(sub, p, dir)?;
+            walk(sub, p, f)?;
         }
-        let name = clap_mangen::Man::new(cmd.clone()).get_filename();
-        std::fs::write(dir.join(name), page(cmd, &path)?)
+        f(cmd, &path)
     }
     let mut cmd = cmd.disable_help_subcommand(true);
     cmd.build();
-    walk(cmd, String::new(), dir)
+    walk(cmd, String::new(), f)
+}
+
+/// Every page into `dir`, as clap_mangen names them (fsmatrix.1,
+/// fsmatrix-lab-up.1, …).
+pub fn write_all(cmd: clap::Command, dir: &Path) -> std::io::Result<()> {
+    each_page(cmd, &mut |cmd, path| {
+        let name = clap_mangen::Man::new(cmd.clone()).get_filename();
+        std::fs::write(dir.join(name), page(cmd, path)?)
+    })
 }
 
 /// The subcommand paths that get a page (`""` for fsmatrix(1)).
 pub fn pages(cmd: clap::Command) -> Vec<String> {
-    fn walk(cmd: &clap::Command, path: String, out: &mut Vec<String>) {
-        for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-            let p = if path.is_empty() {
-                sub.get_name().to_string()
-            } else {
-                format!("{path} {}", sub.get_name())
-            };
-            walk(sub, p, out);
-        }
-        out.push(path);
-    }
-    let mut cmd = cmd.disable_help_subcommand(true);
-    cmd.build();
     let mut out = Vec::new();
-    walk(&cmd, String::new(), &mut out);
+    let _ = each_page(cmd, &mut |_, path| {
+        out.push(path.to_string());
+        Ok(())
+    });
     out
 }
