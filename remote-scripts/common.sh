@@ -1099,6 +1099,7 @@ verb_sizes() {
 	_s_df=${_s_df#* }
 	kv df_used_bytes "${_s_df%% *}"
 	kv df_avail_bytes "${_s_df#* }"
+	[ "$_s_fs" != btrfs ] || btrfs_sizes "$_s_mnt"
 	if [ "$_s_fs" = zfs ]; then
 		# The dataset's own accounting is ZFS's on-disk measure (du a second
 		# one).  `zfs get -H -p -o value`: one raw value, bytes; compressratio
@@ -1115,6 +1116,33 @@ verb_sizes() {
 			fi
 		done
 	fi
+}
+
+# btrfs_sizes MNT: btrfs's own accounting of the filesystem at MNT, which
+# holds only the cluster: `btrfs filesystem usage -b` (bytes), whose Overall
+# "Used:" is the device bytes its block groups use (data extents at their
+# compressed size, metadata in each of its copies), "Global reserve:" the
+# metadata reserve that statfs(2) counts as used (so df's used is Used plus
+# the reserve [linux fs/btrfs/super.c btrfs_statfs]), and "Data,PROFILE:
+# ... Used:N" the data extents alone [btrfs-progs cmds/filesystem-usage.c].
+# Prints btrfs_used_bytes, btrfs_data_used_bytes, btrfs_global_reserve_bytes;
+# nothing (the sizes fall back to df) where the command fails.
+btrfs_sizes() {
+	_b_out=$(timeout 60 btrfs filesystem usage -b "$1" 2>/dev/null) || return 0
+	printf '%s\n' "$_b_out" | awk '
+		/^Overall:/ { overall = 1; next }
+		/^[^ \t]/ { overall = 0 }
+		overall && $1 == "Used:" { used = $2 }
+		overall && $1 == "Global" && $2 == "reserve:" { reserve = $3 }
+		/^Data,/ {
+			for (i = 2; i <= NF; i++)
+				if ($i ~ /^Used:[0-9]+$/) { sub(/^Used:/, "", $i); data += $i; seen = 1 }
+		}
+		END {
+			if (used != "") printf "btrfs_used_bytes=%.0f\n", used
+			if (seen) printf "btrfs_data_used_bytes=%.0f\n", data
+			if (reserve != "") printf "btrfs_global_reserve_bytes=%.0f\n", reserve
+		}'
 }
 
 # zfs_flush POOL: commit the pool's dirty data so that its accounting is

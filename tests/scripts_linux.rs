@@ -177,7 +177,7 @@ fn cell_zfs_fuse_compression_on() {
 #[test]
 fn sizes_count_data_written_just_before() {
     let o = scenario("dash", 180, &["sizes"]);
-    for fs in ["ext4", "xfs", "btrfs", "zfs"] {
+    for fs in ["ext4", "xfs", "btrfs", "btrfs_zstd", "zfs"] {
         assert_eq!(o.get(&format!("check.sizes_{fs}")), "ok", "{fs}");
     }
     assert_eq!(o.get("sizes_ext4.flush"), "sync");
@@ -194,6 +194,30 @@ fn sizes_count_data_written_just_before() {
     assert!(
         num("sizes_zfs.used_before") < 10.0 * mib,
         "zfs-fuse had already committed the data before the flush: the test shows nothing"
+    );
+    // btrfs under compress=zstd, read as btrfs counts it (issue 40): du
+    // says the 120 MiB written, btrfs's own Used the compressed extents,
+    // and df's used less the global reserve is that same Used.
+    let (du, used) = (
+        num("sizes_btrfs_zstd.du_bytes"),
+        num("sizes_btrfs_zstd.btrfs_used_bytes"),
+    );
+    assert!(
+        du >= 118.0 * mib && used < du / 2.0,
+        "du {du}, btrfs used {used}"
+    );
+    let agree = num("sizes_btrfs_zstd.df_used_bytes")
+        - num("sizes_btrfs_zstd.btrfs_global_reserve_bytes")
+        - used;
+    assert!(agree.abs() <= 4.0 * mib, "df − reserve − used = {agree}");
+    eprintln!(
+        "btrfs compress=zstd, 100 MiB text + 20 MiB random: du {:.1} MiB, btrfs used {:.1} MiB \
+         (data {:.1} MiB), df used {:.1} MiB less reserve {:.1} MiB",
+        du / mib,
+        used / mib,
+        num("sizes_btrfs_zstd.btrfs_data_used_bytes") / mib,
+        num("sizes_btrfs_zstd.df_used_bytes") / mib,
+        num("sizes_btrfs_zstd.btrfs_global_reserve_bytes") / mib
     );
     let wait = num("sizes_zfs.flush_wait_s");
     assert!((0.0..=35.0).contains(&wait), "waited {wait} s");

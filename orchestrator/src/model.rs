@@ -452,6 +452,17 @@ pub struct Sizes {
     /// `zfs get -p referenced`: the bytes the dataset can reach.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zfs_referenced_bytes: Option<u64>,
+    /// btrfs's own accounting (`btrfs filesystem usage -b`, Overall
+    /// "Used:"): the device bytes its block groups use, compressed extents
+    /// at their compressed size, metadata in each of its copies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub btrfs_used_bytes: Option<u64>,
+    /// btrfs's data extents alone (the "Data,PROFILE:" lines' Used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub btrfs_data_used_bytes: Option<u64>,
+    /// btrfs's global metadata reserve, which statfs (df) counts as used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub btrfs_global_reserve_bytes: Option<u64>,
     /// `pg_database_size` of the benchmark database.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pg_database_bytes: Option<u64>,
@@ -560,6 +571,9 @@ pub const CSV_HEADER: &[&str] = &[
     "zfs_logicalused_bytes",
     "zfs_used_bytes",
     "zfs_referenced_bytes",
+    "btrfs_used_bytes",
+    "btrfs_data_used_bytes",
+    "btrfs_global_reserve_bytes",
     "flush_method",
     "flush_wait_s",
     "pg_database_bytes",
@@ -617,6 +631,9 @@ impl CellResult {
             opt(sizes.zfs_logicalused_bytes),
             opt(sizes.zfs_used_bytes),
             opt(sizes.zfs_referenced_bytes),
+            opt(sizes.btrfs_used_bytes),
+            opt(sizes.btrfs_data_used_bytes),
+            opt(sizes.btrfs_global_reserve_bytes),
             csv_text(&opt(sizes.flush_method.clone())),
             opt(sizes.flush_wait_s),
             opt(sizes.pg_database_bytes),

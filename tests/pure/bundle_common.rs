@@ -32,6 +32,9 @@ pub fn cell(id: &str, fs: &str, clients: u32, repeat: u32, status: CellStatus) -
             zfs_logicalused_bytes: fs.starts_with("zfs").then_some(60 << 20),
             zfs_used_bytes: fs.starts_with("zfs").then_some(24 << 20),
             zfs_referenced_bytes: fs.starts_with("zfs").then_some(24 << 20),
+            btrfs_used_bytes: fs.starts_with("btrfs").then_some(34 << 20),
+            btrfs_data_used_bytes: fs.starts_with("btrfs").then_some(30 << 20),
+            btrfs_global_reserve_bytes: fs.starts_with("btrfs").then_some(6 << 20),
             pg_database_bytes: Some(22 << 20),
             flush_method: Some(
                 if fs.starts_with("zfs") {

@@ -60,7 +60,7 @@ fn every_format_leads_with_the_same_verdicts_and_names_the_loser() {
     let bundle = tie_and_loser(tmp.path());
 
     let json: serde_json::Value = serde_json::from_str(&report(&bundle, "json")).unwrap();
-    assert_eq!(json["schema_version"], 3, "{json}");
+    assert_eq!(json["schema_version"], 4, "{json}");
     assert_eq!(json["margin"], "5%", "{json}");
     assert_eq!(json["correction"], "holm", "{json}");
     assert_eq!(json["families"][0]["host"], "lab1", "{json}");
@@ -142,6 +142,35 @@ fn every_format_leads_with_the_same_verdicts_and_names_the_loser() {
             }
         })
         .collect::<String>();
+    // "Smallest" beside "fastest": ext4 and xfs hold the data in 24 MiB
+    // (du), btrfs in 34 MiB by its own accounting (btrfs used: its df used
+    // less the global reserve agrees), 1.42× ext4's.
+    let sizes = json["sizes"].as_array().expect("a sizes array");
+    assert_eq!(sizes.len(), 1, "{json}");
+    assert_eq!(sizes[0]["smallest"], serde_json::json!(["ext4", "xfs"]));
+    let btrfs_size = &sizes[0]["variants"][2];
+    assert_eq!(btrfs_size["variant"], "btrfs", "{json}");
+    assert_eq!(btrfs_size["measure"], "btrfs_used", "{json}");
+    assert_eq!(btrfs_size["on_disk_bytes"], (34u64 << 20) as f64);
+    let size_sentence = sizes[0]["sentence"].as_str().unwrap().to_owned();
+    assert_eq!(
+        size_sentence,
+        "tpcb on lab1, on disk: smallest within 1% of each other: `ext4` 24.0 MiB (du), \
+         `xfs` 24.0 MiB (du), 1.00× `ext4`'s; then `btrfs` 34.0 MiB (btrfs used), 1.42× `ext4`'s."
+    );
+    for (name, text) in [("summary", &summary), ("md", &md)] {
+        let at = text.find(&size_sentence);
+        assert!(
+            at.is_some_and(|at| at > text.find(&sentence).unwrap()),
+            "{name} lacks the size line after the verdict:\n{text}"
+        );
+    }
+    assert!(
+        html.contains(
+            "<li>tpcb on lab1, on disk: smallest within 1% of each other: <code>ext4</code>"
+        ),
+        "{html}"
+    );
     for (name, text, said, first_other) in [
         (
             "summary",

@@ -293,13 +293,13 @@ fn zfs_sizes_that_disagree_are_flagged_and_agreeing_ones_are_not() {
     );
     let md = render_markdown_report(&r);
     assert!(
-        md_line(&md, "zfs-other-files").contains("| ⚠ 135.2 MiB ≠ ZFS 225.3 MiB |"),
+        md_line(&md, "zfs-other-files").contains("| ⚠ 225.3 MiB (ZFS referenced) ≠ du 135.2 MiB |"),
         "{md}"
     );
     // The consistent row shows its numbers plainly, compressratio included.
     let on = md_line(&md, "zfs-on");
     assert!(
-        on.contains("| 124.1 MiB | 299.8 MiB | 4.48x |") && !on.contains('⚠'),
+        on.contains("| 151.9 MiB (ZFS referenced) | 299.8 MiB | 4.48x |") && !on.contains('⚠'),
         "{md}"
     );
     assert!(md.contains("- ⚠ lab1 zfs-other-files tpcb c=1: sizes disagree"));

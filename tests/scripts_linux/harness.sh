@@ -366,6 +366,36 @@ sizes_after() {
 	[ "$(value du_apparent_bytes)" -ge "$(($2 * 1048576))" ] || fail "$1: apparent size $(value du_apparent_bytes)"
 }
 
+# btrfs under compress=zstd: du sees the uncompressed size (st_blocks), its
+# own accounting (btrfs_used_bytes) the compressed extents; df's used less
+# the global reserve is that same Used.  20 MiB of random data (which does
+# not compress) and 100 MiB of text (which does).
+sizes_btrfs_compressed() {
+	FS=btrfs
+	step make_fs_btrfs_zstd 0 make-fs ident="$IDENT" dev="$LOOP" allowed="$LOOP" fs=btrfs
+	step mount_btrfs_zstd 0 mount dev="$LOOP" fs=btrfs mnt="$TMP/mnt" mount_opt=compress=zstd
+	mkdir -p "$TMP/mnt/pgdata"
+	yes 'fsmatrix: btrfs sizes as btrfs counts them, a compressible line' | head -c 104857600 >"$TMP/mnt/pgdata/text"
+	head -c 20971520 /dev/urandom >"$TMP/mnt/pgdata/random"
+	step sizes_btrfs_zstd 0 sizes mnt="$TMP/mnt" fs=btrfs
+	_du=$(value du_bytes)
+	_used=$(value btrfs_used_bytes)
+	_data=$(value btrfs_data_used_bytes)
+	_reserve=$(value btrfs_global_reserve_bytes)
+	_df=$(value df_used_bytes)
+	printf 'sizes_btrfs_zstd.du_bytes=%s\nsizes_btrfs_zstd.btrfs_used_bytes=%s\nsizes_btrfs_zstd.btrfs_data_used_bytes=%s\nsizes_btrfs_zstd.df_used_bytes=%s\nsizes_btrfs_zstd.btrfs_global_reserve_bytes=%s\n' \
+		"$_du" "$_used" "$_data" "$_df" "$_reserve"
+	[ "$_du" -ge $((118 * 1048576)) ] || fail "btrfs zstd: du $_du for 120 MiB written"
+	# The random 20 MiB stay 20 MiB; the text shrinks to a few MiB.
+	[ "$_data" -ge $((19 * 1048576)) ] && [ "$_data" -le $((40 * 1048576)) ] ||
+		fail "btrfs zstd: data used $_data for 20 MiB random + 100 MiB text"
+	[ "$_used" -ge "$_data" ] || fail "btrfs zstd: used $_used below data used $_data"
+	_gap=$((_df - _reserve - _used))
+	[ "${_gap#-}" -le 4194304 ] || fail "btrfs zstd: df used $_df less reserve $_reserve is not btrfs used $_used"
+	ok sizes_btrfs_zstd
+	step teardown_btrfs_zstd 0 teardown dev="$LOOP" allowed="$LOOP" fs=btrfs mnt="$TMP/mnt"
+}
+
 # sizes [FS...]: on ext4, xfs, btrfs and zfs (default: all) (zfs-fuse, which has no `zpool sync`:
 # a property set commits the txg),
 # `sizes` right after a write counts the data (flush recorded); on zfs the
@@ -386,6 +416,7 @@ scenario_sizes() {
 		ok "sizes_$FS"
 		step "teardown_$FS" 0 teardown dev="$LOOP" allowed="$LOOP" fs="$FS" mnt="$TMP/mnt"
 	done
+	case " ${*:-btrfs} " in *" btrfs "*) sizes_btrfs_compressed ;; esac
 	case " ${*:-zfs} " in *" zfs "*) ;; *) return 0 ;; esac
 	FS=zfs
 	zfs_daemon

@@ -79,18 +79,27 @@ pub struct FsSpec {
 }
 
 /// Where a filesystem's on-disk size of the data directory comes from.
+/// Each is the filesystem's own word where it has one; a second measure
+/// cross-checks it where one exists (`results::analysis::drift::size_check`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SizeMeasure {
     /// `du`'s allocated blocks of the data folder (st_blocks): right where
-    /// the filesystem reports what it stores (ext*, xfs, UFS, HAMMER*;
-    /// ZFS, whose st_blocks are its compressed blocks once the txg
-    /// committed, cross-checked against the dataset's own accounting).
+    /// the filesystem reports what it stores (ext*, xfs, UFS, HAMMER*), and
+    /// the fallback of a bundle that recorded nothing better.
     Du,
-    /// The dedicated filesystem's used bytes (`df`): btrfs reports a file's
-    /// uncompressed size in st_blocks, so `du` cannot see `compress=`
-    /// (measured: du 318 MiB where df said 35.7 MB, issue 40); the
-    /// filesystem holds only the cluster, so its used bytes are the data's.
+    /// The dataset's own accounting, `zfs get -p referenced` once the txg
+    /// committed: compressed records at their allocated size, the dataset
+    /// holding only the cluster; du is the cross-check.
+    ZfsReferenced,
+    /// btrfs's own accounting, `btrfs filesystem usage -b`'s Used: btrfs
+    /// reports a file's uncompressed size in st_blocks, so `du` cannot see
+    /// `compress=` (measured: du 318 MiB where the filesystem held 35.7 MB,
+    /// issue 40); the filesystem holds only the cluster.  df's used less
+    /// the global reserve (which statfs counts as used) is the cross-check.
+    BtrfsUsed,
+    /// The dedicated filesystem's used bytes (`df`): a btrfs row of a
+    /// bundle made before fsmatrix read btrfs's own accounting.
     DfUsed,
 }
 
@@ -99,7 +108,22 @@ impl SizeMeasure {
     pub fn label(self) -> &'static str {
         match self {
             SizeMeasure::Du => "du",
+            SizeMeasure::ZfsReferenced => "ZFS referenced",
+            SizeMeasure::BtrfsUsed => "btrfs used",
             SizeMeasure::DfUsed => "df used",
+        }
+    }
+
+    /// The measures a row of this kind falls back to, best first, when a
+    /// bundle did not record the row's own (older bundles).
+    pub fn with_fallbacks(self) -> &'static [SizeMeasure] {
+        match self {
+            SizeMeasure::Du => &[SizeMeasure::Du],
+            SizeMeasure::ZfsReferenced => &[SizeMeasure::ZfsReferenced, SizeMeasure::Du],
+            SizeMeasure::BtrfsUsed => {
+                &[SizeMeasure::BtrfsUsed, SizeMeasure::DfUsed, SizeMeasure::Du]
+            }
+            SizeMeasure::DfUsed => &[SizeMeasure::DfUsed, SizeMeasure::Du],
         }
     }
 }
@@ -140,7 +164,7 @@ pub const SPECS: [FsSpec; 8] = [
         mkfs_page: "mkfs.btrfs(8)",
         mount: &[o::BTRFS_MOUNT, o::LINUX_MOUNT],
         mount_page: "btrfs(5), mount(8)",
-        size: SizeMeasure::DfUsed,
+        size: SizeMeasure::BtrfsUsed,
     },
     FsSpec {
         fs_type: FsType::Zfs,
@@ -149,7 +173,7 @@ pub const SPECS: [FsSpec; 8] = [
         mkfs_page: "zpool-create(8)",
         mount: &[o::ZFS_MOUNT],
         mount_page: "zfsprops(7)",
-        size: SizeMeasure::Du,
+        size: SizeMeasure::ZfsReferenced,
     },
     FsSpec {
         fs_type: FsType::Ufs,

@@ -535,8 +535,8 @@ pub struct GroupStats {
     pub noisy: bool,
     pub warmups_excluded: usize,
     /// The data's size on disk as its filesystem's row says it is read
-    /// (`config::fs::SizeMeasure`: du, or a btrfs's df used), median over
-    /// the counted repeats: what "on disk" and "smallest" mean.
+    /// (`config::fs::SizeMeasure`: du, ZFS's referenced, btrfs's used),
+    /// median over the counted repeats: what "on disk" and "smallest" mean.
     pub on_disk_bytes: Option<f64>,
     /// Which measure [`GroupStats::on_disk_bytes`] is.
     pub on_disk_measure: crate::config::fs::SizeMeasure,
@@ -556,6 +556,13 @@ pub struct GroupStats {
     pub zfs_logicalused_bytes: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub zfs_referenced_bytes: Option<f64>,
+    /// btrfs's own accounting (`btrfs filesystem usage`), medians.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub btrfs_used_bytes: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub btrfs_data_used_bytes: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub btrfs_global_reserve_bytes: Option<f64>,
     /// `pg_database_size` of the benchmark database, median.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pg_database_bytes: Option<f64>,
@@ -609,6 +616,9 @@ pub fn group_stats(cells: &[CellResult], opts: &StatsOptions) -> Vec<GroupStats>
         zfs_used: Vec<f64>,
         zfs_logical: Vec<f64>,
         zfs_referenced: Vec<f64>,
+        btrfs_used: Vec<f64>,
+        btrfs_data: Vec<f64>,
+        btrfs_reserve: Vec<f64>,
     }
     let mut order: Vec<GroupKey> = Vec::new();
     let mut accs: std::collections::HashMap<GroupKey, Acc> = std::collections::HashMap::new();
@@ -674,6 +684,11 @@ pub fn group_stats(cells: &[CellResult], opts: &StatsOptions) -> Vec<GroupStats>
                 .extend(s.zfs_logicalused_bytes.map(|b| b as f64));
             acc.zfs_referenced
                 .extend(s.zfs_referenced_bytes.map(|b| b as f64));
+            acc.btrfs_used.extend(s.btrfs_used_bytes.map(|b| b as f64));
+            acc.btrfs_data
+                .extend(s.btrfs_data_used_bytes.map(|b| b as f64));
+            acc.btrfs_reserve
+                .extend(s.btrfs_global_reserve_bytes.map(|b| b as f64));
             acc.pg_db.extend(s.pg_database_bytes.map(|b| b as f64));
         }
     }
@@ -710,14 +725,23 @@ pub fn group_stats(cells: &[CellResult], opts: &StatsOptions) -> Vec<GroupStats>
                     })
                 })
                 .collect();
-            // The row's measure; a bundle without it (before fsmatrix kept
-            // df) falls back to du, said as du.
+            // The row's measure; a bundle without it (made before fsmatrix
+            // read it) falls back to the next one, said as that one.
             let measure = crate::config::FsType::parse(acc.fs_type)
                 .map_or(SizeMeasure::Du, |t| crate::config::fs::FsSpec::of(t).size);
-            let (on_disk_bytes, on_disk_measure) = match (measure, med(&acc.df_used)) {
-                (SizeMeasure::DfUsed, Some(df)) => (Some(df), SizeMeasure::DfUsed),
-                _ => (med(&acc.on_disk), SizeMeasure::Du),
-            };
+            let (on_disk_bytes, on_disk_measure) = measure
+                .with_fallbacks()
+                .iter()
+                .find_map(|m| {
+                    let bytes = match m {
+                        SizeMeasure::Du => med(&acc.on_disk),
+                        SizeMeasure::ZfsReferenced => med(&acc.zfs_referenced),
+                        SizeMeasure::BtrfsUsed => med(&acc.btrfs_used),
+                        SizeMeasure::DfUsed => med(&acc.df_used),
+                    };
+                    bytes.map(|b| (Some(b), *m))
+                })
+                .unwrap_or((None, measure));
             Some(GroupStats {
                 fs_type: acc.fs_type.to_owned(),
                 on_disk_bytes,
@@ -746,6 +770,9 @@ pub fn group_stats(cells: &[CellResult], opts: &StatsOptions) -> Vec<GroupStats>
                 zfs_used_bytes: med(&acc.zfs_used),
                 zfs_logicalused_bytes: med(&acc.zfs_logical),
                 zfs_referenced_bytes: med(&acc.zfs_referenced),
+                btrfs_used_bytes: med(&acc.btrfs_used),
+                btrfs_data_used_bytes: med(&acc.btrfs_data),
+                btrfs_global_reserve_bytes: med(&acc.btrfs_reserve),
                 pg_database_bytes: med(&acc.pg_db),
                 tps,
                 key,
@@ -965,9 +992,11 @@ mod tests {
 
     /// Issue 40: each filesystem's size is read as its row says.  btrfs
     /// with compression: du sees the uncompressed size (st_blocks), so its
-    /// "on disk" is the dedicated filesystem's used bytes (df), as measured
-    /// on the lab (du 318 MiB, df 35.7 MB); ext4's stays du's; a bundle
-    /// that has no df for btrfs falls back to du, and says so.
+    /// "on disk" is btrfs's own Used (`btrfs filesystem usage`), or for a
+    /// bundle made before fsmatrix read it the dedicated filesystem's used
+    /// bytes (df), as measured on the lab (du 318 MiB, df 35.7 MB); ZFS's
+    /// is the dataset's referenced; ext4's stays du's; a bundle that has
+    /// neither for btrfs falls back to du, and says so.
     #[test]
     fn on_disk_is_read_with_each_filesystem_s_own_measure() {
         let sized = |fs: &str, du: u64, df: Option<u64>| {
@@ -990,5 +1019,27 @@ mod tests {
         let old = group_stats(&[sized("btrfs", 333_447_168, None)], &o);
         assert_eq!(old[0].on_disk_bytes, Some(333_447_168.0));
         assert_eq!(old[0].on_disk_measure, SizeMeasure::Du);
+        let mut own = sized("btrfs", 333_447_168, Some(35_700_000));
+        if let Some(s) = c_sizes(&mut own) {
+            s.btrfs_used_bytes = Some(29_900_000);
+            s.btrfs_global_reserve_bytes = Some(5_767_168);
+        }
+        let own = group_stats(&[own], &o);
+        assert_eq!(own[0].on_disk_bytes, Some(29_900_000.0));
+        assert_eq!(own[0].on_disk_measure, SizeMeasure::BtrfsUsed);
+        assert_eq!(own[0].df_used_bytes, Some(35_700_000.0));
+        let mut zfs = sized("zfs", 130_131_968, Some(160_000_000));
+        if let Some(s) = c_sizes(&mut zfs) {
+            s.zfs_referenced_bytes = Some(159_318_016);
+        }
+        let zfs = group_stats(&[zfs], &o);
+        assert_eq!(zfs[0].on_disk_bytes, Some(159_318_016.0));
+        assert_eq!(zfs[0].on_disk_measure, SizeMeasure::ZfsReferenced);
+        let old_zfs = group_stats(&[sized("zfs", 130_131_968, None)], &o);
+        assert_eq!(old_zfs[0].on_disk_measure, SizeMeasure::Du);
+    }
+
+    fn c_sizes(c: &mut CellResult) -> Option<&mut crate::model::Sizes> {
+        c.sizes.as_mut()
     }
 }

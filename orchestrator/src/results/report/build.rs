@@ -129,8 +129,11 @@ pub enum ReportError {
 /// as JSON").  1: before it was written; 2: `verdicts`, one verdict spelling;
 /// 3: decided verdicts (faster, slower, equivalent, inconclusive; no
 /// "tied"), `difference` and `equivalence` in place of `welch`, adjusted
-/// p-values and intervals, `alpha`, `margin`, `correction` and `families`.
-pub const REPORT_SCHEMA_VERSION: u32 = 3;
+/// p-values and intervals, `alpha`, `margin`, `correction` and `families`;
+/// 4: `sizes` (the smallest variant per host and workload), each row's
+/// `on_disk_bytes` read with its filesystem's own measure (ZFS referenced,
+/// btrfs used), `sizes_check` with a `kind` and generic byte fields.
+pub const REPORT_SCHEMA_VERSION: u32 = 4;
 
 /// Everything a report shows; serialised as is for `--format json`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -153,6 +156,9 @@ pub struct Report {
     /// The answer, first in every format: one line per host, workload and
     /// client count ([`super::verdicts`]).
     pub verdicts: Vec<super::verdicts::VerdictLine>,
+    /// "Smallest", after the verdicts in every format: one line per host
+    /// and workload ([`super::sizes`]).
+    pub sizes: Vec<super::sizes::SizeLine>,
     /// Method and blocking notes, in the order shown.
     pub notes: Vec<String>,
     /// Rows whose runs drift or whose first run is an outlier, and rows
@@ -364,7 +370,7 @@ fn checks_note() -> String {
 drift when the least-squares slope of the row's metric (tps; latency when rate-limited; load time for a SQL script) over the run index has p < {} (t-test, n − 2 df) and moves it by at least {:.0}% of the mean over the runs; \
 a first-run outlier when the first counted run is at least {:.0}% from the others' median and its modified z-score \
 (0.6745 × distance ÷ the others' MAD) exceeds {} (the trend is then fitted without it). \
-Sizes (ZFS rows): du's on-disk bytes of the data directory are compared with the dataset's own allocated bytes (zfs referenced) and flagged when more than {:.0}% and more than {} apart; compressratio is ZFS's compression before allocation and may exceed du's apparent ÷ on-disk (each compressed record takes whole sectors).",
+Sizes: each filesystem's own measure is its size on disk (ZFS: the dataset's referenced; btrfs: `btrfs filesystem usage` Used, compressed extents at their compressed size; others: du of the data directory), and the smallest variant per host and workload is named beside the verdicts; a ZFS row's referenced is checked against du and flagged when more than {:.0}% and more than {} apart, a btrfs row's Used against df's used less the global reserve, flagged when more than {:.0}% and more than {} apart; compressratio is ZFS's compression before allocation and may exceed du's apparent ÷ on-disk (each compressed record takes whole sectors).",
         drift::MIN_RUNS,
         ALPHA,
         drift::MIN_TREND_CHANGE * 100.0,
@@ -372,6 +378,8 @@ Sizes (ZFS rows): du's on-disk bytes of the data directory are compared with the
         drift::OUTLIER_Z,
         drift::SIZE_TOLERANCE * 100.0,
         crate::text::iec_bytes_short(drift::SIZE_SLACK_BYTES),
+        drift::BTRFS_SIZE_TOLERANCE * 100.0,
+        crate::text::iec_bytes_short(drift::BTRFS_SIZE_SLACK_BYTES),
     )
 }
 
@@ -744,6 +752,7 @@ fn build(
     Ok(Report {
         schema_version: REPORT_SCHEMA_VERSION,
         verdicts: super::verdicts::verdict_lines(&tables, rule.margin),
+        sizes: super::sizes::size_lines(&tables),
         bundles: sources.iter().map(|s| s.name.to_owned()).collect(),
         baseline_requested: opts.baseline.clone(),
         cv_threshold: opts.stats.cv_threshold,

@@ -258,6 +258,9 @@ fn answer_html(out: &mut String, r: &Report) {
     for v in &r.verdicts {
         let _ = writeln!(out, "<li>{}</li>", code_spans(&v.sentence));
     }
+    for l in &r.sizes {
+        let _ = writeln!(out, "<li>{}</li>", code_spans(&l.sentence));
+    }
     out.push_str("</ul>\n");
 }
 

@@ -94,6 +94,9 @@ pub fn render_markdown_report(r: &Report) -> String {
         for l in &r.verdicts {
             let _ = writeln!(out, "- {}", md_text(&l.sentence));
         }
+        for l in &r.sizes {
+            let _ = writeln!(out, "- {}", md_text(&l.sentence));
+        }
         out.push('\n');
     }
     let _ = writeln!(out, "## {METHOD_HEADING}\n");

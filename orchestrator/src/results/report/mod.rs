@@ -27,6 +27,7 @@ pub mod latency;
 pub mod markdown;
 pub mod platform;
 pub mod pooling;
+pub mod sizes;
 pub mod summary;
 pub mod verdicts;
 pub mod view;

@@ -94,6 +94,9 @@ fn render_summary_text(r: &Report, width: usize) -> String {
         for v in &r.verdicts {
             wrap_into(&mut out, &format!("  {}", v.sentence), width);
         }
+        for l in &r.sizes {
+            wrap_into(&mut out, &format!("  {}", l.sentence), width);
+        }
         wrap_into(&mut out, &format!("  ({})", decided_at(r)), width);
         out.push('\n');
     }

@@ -433,8 +433,9 @@ fn result_cells(row: &Row, m: Metric, sizes: SizeText) -> Vec<String> {
     }
     if let Some(c) = row.sizes_check.as_ref().filter(|c| !c.agree) {
         on_disk = format!(
-            "{WARN} {on_disk} ≠ ZFS {}",
-            sizes.of(Some(c.zfs_referenced_bytes))
+            "{WARN} {on_disk} ≠ {} {}",
+            c.other_label(),
+            sizes.of(Some(c.other_bytes))
         );
     }
     let ratio_cell = g
