@@ -387,8 +387,9 @@ sizes_btrfs_compressed() {
 		"$_du" "$_used" "$_data" "$_df" "$_reserve"
 	[ "$_du" -ge $((118 * 1048576)) ] || fail "btrfs zstd: du $_du for 120 MiB written"
 	# The random 20 MiB stay 20 MiB; the text shrinks to a few MiB.
-	[ "$_data" -ge $((19 * 1048576)) ] && [ "$_data" -le $((40 * 1048576)) ] ||
+	if ! { [ "$_data" -ge $((19 * 1048576)) ] && [ "$_data" -le $((40 * 1048576)) ]; }; then
 		fail "btrfs zstd: data used $_data for 20 MiB random + 100 MiB text"
+	fi
 	[ "$_used" -ge "$_data" ] || fail "btrfs zstd: used $_used below data used $_data"
 	_gap=$((_df - _reserve - _used))
 	[ "${_gap#-}" -le 4194304 ] || fail "btrfs zstd: df used $_df less reserve $_reserve is not btrfs used $_used"
