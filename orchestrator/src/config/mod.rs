@@ -19,8 +19,8 @@ use std::path::Path;
 pub use error::{ConfigError, ConfigErrors};
 pub use inventory::{Auth, Become, GivenPaths, Host, Inventory, Platform, RecordedPaths};
 pub use matrix::{
-    Builtin, CiTarget, Correction, FsType, FsVariant, GuestOrder, HostFilter, Jobs, Length, Margin,
-    Matrix, Order, PgSetting, Repeats, Rule, SamplingRate, Scale, ScriptScanner, ScriptUse,
+    Builtin, CiTarget, Correction, FsType, FsVariant, GuestOrder, HostFilter, Jobs, Length, Looks,
+    Margin, Matrix, Order, PgSetting, Repeats, Rule, SamplingRate, Scale, ScriptScanner, ScriptUse,
     VerdictRule, Workload, WorkloadKind, ZfsProperty,
 };
 pub use os::{Os, OsProfile};

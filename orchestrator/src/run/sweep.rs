@@ -192,7 +192,7 @@ pub async fn resume(
 /// The counted values of `host`'s kept cells (a resumed sweep), so that its
 /// adaptive repeats decide on every repeat, not only on the ones run now.
 fn kept_counted(p: &Plan, host: &HostName, keep: &Kept) -> Counted {
-    let counted = Counted::default();
+    let counted = Counted::for_plan(p);
     for c in p.cells.iter().filter(|c| &c.host == host) {
         if let Some(Some(v)) = keep.get(&c.id) {
             counted.add(c, *v);

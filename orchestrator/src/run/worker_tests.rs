@@ -143,7 +143,7 @@ async fn run_worker_limited(
         paths: HostPaths::new(host).unwrap_or_else(|| panic!("linux has scripts")),
         sink: &sink,
         cancel,
-        counted: Counted::default(),
+        counted: Counted::for_plan(p),
         ident: Some(stand_in_ident(0)),
         idents: (0..host.devices.len())
             .map(|i| Some(stand_in_ident(i)))
@@ -441,6 +441,55 @@ async fn adaptive_repeats_stop_once_the_ci_is_within_target() {
         ran.notes().contains("4 counted repeats (max 4)"),
         "{}",
         ran.notes()
+    );
+}
+
+/// A sequential design on one device: the baseline's repeats come first
+/// and run to `max` (nothing to compare with yet), then a variant 1.5×
+/// faster stops at the first look that decides it, and the run says why.
+#[tokio::test]
+async fn a_sequential_design_stops_a_clearly_faster_variant_at_an_early_look() {
+    let inv =
+        Inventory::parse(Path::new("inv.toml"), INV.to_string()).unwrap_or_else(|e| panic!("{e}"));
+    let m = Matrix::parse(
+        Path::new("m.toml"),
+        "name = \"m\"\nrepeats = { min = 2, max = 6, until = \"decided\" }\n\
+         [[filesystem]]\nname = \"e\"\ntype = \"ext4\"\n\
+         [[filesystem]]\nname = \"x\"\ntype = \"xfs\"\n\
+         [[workload]]\nname = \"w\"\nbuiltin = \"select-only\"\nscale = 1\nclients = [1]\nduration = \"5s\"\n"
+            .to_string(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let p = plan(&inv, &m);
+    assert_eq!(p.verdicts.sequential.map(|l| (l.min, l.max)), Some((2, 6)));
+    let remote = stand_in_for(&inv);
+    let base = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1002.0];
+    let fast = [1500.0, 1520.0, 1490.0, 1510.0, 1505.0, 1495.0];
+    for c in &p.cells {
+        let tps = if c.fs.name.as_str() == "e" {
+            base
+        } else {
+            fast
+        }[c.repeat as usize - 1];
+        remote.respond_ok(&format!("runs/{}/stdout", c.id), &pgbench_out(tps));
+    }
+    let ran = run_worker(&inv, &p, &remote, no_cancel()).await;
+    let runs = ran.verbs.iter().filter(|v| *v == "run").count();
+    // 6 of the baseline, then x until decided (look 2 or 3 of 6).
+    assert!((8..=9).contains(&runs), "{runs} runs: {:?}", ran.tally);
+    assert_eq!(ran.tally.not_needed, 12 - runs, "{:?}", ran.tally);
+    let reasons: Vec<String> = ran
+        .results
+        .iter()
+        .filter(|r| r["status"]["state"] == "not_needed")
+        .map(|r| r.to_string())
+        .collect();
+    assert!(!reasons.is_empty());
+    assert!(
+        reasons
+            .iter()
+            .all(|r| r.contains("sequential: decided faster against `e` at look")),
+        "{reasons:?}"
     );
 }
 

@@ -31,10 +31,10 @@ pub use runs::{parse_duration, MAX_DURATION_SECS, MAX_REPEATS, MAX_WARMUP};
 use top::parse_doc;
 pub use types::{
     Builtin, CiTarget, FsType, FsVariant, GuestOrder, HostFilter, Jobs, Length, Matrix, Order,
-    PgSetting, Repeats, Rule, SamplingRate, Scale, Workload, WorkloadKind, ZfsProperty,
+    PgSetting, Repeats, Rule, SamplingRate, Scale, Until, Workload, WorkloadKind, ZfsProperty,
     DEFAULT_MAX_CELLS, MAX_CELLS_LIMIT, MAX_SEED,
 };
-pub use verdicts::{Correction, Margin, VerdictRule, MAX_MARGIN_BASIS_POINTS};
+pub use verdicts::{Correction, Looks, Margin, VerdictRule, MAX_MARGIN_BASIS_POINTS};
 pub use workload::{
     read_script, script_path, MAX_RATE, MAX_SCRIPT_BYTES, SQL_DEFAULT_ESTIMATE_SECS,
 };

@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use toml::de::DeValue;
 
-use super::types::{CiTarget, Length, Repeats};
+use super::types::{CiTarget, Length, Repeats, Until};
 use crate::config::error::Errors;
 use crate::config::walk::{int_value, type_name, Tbl, Val};
 
@@ -73,8 +73,11 @@ pub const MAX_REPEATS: i64 = 1000;
 /// Most warm-up runs per client count.
 pub const MAX_WARMUP: i64 = 100;
 
-/// `repeats = 3` or `repeats = { min = 3, max = 10, target_ci = "2%" }`.
+/// `repeats = 3`, `repeats = { min = 3, max = 10, target_ci = "2%" }` or
+/// `repeats = { min = 2, max = 10, until = "decided" }`.
 fn repeats_value(errs: &mut Errors<'_>, v: &Val<'_>, ctx: &str) -> Option<Repeats> {
+    const EXAMPLES: &str =
+        "{ min = 3, max = 10, target_ci = \"2%\" } or { min = 2, max = 10, until = \"decided\" }";
     match v.get_ref() {
         DeValue::Integer(_) => int_value(errs, v, &format!("`repeats` in {ctx}"), 1, MAX_REPEATS)
             .map(|n| Repeats::fixed(*n.get_ref() as u32)),
@@ -85,7 +88,7 @@ fn repeats_value(errs: &mut Errors<'_>, v: &Val<'_>, ctx: &str) -> Option<Repeat
                 span: &v.span(),
                 ctx: &what,
             };
-            tbl.check_keys(errs, &["min", "max", "target_ci"]);
+            tbl.check_keys(errs, &["min", "max", "target_ci", "until"]);
             let min = tbl
                 .int(errs, "min", 2, MAX_REPEATS)
                 .map(|n| *n.get_ref() as u32);
@@ -103,23 +106,55 @@ fn repeats_value(errs: &mut Errors<'_>, v: &Val<'_>, ctx: &str) -> Option<Repeat
                 }
                 t
             });
+            let until = tbl.str(errs, "until").and_then(|s| {
+                let u = Until::parse(s.get_ref());
+                if u.is_none() {
+                    let valid: Vec<&str> = Until::ALL.iter().map(|u| u.as_str()).collect();
+                    errs.push(
+                        &s.span(),
+                        format!(
+                            "`until` in {what} is \"{}\"; valid: {} (a variant's repeats stop once its verdict against the baseline is decided)",
+                            crate::config::values::shown(s.get_ref()),
+                            valid.join(", ")
+                        ),
+                    );
+                }
+                u
+            });
+            if let (Some(t), Some(_)) = (tbl.get("target_ci"), tbl.get("until")) {
+                errs.push(
+                    &t.span(),
+                    format!(
+                        "{what} gives both `target_ci` and `until`; valid: one rule, {EXAMPLES}"
+                    ),
+                );
+                return None;
+            }
             let mut missing = Vec::new();
-            for key in ["min", "max", "target_ci"] {
+            for key in ["min", "max"] {
                 if tbl.get(key).is_none() {
                     missing.push(key);
                 }
+            }
+            if tbl.get("target_ci").is_none() && tbl.get("until").is_none() {
+                missing.push("target_ci` or `until");
             }
             if !missing.is_empty() {
                 errs.push(
                     &v.span(),
                     format!(
-                        "{what} lacks {}; adaptive repeats need all three, e.g. {{ min = 3, max = 10, target_ci = \"2%\" }} (or give a plain number)",
+                        "{what} lacks {}; adaptive repeats need `min`, `max` and a rule, e.g. {EXAMPLES} (or give a plain number)",
                         missing.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
                     ),
                 );
                 return None;
             }
-            let (min, max, target) = (min?, max?, target?);
+            let (min, max) = (min?, max?);
+            if tbl.get("target_ci").is_some() && target.is_none()
+                || tbl.get("until").is_some() && until.is_none()
+            {
+                return None;
+            }
             let max_v = *max.get_ref() as u32;
             if max_v < min {
                 errs.push(
@@ -131,14 +166,15 @@ fn repeats_value(errs: &mut Errors<'_>, v: &Val<'_>, ctx: &str) -> Option<Repeat
             Some(Repeats {
                 min,
                 max: max_v,
-                target_ci: Some(target),
+                target_ci: target,
+                until,
             })
         }
         other => {
             errs.push(
                 &v.span(),
                 format!(
-                    "`repeats` in {ctx} must be a number (e.g. 3) or a table {{ min = 3, max = 10, target_ci = \"2%\" }}, found {}",
+                    "`repeats` in {ctx} must be a number (e.g. 3) or a table {EXAMPLES}, found {}",
                     type_name(other)
                 ),
             );
@@ -196,10 +232,34 @@ pub(super) fn workload_runs(
     d: &RunKeys,
     length: &Option<Length>,
 ) -> RunKeys {
-    let repeats = w
-        .get("repeats")
-        .and_then(|v| repeats_value(errs, v, ctx))
-        .unwrap_or(d.repeats);
+    let repeats = match w.get("repeats") {
+        // One sequential design spends one error rate over one family:
+        // a workload of its own repeats would make two.
+        Some(v) if d.repeats.until.is_some() => {
+            errs.push(
+                &v.span(),
+                format!(
+                    "`repeats` in {ctx}: the matrix's repeats are a sequential design ({}), which holds for every workload; valid: drop this `repeats`, or give the matrix fixed repeats and each workload its own",
+                    d.repeats
+                ),
+            );
+            d.repeats
+        }
+        Some(v) => match repeats_value(errs, v, ctx) {
+            Some(r) if r.until.is_some() => {
+                errs.push(
+                    &v.span(),
+                    format!(
+                        "`until` in `repeats` of {ctx}: a sequential design is the matrix's, over every workload; valid: set `repeats = {{ min = …, max = …, until = \"decided\" }}` at the matrix's top level"
+                    ),
+                );
+                d.repeats
+            }
+            Some(r) => r,
+            None => d.repeats,
+        },
+        None => d.repeats,
+    };
     let warmup = w
         .get("warmup")
         .and_then(|v| warmup_value(errs, v, ctx))
@@ -337,8 +397,52 @@ warmup = 3
             min: 3,
             max: 3,
             target_ci: CiTarget::parse("2%"),
+            until: None,
         };
         assert!(!same.is_adaptive());
         assert_eq!(same.to_string(), "3");
+    }
+
+    #[test]
+    fn a_sequential_design_is_the_matrix_s_and_one_rule() {
+        let fs = "[[filesystem]]\nname = \"e\"\ntype = \"ext4\"\n";
+        let seq = "repeats = { min = 2, max = 10, until = \"decided\" }\n";
+        let m = parse(&format!("name = \"m\"\n{seq}{WL}{fs}")).unwrap_or_else(|e| panic!("{e}"));
+        let r = m.workloads[0].repeats;
+        assert_eq!((r.min, r.max, r.until), (2, 10, Some(Until::Decided)));
+        assert!(r.is_adaptive());
+        assert_eq!(r.to_string(), "2..10 until decided against the baseline");
+        assert_eq!(
+            m.verdicts.sequential.map(|l| (l.min, l.max)),
+            Some((2, 10)),
+            "the report reads the looks from the plan's rule"
+        );
+        for (text, want) in [
+            (
+                format!("name = \"m\"\nrepeats = {{ min = 2, max = 10, until = \"decided\", target_ci = \"2%\" }}\n{WL}{fs}"),
+                "gives both `target_ci` and `until`; valid: one rule",
+            ),
+            (
+                format!("name = \"m\"\nrepeats = {{ min = 2, max = 10, until = \"stable\" }}\n{WL}{fs}"),
+                "`until` in `repeats` in the matrix is \"stable\"; valid: decided",
+            ),
+            (
+                format!("name = \"m\"\nrepeats = {{ min = 2, max = 10 }}\n{WL}{fs}"),
+                "lacks `target_ci` or `until`",
+            ),
+            (
+                format!("name = \"m\"\n{seq}{WL}repeats = 4\n{fs}"),
+                "the matrix's repeats are a sequential design (2..10 until decided against the baseline), which holds for every workload",
+            ),
+            (
+                format!("name = \"m\"\n{WL}repeats = {{ min = 2, max = 5, until = \"decided\" }}\n{fs}"),
+                "a sequential design is the matrix's, over every workload",
+            ),
+        ] {
+            match parse(&text) {
+                Ok(_) => panic!("accepted:\n{text}"),
+                Err(e) => assert!(e.to_string().contains(want), "{want:?} not in {e}"),
+            }
+        }
     }
 }

@@ -9,7 +9,7 @@ use super::postgres::postgres_table;
 use super::rules::{host_filter, rules, Names};
 use super::runs::matrix_runs;
 use super::types::{Guarded, GuestOrder, Matrix, Order};
-use super::verdicts::verdict_rule;
+use super::verdicts::{verdict_rule, VerdictRule};
 use super::workload::workloads;
 use super::{DEFAULT_MAX_CELLS, MAX_CELLS_LIMIT, MAX_SEED};
 use crate::config::error::{ConfigError, Errors, Source};
@@ -55,8 +55,11 @@ pub(super) fn parse_doc(src: &Source, errs: &mut Errors<'_>) -> Option<Matrix> {
     };
     root.check_keys(errs, TOP_KEYS);
     let top = top_keys(src, errs, &root);
-    let verdicts = verdict_rule(errs, &root);
     let defaults = matrix_runs(errs, &root);
+    let verdicts = VerdictRule {
+        sequential: defaults.repeats.looks(),
+        ..verdict_rule(errs, &root)
+    };
     let mut guarded: Vec<Guarded> = Vec::new();
     let postgres = postgres_table(errs, &root, &mut guarded);
     let mut refs = Vec::new();

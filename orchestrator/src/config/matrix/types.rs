@@ -275,16 +275,44 @@ impl fmt::Display for SamplingRate {
 }
 
 /// How many counted repeats a workload runs per client count: a fixed
-/// number (`repeats = 3`), or adaptive (`repeats = { min = 3, max = 10,
-/// target_ci = "2%" }`): after `min`, more repeats run until the 95%
+/// number (`repeats = 3`), adaptive (`repeats = { min = 3, max = 10,
+/// target_ci = "2%" }`: after `min`, more repeats run until the 95%
 /// confidence interval of the mean tps is within ±target of the mean, or
-/// `max` is reached.
+/// `max` is reached), or sequential (`repeats = { min = 2, max = 10,
+/// until = "decided" }`: after `min`, a variant's repeats run until its
+/// verdict against the baseline is decided at the family's error rate,
+/// `results::analysis::sequential`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Repeats {
     pub min: u32,
     pub max: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_ci: Option<CiTarget>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<Until>,
+}
+
+/// What ends a sequential design's repeats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Until {
+    /// The variant's verdict against the baseline is decided (faster,
+    /// slower or equivalent); the baseline runs while any other is not.
+    Decided,
+}
+
+impl Until {
+    pub const ALL: [Until; 1] = [Until::Decided];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Until::Decided => "decided",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Until> {
+        Until::ALL.into_iter().find(|u| u.as_str() == s)
+    }
 }
 
 impl Repeats {
@@ -293,18 +321,32 @@ impl Repeats {
             min: n,
             max: n,
             target_ci: None,
+            until: None,
         }
     }
 
     pub fn is_adaptive(&self) -> bool {
-        self.target_ci.is_some() && self.max > self.min
+        (self.target_ci.is_some() || self.until.is_some()) && self.max > self.min
+    }
+
+    /// The looks of a sequential design (`until = "decided"`).
+    pub fn looks(&self) -> Option<super::verdicts::Looks> {
+        self.until.map(|_| super::verdicts::Looks {
+            min: self.min,
+            max: self.max,
+        })
     }
 }
 
 impl fmt::Display for Repeats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.target_ci {
-            Some(t) if self.max > self.min => {
+        match (self.target_ci, self.until) {
+            (_, Some(_)) => write!(
+                f,
+                "{}..{} until decided against the baseline",
+                self.min, self.max
+            ),
+            (Some(t), None) if self.max > self.min => {
                 write!(f, "{}..{} until 95% CI within ±{t}", self.min, self.max)
             }
             _ => write!(f, "{}", self.max),

@@ -128,13 +128,26 @@ impl fmt::Display for Correction {
     }
 }
 
-/// The matrix's decision rule: margin and correction.
+/// The matrix's decision rule: margin, correction, and the looks of a
+/// sequential design (the matrix's `repeats = { …, until = "decided" }`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct VerdictRule {
     #[serde(default)]
     pub margin: Margin,
     #[serde(default)]
     pub correction: Correction,
+    /// `None`: a fixed (or CI-target) design, decided once over every
+    /// counted repeat.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<Looks>,
+}
+
+/// The looks of a sequential design: after each round from `min` to `max`
+/// counted repeats per arm (`results::analysis::sequential`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Looks {
+    pub min: u32,
+    pub max: u32,
 }
 
 /// `margin` and `correction` of the matrix (their defaults when absent),
@@ -162,7 +175,11 @@ pub(super) fn verdict_rule(errs: &mut Errors<'_>, root: &Tbl<'_, '_>) -> Verdict
             Correction::Holm
         }),
     };
-    VerdictRule { margin, correction }
+    VerdictRule {
+        margin,
+        correction,
+        sequential: None,
+    }
 }
 
 #[cfg(test)]

@@ -354,6 +354,10 @@ pub struct Comparison {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repeats_to_decide: Option<usize>,
     pub verdict: Verdict,
+    /// A sequential design: the look it was decided at (or its last one),
+    /// and the level its tests were held at there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<super::sequential::Stop>,
     /// What the tests were computed from (not in the JSON: its figures are).
     #[serde(skip)]
     pub estimate: Option<LogRatio>,
@@ -373,6 +377,7 @@ impl Comparison {
             within_margin: false,
             repeats_to_decide: None,
             verdict: Verdict::NoBaseline,
+            sequential: None,
             estimate: None,
             metric,
         }
@@ -408,6 +413,7 @@ pub fn compare(
         within_margin: false,
         repeats_to_decide: None,
         verdict: Verdict::Untestable,
+        sequential: None,
         estimate: LogRatio::of(variant, baseline),
         metric,
     };
@@ -420,6 +426,12 @@ pub fn compare(
         }
     }
     c
+}
+
+/// Decide `c` again from its estimate at the given adjusted p-values and
+/// levels: a sequential look's ([`super::sequential::decide`]).
+pub(super) fn decide_at(c: &mut Comparison, margin: f64, diff: (f64, f64), eq: (f64, f64)) {
+    decide(c, margin, diff, eq)
 }
 
 /// Decide `c` from its estimate: the difference test's adjusted p and the
@@ -603,6 +615,7 @@ mod tests {
         VerdictRule {
             margin: Margin::parse(margin).unwrap(),
             correction,
+            sequential: None,
         }
     }
 

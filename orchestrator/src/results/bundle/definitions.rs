@@ -81,6 +81,8 @@ struct PlanJson {
     margin: Option<Margin>,
     #[serde(default)]
     correction: Option<Correction>,
+    #[serde(default)]
+    sequential: Option<crate::config::Looks>,
 }
 
 #[derive(Deserialize)]
@@ -224,6 +226,7 @@ pub fn definitions_of_plan(json: &[u8]) -> Result<Definitions, String> {
         rule: (plan.margin.is_some() || plan.correction.is_some()).then(|| VerdictRule {
             margin: plan.margin.unwrap_or_default(),
             correction: plan.correction.unwrap_or_default(),
+            sequential: plan.sequential,
         }),
         ..Definitions::default()
     };

@@ -7,10 +7,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use crate::config::{Correction, VerdictRule};
+use crate::config::{Correction, Looks, VerdictRule};
 use crate::model::{CellResult, CellStatus, RunMeasures};
 use crate::results::analysis::compare::{self, level_text, Comparison, LogRatio, ALPHA};
 use crate::results::analysis::drift::{self, Drift, SizeCheck};
+use crate::results::analysis::sequential;
 use crate::results::analysis::stats::{group_stats, GroupKey, GroupStats, Metric, StatsOptions};
 use crate::results::bundle::read::ChecksumCheck;
 
@@ -267,6 +268,11 @@ pub struct Row {
     /// ran two or more of them: `alternated`), so drift hit them alike.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub alternated: bool,
+    /// The counted values of the compared metric in repeat order: what a
+    /// sequential design's looks are replayed on (not in the JSON: the
+    /// cells are).
+    #[serde(skip)]
+    pub series: Vec<f64>,
 }
 
 impl Row {
@@ -326,6 +332,30 @@ pub struct Problem {
     pub detail: String,
 }
 
+/// [`method_note`] of a sequential design.
+fn sequential_note(rule: VerdictRule, looks: Looks, family: &str) -> String {
+    let correction = match rule.correction {
+        Correction::Holm => "Bonferroni at every look (the first step of Holm's): each test at the look's level ÷ the family's size m = 2v − 3 per table of v variants (its comparisons with the baseline and the leader's tests against the others), so the chance of any false faster or slower in a family is at most α, and so is the chance of any false equivalent; the leader's tests, once on every counted run, at α ÷ m".to_owned(),
+        Correction::None => format!(
+            "none (correction = \"none\"): each comparison's looks at {ALPHA} on their own, so a family of k tests may hold up to k × {ALPHA} false verdicts' chance"
+        ),
+    };
+    format!(
+        "Counted repeats only (warm-up runs excluded). 95% CI of the mean: Student t. \
+Ratio: variant mean / baseline mean on the same host; its tests and intervals by the delta method on the log scale with Welch–Satterthwaite degrees of freedom. \
+Sequential design (repeats = {{ min = {min}, max = {max}, until = \"decided\" }}): a variant's repeats stopped as soon as its verdict against the baseline was decided, with a look after each round from {min} to {max} repeats per arm; each comparison is decided at its first deciding look, on the first n repeats of each arm, and says which. \
+The error is spent across the looks by Lan–DeMets spending of the Pocock type, α(t) = α·ln(1 + (e − 1)·t) with t = n/{max}: look n tests at α(t) less what the looks before it spent, so the looks' levels sum to α. \
+α = {ALPHA}. Family: {family}. Correction: {correction}. \
+Margin: ±{margin} (equivalent: two one-sided tests, Schuirmann 1987, the ratio's (1 − 2a) interval inside [1/(1+{margin}), 1+{margin}] at the look's level a). \
+p is the deciding look's own, p adj. scaled to α (below α exactly when p is below the look's level), every interval drawn at that level. \
+Inconclusive: no look up to {max} decided it; the repeats per arm that would give {power:.0}% power at the observed ratio and spread.",
+        min = looks.min,
+        max = looks.max,
+        margin = rule.margin,
+        power = compare::PLANNING_POWER * 100.0,
+    )
+}
+
 /// How the statistics are computed and decided: α, the family, the
 /// correction and the margin, named.
 fn method_note(rule: VerdictRule, families: &[Family]) -> String {
@@ -342,6 +372,9 @@ fn method_note(rule: VerdictRule, families: &[Family]) -> String {
             format!("each host's comparisons: {}", each.join(", "))
         }
     };
+    if let Some(looks) = rule.sequential {
+        return sequential_note(rule, looks, &family);
+    }
     let correction = match rule.correction {
         Correction::Holm => format!(
             "Holm's step-down (Holm 1979) over the family's difference tests (each variant against its baseline, and the leader of a table against each other variant, which naming it best takes), and separately over its equivalence tests: the chance of any false faster or slower in a family is at most {ALPHA}, and so is the chance of any false equivalent"
@@ -679,6 +712,11 @@ fn build(
                             g.key.workload.as_str(),
                             g.key.clients,
                         )),
+                        series: if in_order.len() == g.values(metric).len() {
+                            in_order
+                        } else {
+                            g.values(metric).to_vec()
+                        },
                     }
                 })
                 .collect();
@@ -881,6 +919,9 @@ fn leader(
 /// better than every other variant in the family.  The families, in host
 /// order.
 fn decide_families(tables: &mut [Table], rule: VerdictRule) -> Vec<Family> {
+    if let Some(looks) = rule.sequential {
+        return decide_sequential(tables, rule, looks);
+    }
     let hosts: BTreeSet<String> = tables
         .iter()
         .flat_map(|t| t.hosts.iter().map(|h| h.host.clone()))
@@ -941,6 +982,104 @@ fn decide_families(tables: &mut [Table], rule: VerdictRule) -> Vec<Family> {
             host,
             comparisons: tested,
             leader_tests: extra.len(),
+        });
+    }
+    families
+}
+
+/// A sequential design's families: each comparison decided again at its
+/// first deciding look over the rows' runs in repeat order
+/// ([`sequential::decide`], what the sweep stopped on), each test at the
+/// look's spend ÷ the host's family size; the leader's tests against the
+/// others, once, on every counted run, at α ÷ the family size (Bonferroni).
+fn decide_sequential(tables: &mut [Table], rule: VerdictRule, looks: Looks) -> Vec<Family> {
+    let hosts: BTreeSet<String> = tables
+        .iter()
+        .flat_map(|t| t.hosts.iter().map(|h| h.host.clone()))
+        .collect();
+    let mut families = Vec::new();
+    for host in hosts {
+        let blocks = || {
+            tables
+                .iter()
+                .flat_map(|t| &t.hosts)
+                .filter(|h| h.host == host)
+        };
+        let m = match rule.correction {
+            Correction::Holm => sequential::family_size(blocks().map(|h| h.rows.len())),
+            Correction::None => 1,
+        };
+        let leader_tests = blocks()
+            .filter_map(|h| h.leader.as_ref())
+            .map(|(_, ps)| ps.iter().flatten().count())
+            .sum();
+        let mut tested = 0;
+        for t in tables.iter_mut() {
+            let metric = t.metric;
+            for h in t.hosts.iter_mut().filter(|h| h.host == host) {
+                let Some(baseline) = h.baseline.clone() else {
+                    continue;
+                };
+                let Some(base_series) = h
+                    .rows
+                    .iter()
+                    .find(|r| r.stats.key.filesystem == baseline)
+                    .map(|r| r.series.clone())
+                else {
+                    continue;
+                };
+                for r in h.rows.iter_mut() {
+                    let Some(c) = r.comparison.as_mut() else {
+                        continue;
+                    };
+                    if c.estimate.is_none() {
+                        continue;
+                    }
+                    tested += 1;
+                    match sequential::decide(
+                        &baseline,
+                        &r.series,
+                        &base_series,
+                        looks,
+                        m,
+                        metric,
+                        rule.margin,
+                    ) {
+                        Some((decided, _)) => *c = decided,
+                        // Fewer than `min` on a side: no look.
+                        None => {
+                            c.verdict = compare::Verdict::Untestable;
+                            c.repeats_to_decide = None;
+                        }
+                    }
+                }
+                let Some((name, ps)) = h.leader.clone() else {
+                    continue;
+                };
+                let decided = ps
+                    .iter()
+                    .all(|p| p.is_some_and(|p| (p * m as f64).min(1.0) < ALPHA));
+                let against_baseline = h.rows.iter().all(|r| {
+                    let Some(c) = &r.comparison else {
+                        return true;
+                    };
+                    if r.stats.key.filesystem == name {
+                        c.verdict.better()
+                    } else if h.baseline.as_deref() == Some(name.as_str()) {
+                        c.verdict.worse()
+                    } else {
+                        true
+                    }
+                });
+                if decided && against_baseline {
+                    h.winner = Some(name);
+                }
+            }
+        }
+        families.push(Family {
+            host,
+            comparisons: tested,
+            leader_tests,
         });
     }
     families

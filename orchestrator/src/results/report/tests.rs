@@ -927,3 +927,80 @@ fn guests_are_read_from_the_inventory_snapshot_with_its_defaults() {
     let empty = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     assert!(crate::results::bundle::read::guest_hosts(empty.path()).is_empty());
 }
+
+/// A sequential design's report decides each comparison at its first
+/// deciding look, on the first n repeats of each arm, and says which; the
+/// method note names the design, its spending and its family.
+#[test]
+fn a_sequential_design_is_decided_at_its_looks_and_says_which() {
+    let base = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1002.0];
+    let fast = [1500.0, 1520.0];
+    // `same` wobbles about the baseline: 6 repeats do not decide it
+    // within ±5% at the looks' levels.
+    let same = [1000.0, 1060.0, 950.0, 1040.0, 960.0, 1010.0];
+    let mut cells = Vec::new();
+    for (fs, xs) in [("ext4", &base[..]), ("xfs", &fast[..]), ("twin", &same[..])] {
+        for (i, x) in xs.iter().enumerate() {
+            cells.push(cell(
+                "deb1",
+                fs,
+                "ext4",
+                "tpcb",
+                4,
+                i as u32 + 1,
+                done(*x, 1.0),
+            ));
+        }
+    }
+    let rule = crate::config::VerdictRule {
+        sequential: Some(crate::config::Looks { min: 2, max: 6 }),
+        ..crate::config::VerdictRule::default()
+    };
+    let opts = ReportOptions {
+        rule: Some(rule),
+        ..ReportOptions::default()
+    };
+    let r = build_report(
+        &[Source {
+            name: "b1",
+            cells: &cells,
+        }],
+        &opts,
+    )
+    .unwrap();
+    let rows = &tpcb4(&r).hosts[0].rows;
+    let of = |fs: &str| {
+        rows.iter()
+            .find(|r| r.stats.key.filesystem == fs)
+            .and_then(|r| r.comparison.clone())
+            .unwrap()
+    };
+    let x = of("xfs");
+    assert_eq!(x.verdict, compare::Verdict::Faster);
+    let stop = x.sequential.unwrap();
+    assert_eq!(
+        (stop.look, stop.max, stop.decided, stop.family),
+        (2, 6, true, 3)
+    );
+    // Its level: Pocock-type spend at t = 2/6 over a family of 3 (2v − 3, v = 3).
+    let spend = 0.05 * (1.0 + (std::f64::consts::E - 1.0) / 3.0).ln();
+    assert!((stop.level - spend / 3.0).abs() < 1e-12, "{}", stop.level);
+    let t = of("twin");
+    assert_eq!(t.verdict, compare::Verdict::Inconclusive);
+    assert!(!t.sequential.unwrap().decided);
+    let line = &r.verdicts[0].sentence;
+    assert!(line.contains("`xfs` is faster than `ext4`"), "{line}");
+    assert!(line.contains("decided at look 2 of 6"), "{line}");
+    assert!(
+        line.contains("undecided after 6 repeats per arm (max 6)"),
+        "{line}"
+    );
+    let method = r.notes.join(" ");
+    assert!(
+        method.contains("Sequential design (repeats = { min = 2, max = 6, until = \"decided\" })"),
+        "{method}"
+    );
+    assert!(method.contains("Pocock type"), "{method}");
+    let json = render_json(&r);
+    assert!(json.contains("\"sequential\""), "{json}");
+}

@@ -48,6 +48,10 @@ pub struct VariantVerdict {
     /// Inconclusive: the counted repeats of the smaller arm now.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repeats_now: Option<usize>,
+    /// A sequential design: the look that decided it (or its last), and
+    /// the level its tests were held at there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<crate::results::analysis::sequential::Stop>,
 }
 
 /// A host's answer for one (workload, clients).
@@ -107,6 +111,7 @@ fn line(t: &Table, h: &HostBlock, margin: Margin) -> VerdictLine {
                 repeats_now: (c.verdict == Verdict::Inconclusive)
                     .then(|| c.estimate.map(|l| l.n_a.min(l.n_b)))
                     .flatten(),
+                sequential: c.sequential,
             })
         })
         .collect();
@@ -274,6 +279,16 @@ fn ci_p(v: &VariantVerdict, what: &str) -> String {
         v.p_adjusted
             .map_or_else(|| format!("no {what}"), |p| adjusted_p_text(p, what)),
     );
+    if let Some(stop) = v.sequential {
+        parts.push(if stop.decided {
+            format!("decided at look {} of {}", stop.look, stop.max)
+        } else {
+            format!(
+                "undecided after {} repeats per arm (max {})",
+                stop.look, stop.max
+            )
+        });
+    }
     parts.join(", ")
 }
 
