@@ -127,16 +127,7 @@ pub struct FirstRun {
     pub outlier: bool,
 }
 
-fn median(xs: &[f64]) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
+use super::stats::median;
 
 /// Test a group's counted values of `metric`, in run order, for drift and
 /// a first-run outlier; `None` (not tested) below [`MIN_RUNS`] runs or with

@@ -960,21 +960,7 @@ fn decide_families(tables: &mut [Table], rule: VerdictRule) -> Vec<Family> {
                     None => decided = false,
                 }
             }
-            // Against the baseline: the baseline's comparison with it, or,
-            // when it is the baseline, every other's with it.
-            let against_baseline = h.rows.iter().all(|r| {
-                let Some(c) = &r.comparison else {
-                    return true;
-                };
-                if &r.stats.key.filesystem == name {
-                    c.verdict.better()
-                } else if h.baseline.as_deref() == Some(name.as_str()) {
-                    c.verdict.worse()
-                } else {
-                    true
-                }
-            });
-            if decided && against_baseline {
+            if decided && beats_the_baseline(h, name) {
                 h.winner = Some(name.clone());
             }
         }
@@ -985,6 +971,24 @@ fn decide_families(tables: &mut [Table], rule: VerdictRule) -> Vec<Family> {
         });
     }
     families
+}
+
+/// Whether `name` is decided better than the baseline of `h`: the
+/// baseline's comparison with it, or, when it is the baseline, every
+/// other's with it.
+fn beats_the_baseline(h: &HostBlock, name: &str) -> bool {
+    h.rows.iter().all(|r| {
+        let Some(c) = &r.comparison else {
+            return true;
+        };
+        if r.stats.key.filesystem == name {
+            c.verdict.better()
+        } else if h.baseline.as_deref() == Some(name) {
+            c.verdict.worse()
+        } else {
+            true
+        }
+    })
 }
 
 /// A sequential design's families: each comparison decided again at its
@@ -1059,19 +1063,7 @@ fn decide_sequential(tables: &mut [Table], rule: VerdictRule, looks: Looks) -> V
                 let decided = ps
                     .iter()
                     .all(|p| p.is_some_and(|p| (p * m as f64).min(1.0) < ALPHA));
-                let against_baseline = h.rows.iter().all(|r| {
-                    let Some(c) = &r.comparison else {
-                        return true;
-                    };
-                    if r.stats.key.filesystem == name {
-                        c.verdict.better()
-                    } else if h.baseline.as_deref() == Some(name.as_str()) {
-                        c.verdict.worse()
-                    } else {
-                        true
-                    }
-                });
-                if decided && against_baseline {
+                if decided && beats_the_baseline(h, &name) {
                     h.winner = Some(name);
                 }
             }

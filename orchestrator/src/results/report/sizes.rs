@@ -100,16 +100,6 @@ pub fn size_lines(tables: &[Table]) -> Vec<SizeLine> {
         .collect()
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 fn line(
     workload: String,
     host: String,
@@ -118,9 +108,9 @@ fn line(
 ) -> SizeLine {
     let mut variants: Vec<VariantSize> = sizes
         .into_iter()
-        .map(|(variant, mut v, measure, sizes_disagree)| VariantSize {
+        .map(|(variant, v, measure, sizes_disagree)| VariantSize {
             variant,
-            on_disk_bytes: median(&mut v),
+            on_disk_bytes: crate::results::analysis::stats::median(&v),
             measure,
             ratio: None,
             sizes_disagree,
