@@ -226,7 +226,15 @@ pub fn definitions_of_plan(json: &[u8]) -> Result<Definitions, String> {
         rule: (plan.margin.is_some() || plan.correction.is_some()).then(|| VerdictRule {
             margin: plan.margin.unwrap_or_default(),
             correction: plan.correction.unwrap_or_default(),
-            sequential: plan.sequential,
+            // A bundle is someone else's file: looks a matrix could not
+            // have made (min below 2, max below min or past the matrix's
+            // bound) are not a design, and the comparisons are decided
+            // once over every repeat instead.
+            sequential: plan.sequential.filter(|l| {
+                l.min >= 2
+                    && l.max >= l.min
+                    && i64::from(l.max) <= crate::config::matrix::MAX_REPEATS
+            }),
         }),
         ..Definitions::default()
     };
@@ -309,6 +317,24 @@ mod tests {
             "clients":{clients},"jobs":{clients},"repeat":1,"warmup":false,
             "length":{{"seconds":30}},"progress":true,"drop_caches":false,"included":false}}"#
         )
+    }
+
+    #[test]
+    fn a_sequential_design_is_read_only_when_a_matrix_could_have_made_it() {
+        for (looks, kept) in [
+            (r#"{"min":2,"max":10}"#, true),
+            (r#"{"min":0,"max":10}"#, false),
+            (r#"{"min":5,"max":3}"#, false),
+            (r#"{"min":2,"max":4000000000}"#, false),
+        ] {
+            let json = format!(
+                r#"{{"cells":[{}],"margin":"5%","sequential":{looks}}}"#,
+                cell(4, "")
+            );
+            let d = definitions_of_plan(json.as_bytes()).unwrap();
+            let rule = d.rule.unwrap();
+            assert_eq!(rule.sequential.is_some(), kept, "{looks}");
+        }
     }
 
     #[test]
